@@ -1,0 +1,80 @@
+// comm.h: the kit's only door to MPI.
+//
+// A Communicator owns one MPI communicator (RAII; movable, not copyable) and
+// offers the four collectives of the assignment on Matrix and Vector buffers.
+// Buffers are taken flat, in storage order; a Matrix is row-major, so the
+// buffer of a (B, D) matrix is its B rows one after another.
+//
+// Preconditions are checked before any MPI call: the caller allocates the
+// destination, and a size that does not fit throws std::invalid_argument
+// naming both sizes. The source and the destination must be distinct objects.
+// A failing MPI call throws std::runtime_error with MPI's own error text.
+//
+// Communication volume. bytes_transferred() adds, per call, the bytes one
+// rank sends under the ring algorithm, with n = size() and B the byte size of
+// the buffer named:
+//
+//   allreduce       2 (n-1)/n * B(src)    reduce-scatter, then all-gather
+//   allgather         (n-1)/n * B(dst)    n-1 steps of one block each
+//   reduce_scatter    (n-1)/n * B(src)    n-1 steps of one block each
+//
+// This is the one place the formula is written down; the trainers' reports,
+// the explorer and the tests all read it through bytes_transferred().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "tensor.h"
+
+namespace dtrain {
+
+enum class Op { Sum, Min, Max };
+
+class Communicator {
+ public:
+  // A view of all ranks of the job (MPI's world). Cheap, and not collective.
+  static Communicator world();
+
+  Communicator(Communicator&& other) noexcept;
+  Communicator& operator=(Communicator&& other) noexcept;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  ~Communicator();
+
+  int rank() const;
+  int size() const;
+  void barrier();
+
+  // Matrix buffers: any shapes whose element counts fit.
+  void allreduce(const Matrix& src, Matrix& dst, Op op = Op::Sum);       // dst.size() == src.size()
+  void allgather(const Matrix& src, Matrix& dst);                        // dst.size() == src.size() * size()
+  void reduce_scatter(const Matrix& src, Matrix& dst, Op op = Op::Sum);  // src.size() == dst.size() * size()
+
+  // Vector buffers (flat shards), with the same rules.
+  void allreduce(const Vector& src, Vector& dst, Op op = Op::Sum);
+  void allgather(const Vector& src, Vector& dst);
+  void reduce_scatter(const Vector& src, Vector& dst, Op op = Op::Sum);
+
+  // Collective over this communicator: ranks that pass the same color form a
+  // new communicator, ordered by key (ties broken by rank here), as MPI_Comm_split.
+  Communicator split(int color, int key);
+
+  // Bytes this rank moved through this communicator so far (formula above).
+  std::uint64_t bytes_transferred() const;
+
+  struct Handle;  // opaque: wraps the MPI communicator, defined in comm.cpp
+
+ private:
+  explicit Communicator(std::unique_ptr<Handle> handle);
+  friend struct CommAccess;  // the framework's runtime helpers (comm_runtime.h)
+
+  void all_reduce_raw(const double* src, double* dst, long count, Op op);
+  void all_gather_raw(const double* src, long count, double* dst);
+  void reduce_scatter_raw(const double* src, double* dst, long block, Op op);
+
+  std::unique_ptr<Handle> handle_;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace dtrain

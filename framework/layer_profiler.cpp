@@ -1,0 +1,28 @@
+// layer_profiler.cpp: see layer_profiler.h.
+#include "layer_profiler.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace dtrain {
+
+void LayerProfiler::begin(const std::string& layer, Phase phase) {
+  if (open_) throw std::logic_error("LayerProfiler: begin(" + layer + ") inside the open call of " + layer_);
+  layer_ = layer;
+  phase_ = phase;
+  open_ = true;
+  heap_reset_peak();
+  base_ = heap_live_bytes();
+}
+
+void LayerProfiler::end() {
+  if (!open_) throw std::logic_error("LayerProfiler: end() without begin()");
+  open_ = false;
+  const std::int64_t rise = heap_peak_bytes() - base_;
+  auto it = std::find_if(order_.begin(), order_.end(), [&](const auto& entry) { return entry.first == layer_; });
+  if (it == order_.end()) it = order_.insert(order_.end(), {layer_, Peaks{}});
+  std::int64_t& slot = phase_ == Phase::Forward ? it->second.forward : it->second.backward;
+  slot = std::max(slot, rise);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,58 @@
+// layer_profiler.h: per-layer peak heap memory of forward and backward.
+//
+// The trainers link the heap tracker (memory_tracker.cpp), which counts every
+// live malloc'd byte of the process. A layer's figure is the highest the heap
+// rose above its level at the start of that layer's call: the activations,
+// gathered weights and gradients the call allocated, whether or not it kept them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dtrain {
+
+// Live and peak bytes of the process heap, from the tracker.
+std::int64_t heap_live_bytes();
+std::int64_t heap_peak_bytes();
+void heap_reset_peak();  // peak := live
+
+class LayerProfiler {
+ public:
+  // Bracket one call, e.g. begin("fc1", Phase::Forward) ... end().
+  enum class Phase { Forward, Backward };
+  void begin(const std::string& layer, Phase phase);
+  void end();
+
+  struct Peaks {
+    std::int64_t forward = 0, backward = 0;
+  };
+  const std::vector<std::pair<std::string, Peaks>>& peaks() const { return order_; }
+
+ private:
+  std::vector<std::pair<std::string, Peaks>> order_;  // layers in first-seen order
+  std::string layer_;
+  Phase phase_ = Phase::Forward;
+  std::int64_t base_ = 0;
+  bool open_ = false;
+};
+
+// RAII bracket that does nothing when the profiler is null.
+class ProfileScope {
+ public:
+  ProfileScope(LayerProfiler* profiler, const std::string& layer, LayerProfiler::Phase phase)
+      : profiler_(profiler) {
+    if (profiler_) profiler_->begin(layer, phase);
+  }
+  ~ProfileScope() {
+    if (profiler_) profiler_->end();
+  }
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  LayerProfiler* profiler_;
+};
+
+}  // namespace dtrain

@@ -1,0 +1,198 @@
+// layers.cpp: see layers.h.
+#include "layers.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "random.h"
+
+namespace dtrain {
+
+namespace {
+
+void require_divides(int mp_size, int dim, const char* what) {
+  if (mp_size <= 0 || dim % mp_size != 0)
+    throw std::invalid_argument(std::string(what) + " of " + std::to_string(dim) +
+                                " cannot be split evenly over mp_size " + std::to_string(mp_size));
+}
+
+}  // namespace
+
+FullWeights initial_weights(std::uint64_t seed) {
+  Rng rng(seed);
+  FullWeights w;
+  w.w1 = rng.normal_matrix(kFeatures, kHidden, 1.0 / std::sqrt(static_cast<double>(kFeatures)));
+  w.b1 = Matrix::Zero(1, kHidden);
+  w.w2 = rng.normal_matrix(kHidden, kClasses, 1.0 / std::sqrt(static_cast<double>(kHidden)));
+  w.b2 = Matrix::Zero(1, kClasses);
+  return w;
+}
+
+FCLayer::FCLayer(Communicator& world, const ParallelConfig& config, bool fc1, int in_dim, int out_dim,
+                 const Matrix& full_w, const Matrix& full_b)
+    : info(get_info(world, world.rank(), config.mp_size, config.dp_size, fc1, config.megatron, in_dim, out_dim)),
+      is_fc1(fc1),
+      megatron(config.megatron),
+      mp_size(config.mp_size) {
+  const bool split_rows = megatron && !is_fc1;  // Megatron FC2 owns a block of input rows
+  if (split_rows) {
+    require_divides(mp_size, in_dim, "FC2's input dimension");
+  } else {
+    require_divides(mp_size, out_dim, is_fc1 ? "FC1's output dimension" : "FC2's output dimension");
+  }
+  const int rows = split_rows ? in_dim / mp_size : in_dim;
+  const int cols = split_rows ? out_dim : out_dim / mp_size;
+  if (info.part_in_dim != rows || info.part_out_dim != cols)
+    throw std::logic_error("get_info gave part dims (" + std::to_string(info.part_in_dim) + ", " +
+                           std::to_string(info.part_out_dim) + "), the layer needs (" + std::to_string(rows) +
+                           ", " + std::to_string(cols) + ")");
+  const int idx = info.mp_idx;
+  w = split_rows ? Matrix(full_w.middleRows(idx * rows, rows)) : Matrix(full_w.middleCols(idx * cols, cols));
+  b = split_rows ? full_b : Matrix(full_b.middleCols(idx * cols, cols));
+}
+
+const Matrix& FCLayer::forward(const Matrix& x) {
+  if (is_fc1) {
+    x_ = x;
+  } else if (megatron) {
+    x_ = megatron_collect_forward_input(x, info.mp_comm, mp_size);
+  } else {
+    x_ = naive_collect_forward_input(x, info.mp_comm, mp_size);
+  }
+  out_.noalias() = x_ * w;
+  if (is_fc1) {
+    out_.rowwise() += b.row(0);
+  } else if (megatron) {
+    // Each rank holds a partial sum; the bias is added once, after the sum.
+    out_ = megatron_collect_forward_output(out_, info.mp_comm, mp_size);
+    out_.rowwise() += b.row(0);
+  } else {
+    out_.rowwise() += b.row(0);
+    out_ = naive_collect_forward_output(out_, info.mp_comm, mp_size);
+  }
+  return out_;
+}
+
+const Matrix& FCLayer::backward(const Matrix& output_grad) {
+  Matrix local_grad;  // (B, part_out_dim): the gradient of this rank's outputs
+  if (is_fc1) {
+    local_grad = output_grad;
+  } else if (megatron) {
+    local_grad = megatron_collect_backward_output(output_grad, info.mp_idx, mp_size);
+  } else {
+    local_grad = naive_collect_backward_output(output_grad, info.mp_idx, mp_size);
+  }
+  Matrix local_w(w.rows(), w.cols());
+  local_w.noalias() = x_.transpose() * local_grad;
+  const Matrix local_b = local_grad.colwise().sum();
+  if (is_fc1) {
+    grad_x_.resize(0, 0);  // the network's input needs no gradient
+  } else {
+    Matrix partial(local_grad.rows(), w.rows());
+    partial.noalias() = local_grad * w.transpose();
+    grad_x_ = megatron ? megatron_collect_backward_x(partial, info.mp_comm, mp_size)
+                       : naive_collect_backward_x(partial, info.mp_comm, mp_size);
+  }
+  auto averaged = collect_weight_grad(local_w, local_b, info.dp_comm);
+  grad_w = std::move(averaged.first);
+  grad_b = std::move(averaged.second);
+  return grad_x_;
+}
+
+void FCLayer::sgd_step(double lr) {
+  w.noalias() -= lr * grad_w;
+  b.noalias() -= lr * grad_b;
+}
+
+const Matrix& ReLULayer::forward(const Matrix& x) {
+  out_ = x.cwiseMax(0.0);
+  return out_;
+}
+
+const Matrix& ReLULayer::backward(const Matrix& output_grad) {
+  grad_x_ = (out_.array() > 0.0).select(output_grad, 0.0);
+  return grad_x_;
+}
+
+double SoftmaxCrossEntropy::forward(const Matrix& logits, const Labels& labels) {
+  if (labels.size() != logits.rows())
+    throw std::invalid_argument("loss: expected " + std::to_string(logits.rows()) + " labels, got " +
+                                std::to_string(labels.size()));
+  labels_ = labels;
+  probs_ = logits;
+  probs_.colwise() -= probs_.rowwise().maxCoeff();  // shift for a stable exp
+  probs_ = probs_.array().exp();
+  probs_.array().colwise() /= probs_.rowwise().sum().array();
+  double loss = 0.0;
+  for (Eigen::Index i = 0; i < probs_.rows(); ++i) loss -= std::log(std::max(probs_(i, labels_(i)), 1e-300));
+  return probs_.rows() > 0 ? loss / static_cast<double>(probs_.rows()) : 0.0;
+}
+
+const Matrix& SoftmaxCrossEntropy::backward() {
+  grad_ = probs_;
+  for (Eigen::Index i = 0; i < grad_.rows(); ++i) grad_(i, labels_(i)) -= 1.0;
+  if (grad_.rows() > 0) grad_ /= static_cast<double>(grad_.rows());
+  return grad_;
+}
+
+double SoftmaxCrossEntropy::accuracy() const {
+  if (probs_.rows() == 0) return 0.0;
+  int correct = 0;
+  for (Eigen::Index i = 0; i < probs_.rows(); ++i) {
+    Eigen::Index best = 0;
+    probs_.row(i).maxCoeff(&best);
+    correct += best == labels_(i);
+  }
+  return static_cast<double>(correct) / static_cast<double>(probs_.rows());
+}
+
+namespace {
+FullWeights checked_weights(const ParallelConfig& config, std::uint64_t seed) {
+  if (config.mp_size < 1 || config.dp_size < 1)
+    throw std::invalid_argument("mp_size and dp_size must be >= 1, got " + std::to_string(config.mp_size) +
+                                " and " + std::to_string(config.dp_size));
+  return initial_weights(seed);
+}
+}  // namespace
+
+MLP::MLP(Communicator& world, const ParallelConfig& config, std::uint64_t seed)
+    : MLP(world, config, checked_weights(config, seed)) {}
+
+MLP::MLP(Communicator& world, const ParallelConfig& config, const FullWeights& weights)
+    : fc1(world, config, true, kFeatures, kHidden, weights.w1, weights.b1),
+      fc2(world, config, false, kHidden, kClasses, weights.w2, weights.b2) {}
+
+double MLP::forward(const Matrix& x, const Labels& y) {
+  using Phase = LayerProfiler::Phase;
+  const Matrix* h = nullptr;
+  {
+    ProfileScope scope(profiler, "fc1", Phase::Forward);
+    h = &fc1.forward(x);
+  }
+  h = &relu_.forward(*h);
+  {
+    ProfileScope scope(profiler, "fc2", Phase::Forward);
+    h = &fc2.forward(*h);
+  }
+  return loss_.forward(*h, y);
+}
+
+void MLP::backward() {
+  using Phase = LayerProfiler::Phase;
+  const Matrix* g = &loss_.backward();
+  {
+    ProfileScope scope(profiler, "fc2", Phase::Backward);
+    g = &fc2.backward(*g);
+  }
+  g = &relu_.backward(*g);
+  ProfileScope scope(profiler, "fc1", Phase::Backward);
+  fc1.backward(*g);
+}
+
+void MLP::sgd_step(double lr) {
+  fc1.sgd_step(lr);
+  fc2.sgd_step(lr);
+}
+
+}  // namespace dtrain

@@ -1,0 +1,97 @@
+// memory_tracker.cpp: counts the process's live heap bytes by standing in
+// front of glibc's malloc family. Linked only into the training programs,
+// whose per-layer memory report (layer_profiler.h) reads the counters.
+// Eigen allocates with malloc, so every Matrix is seen.
+#include <malloc.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "layer_profiler.h"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+}
+
+namespace {
+
+std::atomic<std::int64_t> g_live{0};
+std::atomic<std::int64_t> g_peak{0};
+
+void note_alloc(void* p) {
+  if (!p) return;
+  const std::int64_t now = g_live.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p))) +
+                           static_cast<std::int64_t>(malloc_usable_size(p));
+  std::int64_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
+  }
+}
+
+void note_free(void* p) {
+  if (p) g_live.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)));
+}
+
+}  // namespace
+
+extern "C" {
+
+void* malloc(size_t n) {
+  void* p = __libc_malloc(n);
+  note_alloc(p);
+  return p;
+}
+
+void* calloc(size_t count, size_t n) {
+  void* p = __libc_calloc(count, n);
+  note_alloc(p);
+  return p;
+}
+
+void* realloc(void* old, size_t n) {
+  note_free(old);
+  void* p = __libc_realloc(old, n);
+  if (p) {
+    note_alloc(p);
+  } else if (old && n != 0) {
+    note_alloc(old);  // the old block is still live
+  }
+  return p;
+}
+
+void free(void* p) {
+  note_free(p);
+  __libc_free(p);
+}
+
+void* memalign(size_t alignment, size_t n) {
+  void* p = __libc_memalign(alignment, n);
+  note_alloc(p);
+  return p;
+}
+
+void* aligned_alloc(size_t alignment, size_t n) { return memalign(alignment, n); }
+
+int posix_memalign(void** out, size_t alignment, size_t n) {
+  if (alignment % sizeof(void*) != 0 || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* p = memalign(alignment, n);
+  if (!p && n != 0) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+}  // extern "C"
+
+namespace dtrain {
+
+std::int64_t heap_live_bytes() { return g_live.load(); }
+std::int64_t heap_peak_bytes() { return g_peak.load(); }
+void heap_reset_peak() { g_peak.store(g_live.load()); }
+
+}  // namespace dtrain

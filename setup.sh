@@ -1,0 +1,37 @@
+#!/bin/sh
+# setup.sh: installs the Debian/Ubuntu packages the kit needs, if any are missing.
+# As root it runs apt-get itself; otherwise it prints the one sudo command to run.
+set -eu
+PACKAGES="g++ make cmake openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev
+python3 python3-pytest dataset-fashion-mnist"
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+,"
+  echo "OpenMPI, Eigen 3, GoogleTest, zlib, Python 3 with pytest, and the Fashion-MNIST IDX files"
+  echo "(put them in data/ of the kit; see README.md)."
+  exit 1
+fi
+
+missing=""
+for p in $PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+
+if [ -z "$missing" ]; then
+  echo "setup.sh: all $(echo $PACKAGES | wc -w) packages the kit needs are installed."
+  exit 0
+fi
+
+if [ "$(id -u)" = 0 ]; then
+  echo "setup.sh: installing:$missing"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing
+  echo "setup.sh: done."
+else
+  echo "setup.sh: missing packages:$missing"
+  echo "Install them with:"
+  echo "  sudo apt-get install -y$missing"
+  exit 1
+fi

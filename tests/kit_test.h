@@ -1,0 +1,56 @@
+// kit_test.h: what every public and hidden test file uses. The MPI-aware
+// main (tests/mpi_test_main.cpp) runs each case on every rank and reports a
+// failure on any rank on rank 0, naming the rank.
+//
+// A test file declares the rank count of each of its suites once:
+//   KIT_SUITE(Part3NaiveForward, 4);
+// and then writes ordinary TEST(Part3NaiveForward, ...) cases.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+
+#include "comm.h"
+#include "tensor.h"
+
+namespace kit {
+
+using dtrain::Communicator;
+using dtrain::Labels;
+using dtrain::Matrix;
+using dtrain::Vector;
+
+// Registers the number of ranks a suite needs, and how long one of its cases
+// may run before the harness ends the job (a deadlock, most likely).
+bool register_suite(const char* suite, int ranks, double timeout_seconds = 5.0);
+
+// All ranks of the job, for tests to hand to student code: a fresh copy of
+// the world communicator for each case.
+Communicator& world();
+int rank();
+
+// Matrices written out in the test, row by row.
+Matrix mat(int rows, int cols, std::initializer_list<double> values);
+Vector vec(std::initializer_list<double> values);
+Labels labels(std::initializer_list<int> values);
+// (rows, cols) holding start, start+1, ... in storage (row-major) order.
+Matrix arange(int rows, int cols, double start = 0.0);
+
+// gtest predicate: same shape and every element within `tolerance` (absolute
+// plus relative). On failure it prints both matrices with their shapes.
+::testing::AssertionResult matrices_near(const char* actual_expr, const char* expected_expr, const Matrix& actual,
+                                         const Matrix& expected);
+::testing::AssertionResult vectors_near(const char* actual_expr, const char* expected_expr, const Vector& actual,
+                                        const Vector& expected);
+std::string describe(const Matrix& m);  // "(2, 3) [[1, 2, 3], [4, 5, 6]]", elided when large
+
+}  // namespace kit
+
+#define KIT_SUITE(suite, ...) \
+  static const bool kit_suite_registered_##suite = ::kit::register_suite(#suite, __VA_ARGS__)
+
+#define EXPECT_MATRIX_NEAR(actual, expected) EXPECT_PRED_FORMAT2(::kit::matrices_near, actual, expected)
+#define ASSERT_MATRIX_NEAR(actual, expected) ASSERT_PRED_FORMAT2(::kit::matrices_near, actual, expected)
+#define EXPECT_VECTOR_NEAR(actual, expected) EXPECT_PRED_FORMAT2(::kit::vectors_near, actual, expected)

@@ -1,0 +1,426 @@
+// mpi_test_main.cpp: the MPI-aware main of every kit test binary.
+//
+// Run a part through make (`make test-part3`), or by hand:
+//   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
+// Flags besides gtest's:
+//   --results=PATH          append one JSON line per event (plan, case result,
+//                           abort) to PATH; the part runner and the grader read it
+//   --case-timeout=SECONDS  override every suite's per-case time limit
+//
+// Every rank runs every selected case. After a case the ranks meet on a
+// private communicator and rank 0 prints and records the outcome, with each
+// failing rank's messages. A rank that fails writes its messages to the
+// results file at once, so they survive if the job has to be ended. A case
+// that does not finish in time (a rank waiting in a collective the others
+// never joined, usually) ends the job; a crash or exit() inside a case is
+// recorded too. The runner then starts the remaining cases in a new job.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm_runtime.h"
+#include "harness.h"
+#include "kit_test.h"
+
+namespace harness {
+
+std::map<std::string, SuiteSpec>& suites() {
+  static std::map<std::string, SuiteSpec> registry;
+  return registry;
+}
+
+// Each case hands student code a fresh copy of the world communicator, so
+// messages a broken case leaves unmatched can never be matched by a later case.
+std::unique_ptr<dtrain::Communicator>& case_world() {
+  static std::unique_ptr<dtrain::Communicator> current;
+  return current;
+}
+
+namespace {
+
+int g_results_fd = -1;
+int g_rank = 0;
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// One record is one write() of one line, so records of different ranks
+// never interleave inside a line (O_APPEND).
+void write_record(const std::string& line) {
+  if (g_results_fd < 0) return;
+  const std::string text = line + "\n";
+  ssize_t ignored = ::write(g_results_fd, text.data(), text.size());
+  (void)ignored;
+}
+
+// ---- what a case that never finishes, crashes or exits leaves behind ----
+
+char g_abort_prefix[1024];  // {"event":"abort","case":...,"rank":R,"why":"   (set per case)
+volatile sig_atomic_t g_in_case = 0;
+
+void arm_abort_prefix(const std::string& name) {
+  const std::string prefix =
+      "{\"event\":\"abort\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(g_rank) + ",\"why\":\"";
+  std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", prefix.c_str());
+}
+
+// Async-signal-safe: only memcpy/strlen/write.
+void write_abort(const char* why) {
+  if (g_results_fd < 0) return;
+  char line[1400];
+  size_t n = 0;
+  for (const char* part : {static_cast<const char*>(g_abort_prefix), why, "\"}\n"}) {
+    const size_t len = std::strlen(part);
+    if (n + len >= sizeof line) break;
+    std::memcpy(line + n, part, len);
+    n += len;
+  }
+  ssize_t ignored = ::write(g_results_fd, line, n);
+  (void)ignored;
+}
+
+void on_fatal_signal(int sig) {
+  if (g_in_case) {
+    const char* why = sig == SIGSEGV   ? "crashed with SIGSEGV (invalid memory access)"
+                      : sig == SIGBUS  ? "crashed with SIGBUS (invalid memory access)"
+                      : sig == SIGFPE  ? "crashed with SIGFPE (arithmetic error, e.g. integer division by zero)"
+                      : sig == SIGILL  ? "crashed with SIGILL (illegal instruction)"
+                      : sig == SIGABRT ? "aborted (SIGABRT: abort(), a failed assert, or an uncaught exception)"
+                                       : "was ended by a signal";
+    write_abort(why);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void on_exit_inside_case() {
+  if (g_in_case) write_abort("the process exited in the middle of the case (exit() or quick_exit() called?)");
+}
+
+class Watchdog {
+ public:
+  Watchdog() : thread_([this] { loop(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void arm(double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = true;
+    seconds_ = seconds;
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    cv_.notify_all();
+  }
+  // After a local failure the other ranks may be waiting for this one in a
+  // collective forever; give them a short grace to join the outcome meeting.
+  void shorten(double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto soon = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    if (armed_ && soon < deadline_) {
+      deadline_ = soon;
+      shortened_ = true;
+      cv_.notify_all();
+    }
+  }
+  void disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    armed_ = false;
+    shortened_ = false;
+    body_done_ = false;
+  }
+  // This rank finished the case's code and now waits for the others.
+  void body_done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    body_done_ = true;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!quit_) {
+      if (!armed_) {
+        cv_.wait(lock);
+      } else if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && Clock::now() >= deadline_) {
+        std::ostringstream why;
+        if (shortened_) {
+          why << "failed, then waited in vain for the other ranks to finish the case "
+                 "(they are probably blocked in a collective this rank never joined)";
+        } else if (body_done_) {
+          why << "finished the case, then waited " << seconds_ << " s for the other ranks to finish it";
+        } else {
+          why << "did not finish the case within " << seconds_
+              << " s (a deadlock: ranks calling different collectives, or one rank skipping one?)";
+        }
+        write_abort(why.str().c_str());
+        std::fprintf(stderr, "[rank %d] %s; ending the job\n", g_rank, why.str().c_str());
+        std::fflush(nullptr);
+        std::_Exit(124);
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool armed_ = false, shortened_ = false, body_done_ = false, quit_ = false;
+  double seconds_ = 0;
+  Clock::time_point deadline_;
+  std::thread thread_;
+};
+
+// ---- gtest filter, to know before running which suites are selected ----
+
+bool glob_match(const char* pattern, const char* text) {
+  if (*pattern == '\0') return *text == '\0';
+  if (*pattern == '*') return glob_match(pattern + 1, text) || (*text && glob_match(pattern, text + 1));
+  if (*text && (*pattern == '?' || *pattern == *text)) return glob_match(pattern + 1, text + 1);
+  return false;
+}
+
+bool any_match(const std::string& patterns, const std::string& name) {
+  std::stringstream list(patterns);
+  std::string one;
+  while (std::getline(list, one, ':'))
+    if (glob_match(one.c_str(), name.c_str())) return true;
+  return false;
+}
+
+bool selected_by_filter(const std::string& filter, const std::string& name) {
+  const size_t dash = filter.find('-');
+  std::string positive = filter.substr(0, dash);
+  const std::string negative = dash == std::string::npos ? "" : filter.substr(dash + 1);
+  if (positive.empty()) positive = "*";
+  if (name.find("DISABLED_") != std::string::npos) return false;
+  return any_match(positive, name) && !any_match(negative, name);
+}
+
+// "[rank 2]", "[ranks 0,3]", or "[all ranks]".
+std::string rank_label(const std::vector<int>& ranks, int world_size) {
+  if (static_cast<int>(ranks.size()) == world_size && world_size > 1) return "[all ranks]";
+  std::string label = ranks.size() == 1 ? "[rank " : "[ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) label += (i ? "," : "") + std::to_string(ranks[i]);
+  return label + "]";
+}
+
+int usage_error(const std::string& what) {
+  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS]\n", what.c_str());
+  return 2;
+}
+
+
+// ---- the per-case protocol ----
+
+class MpiCaseListener : public ::testing::EmptyTestEventListener {
+ public:
+  MpiCaseListener(dtrain::Communicator& meeting, double timeout_override)
+      : meeting_(meeting), timeout_override_(timeout_override) {}
+
+  int passed() const { return passed_; }
+  int failed() const { return failed_; }
+
+  void OnTestProgramStart(const ::testing::UnitTest& unit) override {
+    if (g_rank != 0) return;
+    std::string cases;
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+      const auto* suite = unit.GetTestSuite(i);
+      for (int j = 0; j < suite->total_test_count(); ++j) {
+        const auto* info = suite->GetTestInfo(j);
+        if (!info->should_run()) continue;
+        cases += (cases.empty() ? "" : ",") + json_string(std::string(info->test_suite_name()) + "." + info->name());
+      }
+    }
+    write_record("{\"event\":\"plan\",\"ranks\":" + std::to_string(meeting_.size()) + ",\"cases\":[" + cases + "]}");
+  }
+
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    name_ = std::string(info.test_suite_name()) + "." + info.name();
+    messages_.clear();
+    arm_abort_prefix(name_);
+    g_in_case = 1;
+    const auto spec = suites().find(info.test_suite_name());
+    const double limit = timeout_override_ > 0 ? timeout_override_ : spec->second.timeout_seconds;
+    start_ = dtrain::CommAccess::wall_time();
+    case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate_world());
+    if (g_rank == 0) {
+      std::printf("[ RUN      ] %s\n", name_.c_str());
+      std::fflush(stdout);
+    }
+    watchdog_.arm(limit);
+  }
+
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::string where;
+    if (result.file_name() && std::strcmp(result.file_name(), "unknown file") != 0)
+      where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + ": ";
+    std::string text = where + result.message();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    messages_ += (messages_.empty() ? "" : "\n") + text;
+    write_record("{\"event\":\"rank_failure\",\"case\":" + json_string(name_) + ",\"rank\":" + std::to_string(g_rank) +
+                 ",\"message\":" + json_string(text) + "}");
+    watchdog_.shorten(2.0);
+  }
+
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    watchdog_.body_done();
+    if (info.result()->Skipped() && messages_.empty())
+      messages_ = "the case was skipped; a skipped case counts as failed";
+    // The max is a full synchronization: no rank leaves a case before every
+    // rank has finished it, so a rank stuck in a collective is caught here.
+    const bool any_failed = dtrain::CommAccess::max_over_ranks(meeting_, messages_.empty() ? 0 : 1) != 0;
+    const auto texts = any_failed ? dtrain::CommAccess::gather_text(meeting_, messages_, 0)
+                                  : std::vector<std::string>(static_cast<size_t>(meeting_.size()));
+    watchdog_.disarm();
+    case_world().reset();
+    g_in_case = 0;
+    if (g_rank != 0) return;
+    const double seconds = dtrain::CommAccess::wall_time() - start_;
+    std::string failures;
+    std::vector<std::pair<std::string, std::vector<int>>> grouped;  // identical messages, with their ranks
+    for (size_t r = 0; r < texts.size(); ++r) {
+      if (texts[r].empty()) continue;
+      failures += std::string(failures.empty() ? "" : ",") + "{\"rank\":" + std::to_string(r) +
+                  ",\"message\":" + json_string(texts[r]) + "}";
+      auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == texts[r]; });
+      if (same == grouped.end()) same = grouped.insert(grouped.end(), {texts[r], {}});
+      same->second.push_back(static_cast<int>(r));
+    }
+    std::string shown;
+    for (const auto& [text, ranks] : grouped) {
+      std::stringstream lines(text);
+      std::string line;
+      while (std::getline(lines, line)) shown += "    " + rank_label(ranks, meeting_.size()) + " " + line + "\n";
+    }
+    const bool ok = failures.empty();
+    (ok ? passed_ : failed_)++;
+    char timing[64];
+    std::snprintf(timing, sizeof timing, "%.3f", seconds);
+    write_record("{\"event\":\"result\",\"case\":" + json_string(name_) + ",\"status\":\"" + (ok ? "pass" : "fail") +
+                 "\",\"seconds\":" + timing + ",\"failures\":[" + failures + "]}");
+    std::printf("%s%s%s (%.0f ms)\n", shown.c_str(), ok ? "[       OK ] " : "[  FAILED  ] ", name_.c_str(),
+                seconds * 1000);
+    std::fflush(stdout);
+  }
+
+ private:
+  dtrain::Communicator& meeting_;
+  double timeout_override_;
+  Watchdog watchdog_;
+  std::string name_, messages_;
+  double start_ = 0;
+  int passed_ = 0, failed_ = 0;
+};
+
+}  // namespace
+}  // namespace harness
+
+int main(int argc, char** argv) {
+  using namespace harness;
+  dtrain::MpiSession mpi(argc, argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  dtrain::Communicator meeting = dtrain::CommAccess::duplicate_world();
+  g_rank = meeting.rank();
+
+  std::string results_path;
+  double timeout_override = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--results=", 0) == 0) {
+      results_path = arg.substr(10);
+    } else if (arg.rfind("--case-timeout=", 0) == 0) {
+      char* end = nullptr;
+      timeout_override = std::strtod(arg.c_str() + 15, &end);
+      if (*end != '\0' || timeout_override <= 0) return usage_error("--case-timeout needs a positive number of seconds, got '" + arg.substr(15) + "'");
+    } else {
+      return usage_error("unknown argument '" + arg + "'");
+    }
+  }
+  if (!results_path.empty()) {
+    g_results_fd = ::open(results_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (g_results_fd < 0) return usage_error("cannot open --results file '" + results_path + "': " + std::strerror(errno));
+  }
+
+  // Which rank counts do the selected cases need?
+  const std::string filter = GTEST_FLAG_GET(filter);
+  std::map<int, std::vector<std::string>> needed;  // ranks -> suites
+  const auto& unit = *::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const auto* suite = unit.GetTestSuite(i);
+    bool selected = false;
+    for (int j = 0; j < suite->total_test_count(); ++j)
+      selected |= selected_by_filter(filter, std::string(suite->name()) + "." + suite->GetTestInfo(j)->name());
+    if (!selected) continue;
+    const auto spec = suites().find(suite->name());
+    if (spec == suites().end()) return usage_error(std::string("suite ") + suite->name() + " has no KIT_SUITE(...) line");
+    needed[spec->second.ranks].push_back(suite->name());
+  }
+  if (needed.empty()) return usage_error("no case matches --gtest_filter='" + filter + "'");
+  if (needed.size() > 1 || needed.begin()->first != meeting.size()) {
+    if (g_rank == 0) {
+      std::fprintf(stderr, "kit_tests: this run has %d rank%s, but the selected cases need:\n", meeting.size(),
+                   meeting.size() == 1 ? "" : "s");
+      for (const auto& [ranks, names] : needed) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        std::fprintf(stderr, "  mpirun -n %d   for %s\n", ranks, list.c_str());
+      }
+      std::fprintf(stderr, "Use `make test-partN`, which starts each part with the right -n.\n");
+    }
+    return 2;
+  }
+
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_fatal_signal);
+  std::atexit(on_exit_inside_case);
+  std::at_quick_exit(on_exit_inside_case);
+
+  auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+  delete listeners.Release(listeners.default_result_printer());
+  auto* listener = new MpiCaseListener(meeting, timeout_override);
+  listeners.Append(listener);  // gtest owns it from here
+
+  const int gtest_status = RUN_ALL_TESTS();
+  const long any_failed = dtrain::CommAccess::max_over_ranks(meeting, gtest_status != 0 ? 1 : 0);
+  if (g_rank == 0) {
+    std::printf("%d passed, %d failed\n", listener->passed(), listener->failed());
+    std::fflush(stdout);
+  }
+  return any_failed ? 1 : 0;
+}

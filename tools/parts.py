@@ -1,0 +1,69 @@
+"""The one table of graded parts. `make test-partN`, `make test`, CTest and
+the grader all read it; change points or cases here and nowhere else.
+
+Each part runs one or more (gtest filter, rank count) launches of the kit's
+test binary. A part's points are split over its cases by weight (1 unless a
+pattern in `weights` says otherwise); hidden cases are suites whose names
+start with "Hidden" and match the same filters with the prefix added.
+"""
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Dict, List, Tuple
+
+
+@dataclass(frozen=True)
+class Run:
+    filter: str          # gtest filter of the cases, e.g. "Part3*"
+    ranks: int           # mpirun -n
+    timeout: float = 60  # wall-clock seconds for one launch
+
+
+@dataclass(frozen=True)
+class Part:
+    key: str
+    title: str
+    points: int
+    runs: Tuple[Run, ...]
+    handout: str                                   # section of handout/README.md
+    weights: Dict[str, float] = field(default_factory=dict)  # case glob -> weight
+
+    def owns(self, case: str) -> bool:
+        return any(matches(run.filter, case) for run in self.runs)
+
+    def weight(self, case: str) -> float:
+        for pattern, w in self.weights.items():
+            if fnmatchcase(case, pattern):
+                return w
+        return 1.0
+
+
+def matches(gtest_filter: str, case: str) -> bool:
+    """gtest's filter syntax: positive patterns, then '-' and negative ones."""
+    positive, _, negative = gtest_filter.partition("-")
+    hit = any(fnmatchcase(case, p) for p in (positive or "*").split(":") if p)
+    return hit and not any(fnmatchcase(case, p) for p in negative.split(":") if p)
+
+
+PARTS: List[Part] = [
+    Part("part1", "data split", 10, (Run("Part1*", 1),), "Part 1"),
+    Part("part2", "layer initialization", 20, (Run("Part2*", 8),), "Part 2"),
+    Part("part3", "naive TP forward", 15, (Run("Part3*", 4),), "Part 3"),
+    Part("part4", "Megatron TP forward", 15, (Run("Part4*", 4),), "Part 4"),
+    Part("part5", "naive TP backward", 20, (Run("Part5*", 4),), "Part 5"),
+    Part("part6", "Megatron TP backward", 10, (Run("Part6*", 4),), "Part 6"),
+    Part("part7", "DP gradient averaging", 10, (Run("Part7*", 4),), "Part 7"),
+]
+
+TOTAL_POINTS = sum(p.points for p in PARTS)
+
+
+def find(keys: List[str]) -> List[Part]:
+    """Parts by key; 'part8' stands for both of its halves."""
+    by_key = {p.key: p for p in PARTS}
+    chosen: List[Part] = []
+    for key in keys:
+        group = [p for p in PARTS if p.key == key or p.key.startswith(key + "_")]
+        if not group:
+            raise KeyError(f"unknown part '{key}'; the parts are: {', '.join(by_key)}")
+        chosen += [p for p in group if p not in chosen]
+    return chosen

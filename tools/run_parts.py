@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Runs parts of the public test suite and prints each case and the points.
+
+  tools/run_parts.py part3                 one part (what `make test-part3` runs)
+  tools/run_parts.py --all                 every part, then the score table (`make test`)
+  tools/run_parts.py --impl reference ...  the staff solution instead of student/
+  --require full     exit 1 unless every chosen part has full points (CTest, CI)
+  --require stubs    exit 1 unless every case fails with a not-implemented message
+
+Cases of the same rank count share one MPI job, so a full run starts few jobs.
+"""
+import argparse
+import os
+import sys
+import time
+from typing import Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parts as table  # noqa: E402
+from partrun import CaseOutcome, JobLog, Launch, default_build_dir, run_cases, test_binary  # noqa: E402
+
+NOT_IMPLEMENTED = "is not implemented yet"
+
+
+def fmt(points: float) -> str:
+    return str(int(points)) if abs(points - round(points)) < 1e-9 else f"{points:.1f}"
+
+
+def score(part: table.Part, outcomes: Dict[str, CaseOutcome]) -> float:
+    cases = [c for c in outcomes if part.owns(c)]
+    total = sum(part.weight(c) for c in cases)
+    won = sum(part.weight(c) for c in cases if outcomes[c].passed)
+    return part.points * won / total if total else 0.0
+
+
+def show_job_death(outcome: CaseOutcome) -> None:
+    """The binary prints the cases it finishes; the one a job died in is ours to show."""
+    if outcome.ended_job:
+        for line in outcome.summary():
+            print(f"    {line}")
+        print(f"[  FAILED  ] {outcome.case} (the job ended here; the remaining cases run in a new job)", flush=True)
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parts", nargs="*", help="part keys, e.g. part3 or part8")
+    ap.add_argument("--all", action="store_true", help="every part, then the score table")
+    ap.add_argument("--impl", choices=["student", "reference"], default="student")
+    ap.add_argument("--build", default=default_build_dir(), help="the CMake build directory")
+    ap.add_argument("--require", choices=["none", "full", "stubs"], default="none")
+    args = ap.parse_args(argv)
+    if not args.all and not args.parts:
+        ap.error("name at least one part (e.g. part3), or pass --all")
+    try:
+        chosen = table.PARTS if args.all else table.find(args.parts)
+    except KeyError as e:
+        ap.error(str(e.args[0]))
+    binary = test_binary(args.build, args.impl)
+    if not os.access(binary, os.X_OK):
+        print(f"run_parts: {binary} is not built; run `make build` first", file=sys.stderr)
+        return 2
+
+    # One job per rank count, with the filters of every chosen part that uses it.
+    by_ranks: Dict[int, List[table.Run]] = {}
+    for part in chosen:
+        for run in part.runs:
+            by_ranks.setdefault(run.ranks, []).append(run)
+    started = time.monotonic()
+    outcomes: Dict[str, CaseOutcome] = {}
+    errors: List[str] = []
+    for ranks, runs in sorted(by_ranks.items()):
+        names = ", ".join(p.key for p in chosen if any(r in runs for r in p.runs))
+        print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({args.impl})", flush=True)
+        log = JobLog()
+        launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs))
+
+        got = run_cases(launch, ":".join(r.filter for r in runs), log, on_outcome=show_job_death)
+        outcomes.update(got)
+        if log.error:
+            errors.append(f"{names}: {log.error}")
+            print(f"!! {log.error}", flush=True)
+
+    print()
+    exit_code = 0
+    total = 0.0
+    for part in chosen:
+        cases = [c for c in outcomes if part.owns(c)]
+        got = score(part, outcomes)
+        total += got
+        passed = sum(outcomes[c].passed for c in cases)
+        for c in cases:
+            if not outcomes[c].passed:
+                lines = outcomes[c].summary(max_lines=4)
+                print(f"  FAIL {c}: {lines[0] if lines else 'no message'}")
+                for line in lines[1:]:
+                    print(f"       {line}")
+        print(f"{part.key}: {fmt(got)} / {part.points} points   ({passed}/{len(cases)} cases, {part.title})")
+        if not cases:
+            errors.append(f"{part.key}: no case ran")
+        if args.require == "full" and (not cases or passed != len(cases)):
+            exit_code = 1
+        if args.require == "stubs":
+            for c in cases:
+                text = "\n".join(outcomes[c].summary(max_lines=100))
+                if outcomes[c].passed or NOT_IMPLEMENTED not in text:
+                    print(f"  stub check: {c} should fail with '{NOT_IMPLEMENTED}', got: "
+                          f"{'a pass' if outcomes[c].passed else text.splitlines()[0] if text else 'nothing'}")
+                    exit_code = 1
+            if got != 0 or not cases:
+                exit_code = 1
+    if len(chosen) > 1:
+        print(f"total: {fmt(total)} / {sum(p.points for p in chosen)} points")
+    print(f"{sum(o.passed for o in outcomes.values())} passed, "
+          f"{sum(not o.passed for o in outcomes.values())} failed   ({time.monotonic() - started:.1f} s)")
+    if errors:
+        exit_code = exit_code or 1
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
