@@ -19,7 +19,7 @@ $(error IMPL must be student or reference, got '$(IMPL)')
 endif
 
 RUN_PARTS = $(PYTHON) tools/run_parts.py --build $(BUILD) --impl $(IMPL)
-PART_KEYS = 1 2 3 4 5 6 7
+PART_KEYS = 1 2 3 4 5 6 7 8 9
 
 .PHONY: all setup build configure test check clean $(addprefix test-part,$(PART_KEYS))
 

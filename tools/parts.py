@@ -26,9 +26,24 @@ class Part:
     runs: Tuple[Run, ...]
     handout: str                                   # section of handout/README.md
     weights: Dict[str, float] = field(default_factory=dict)  # case glob -> weight
+    # Case globs that gate the part: if one of them fails, the part scores 0
+    # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
+    gates: Tuple[str, ...] = ()
 
     def owns(self, case: str) -> bool:
         return any(matches(run.filter, case) for run in self.runs)
+
+    def score(self, results: Dict[str, bool]) -> float:
+        """Points for case -> passed of this part's cases (others are ignored)."""
+        mine = {c: ok for c, ok in results.items() if self.owns(c)}
+        if any(not ok for c, ok in mine.items() if any(fnmatchcase(c, g) for g in self.gates)):
+            return 0.0
+        total = sum(self.weight(c) for c in mine)
+        return self.points * sum(self.weight(c) for c, ok in mine.items() if ok) / total if total else 0.0
+
+    def gate_failed(self, results: Dict[str, bool]) -> List[str]:
+        return [c for c, ok in results.items() if self.owns(c) and not ok
+                and any(fnmatchcase(c, g) for g in self.gates)]
 
     def weight(self, case: str) -> float:
         for pattern, w in self.weights.items():
@@ -52,6 +67,12 @@ PARTS: List[Part] = [
     Part("part5", "naive TP backward", 20, (Run("Part5*", 4),), "Part 5"),
     Part("part6", "Megatron TP backward", 10, (Run("Part6*", 4),), "Part 6"),
     Part("part7", "DP gradient averaging", 10, (Run("Part7*", 4),), "Part 7"),
+    Part("part8_forward", "ZeRO-3 FC forward", 20,
+         (Run("Part8Partition*", 1), Run("Part8Forward*", 4)), "Part 8",
+         gates=("*Part8Forward.KeepsNoFullWeight*",)),
+    Part("part8_backward", "ZeRO-3 FC backward", 20, (Run("Part8Backward*", 4),), "Part 8",
+         gates=("*Part8Backward.KeepsNoFullWeight*",)),
+    Part("part9", "ZeRO-3 sharded Adam", 10, (Run("Part9*", 4, timeout=180),), "Part 9"),
 ]
 
 TOTAL_POINTS = sum(p.points for p in PARTS)

@@ -26,19 +26,36 @@ def fmt(points: float) -> str:
     return str(int(points)) if abs(points - round(points)) < 1e-9 else f"{points:.1f}"
 
 
-def score(part: table.Part, outcomes: Dict[str, CaseOutcome]) -> float:
-    cases = [c for c in outcomes if part.owns(c)]
-    total = sum(part.weight(c) for c in cases)
-    won = sum(part.weight(c) for c in cases if outcomes[c].passed)
-    return part.points * won / total if total else 0.0
-
-
 def show_job_death(outcome: CaseOutcome) -> None:
     """The binary prints the cases it finishes; the one a job died in is ours to show."""
     if outcome.ended_job:
         for line in outcome.summary():
             print(f"    {line}")
         print(f"[  FAILED  ] {outcome.case} (the job ended here; the remaining cases run in a new job)", flush=True)
+
+
+def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False):
+    """Runs the chosen parts' cases, one job per rank count; returns (case -> outcome, errors)."""
+    by_ranks: Dict[int, List[table.Run]] = {}
+    for part in chosen:
+        for run in part.runs:
+            by_ranks.setdefault(run.ranks, []).append(run)
+    outcomes: Dict[str, CaseOutcome] = {}
+    errors: List[str] = []
+    for ranks, runs in sorted(by_ranks.items()):
+        names = ", ".join(p.key for p in chosen if any(r in runs for r in p.runs))
+        if not quiet:
+            print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
+        log = JobLog()
+        launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs), capture=quiet)
+        got = run_cases(launch, ":".join(r.filter for r in runs), log,
+                        on_outcome=None if quiet else show_job_death)
+        outcomes.update(got)
+        if log.error:
+            errors.append(f"{names}: {log.error}")
+            if not quiet:
+                print(f"!! {log.error}", flush=True)
+    return outcomes, errors
 
 
 def main(argv: List[str]) -> int:
@@ -60,32 +77,15 @@ def main(argv: List[str]) -> int:
         print(f"run_parts: {binary} is not built; run `make build` first", file=sys.stderr)
         return 2
 
-    # One job per rank count, with the filters of every chosen part that uses it.
-    by_ranks: Dict[int, List[table.Run]] = {}
-    for part in chosen:
-        for run in part.runs:
-            by_ranks.setdefault(run.ranks, []).append(run)
     started = time.monotonic()
-    outcomes: Dict[str, CaseOutcome] = {}
-    errors: List[str] = []
-    for ranks, runs in sorted(by_ranks.items()):
-        names = ", ".join(p.key for p in chosen if any(r in runs for r in p.runs))
-        print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({args.impl})", flush=True)
-        log = JobLog()
-        launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs))
-
-        got = run_cases(launch, ":".join(r.filter for r in runs), log, on_outcome=show_job_death)
-        outcomes.update(got)
-        if log.error:
-            errors.append(f"{names}: {log.error}")
-            print(f"!! {log.error}", flush=True)
-
+    outcomes, errors = collect(binary, chosen, args.impl)
     print()
     exit_code = 0
     total = 0.0
     for part in chosen:
         cases = [c for c in outcomes if part.owns(c)]
-        got = score(part, outcomes)
+        passed_by_case = {c: o.passed for c, o in outcomes.items()}
+        got = part.score(passed_by_case)
         total += got
         passed = sum(outcomes[c].passed for c in cases)
         for c in cases:
@@ -94,6 +94,8 @@ def main(argv: List[str]) -> int:
                 print(f"  FAIL {c}: {lines[0] if lines else 'no message'}")
                 for line in lines[1:]:
                     print(f"       {line}")
+        for gate in part.gate_failed(passed_by_case):
+            print(f"  {gate} failed: this case gates the part, so {part.key} scores 0")
         print(f"{part.key}: {fmt(got)} / {part.points} points   ({passed}/{len(cases)} cases, {part.title})")
         if not cases:
             errors.append(f"{part.key}: no case ran")

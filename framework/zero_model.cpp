@@ -1,0 +1,141 @@
+// zero_model.cpp: see zero_model.h.
+#include "zero_model.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "random.h"
+
+namespace dtrain {
+
+ZeroMLP::ZeroMLP(Communicator& comm, int dp_size, std::uint64_t seed)
+    : fc1(comm, kFeatures, kHidden, dp_size, nullptr, nullptr, seed),
+      fc2(comm, kHidden, kClasses, dp_size, nullptr, nullptr, seed + 1) {}
+
+ZeroMLP::ZeroMLP(Communicator& comm, int dp_size, Vector w1_shard, Vector b1_shard, Vector w2_shard, Vector b2_shard)
+    : fc1(comm, kFeatures, kHidden, dp_size, std::move(w1_shard), std::move(b1_shard)),
+      fc2(comm, kHidden, kClasses, dp_size, std::move(w2_shard), std::move(b2_shard)) {}
+
+double ZeroMLP::forward(const Matrix& x, const Labels& y) {
+  using Phase = LayerProfiler::Phase;
+  Matrix h;
+  {
+    ProfileScope scope(profiler, "fc1", Phase::Forward);
+    h = fc1.forward(x);
+  }
+  const Matrix& a = relu_.forward(h);
+  Matrix logits;
+  {
+    ProfileScope scope(profiler, "fc2", Phase::Forward);
+    logits = fc2.forward(a);
+  }
+  return loss_.forward(logits, y);
+}
+
+void ZeroMLP::backward() {
+  using Phase = LayerProfiler::Phase;
+  Matrix g;
+  {
+    ProfileScope scope(profiler, "fc2", Phase::Backward);
+    g = fc2.backward(loss_.backward());
+  }
+  const Matrix& ga = relu_.backward(g);
+  ProfileScope scope(profiler, "fc1", Phase::Backward);
+  fc1.backward(ga);
+}
+
+void ZeroMLP::zero_grad() {
+  fc1.zero_grad();
+  fc2.zero_grad();
+}
+
+double decayed_lr(double init_lr, long iteration, double stage) {
+  return init_lr * std::pow(0.9, std::floor(static_cast<double>(iteration) / stage));
+}
+
+ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
+                           const Matrix& x_test, const Labels& y_test, const ZeroTrainOptions& options) {
+  const int dp = comm.size();
+  if (options.global_batch < dp || options.global_batch % dp != 0)
+    throw std::invalid_argument("the global batch must divide evenly over " + std::to_string(dp) + " ranks, got " +
+                                std::to_string(options.global_batch));
+  const long batch = options.global_batch / dp;
+  const long rows = x_local.rows();
+  const long per_epoch = (rows + batch - 1) / batch;
+
+  // Every rank shuffles its own rows with the same seed, as the seed program does.
+  const std::vector<int> order = Rng(options.shuffle_seed).permutation(static_cast<int>(rows));
+  Matrix x(rows, x_local.cols());
+  Labels y(rows);
+  for (long i = 0; i < rows; ++i) {
+    x.row(i) = x_local.row(order[static_cast<size_t>(i)]);
+    y(i) = y_local(order[static_cast<size_t>(i)]);
+  }
+
+  ZeroDPAdam optimizer(model.layers(), options.init_lr);
+  ZeroTrainResult result;
+  for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    for (long start = 0, it = 0; start < rows; start += batch, ++it) {
+      const long n = std::min(batch, rows - start);
+      const double loss = model.forward(x.middleRows(start, n), y.segment(start, n));
+      const double accuracy = model.accuracy();
+      model.zero_grad();
+      model.backward();
+      optimizer.lr = decayed_lr(options.init_lr, result.iterations, 100.0 / dp);
+      optimizer.step();
+      ++result.iterations;
+      result.final_loss = loss;
+      if (options.on_progress && comm.rank() == 0 &&
+          ((it + 1) % options.report_every == 0 || it + 1 == per_epoch))
+        options.on_progress(epoch, it + 1, per_epoch, loss, accuracy, optimizer.lr);
+    }
+    // Every rank evaluates the whole test set; the forward passes still gather.
+    long correct = 0;
+    for (long start = 0; start < x_test.rows(); start += batch) {
+      const long n = std::min(batch, x_test.rows() - start);
+      model.forward(x_test.middleRows(start, n), y_test.segment(start, n));
+      correct += std::lround(model.accuracy() * static_cast<double>(n));
+    }
+    result.test_accuracy.push_back(x_test.rows() ? static_cast<double>(correct) / static_cast<double>(x_test.rows())
+                                                 : 0.0);
+  }
+  result.footprint = state_footprint(model, optimizer);
+  return result;
+}
+
+StepVolume measure_step_volume(ZeroMLP& model, Communicator& comm, const Matrix& x, const Labels& y) {
+  StepVolume volume;
+  const std::uint64_t before = comm.bytes_transferred();
+  model.forward(x, y);
+  model.zero_grad();
+  model.backward();
+  volume.zero_bytes = comm.bytes_transferred() - before;
+
+  // Plain data parallelism: one allreduce of each full gradient.
+  Communicator replicas = comm.split(0, comm.rank());
+  for (const ZeroDPStage3FCLayer* layer : model.layers()) {
+    const Matrix grad_w = Matrix::Zero(layer->in_dim, layer->out_dim), grad_b = Matrix::Zero(1, layer->out_dim);
+    Matrix sum_w(grad_w.rows(), grad_w.cols()), sum_b(1, layer->out_dim);
+    replicas.allreduce(grad_w, sum_w);
+    replicas.allreduce(grad_b, sum_b);
+  }
+  volume.data_parallel_bytes = replicas.bytes_transferred();
+  return volume;
+}
+
+StateFootprint state_footprint(ZeroMLP& model, const ZeroDPAdam& optimizer) {
+  StateFootprint footprint;
+  for (const ZeroDPStage3FCLayer* layer : model.layers()) {
+    footprint.sharded_bytes += sizeof(double) * static_cast<std::uint64_t>(layer->w_shard.size() + layer->b_shard.size() +
+                                                                          layer->grad_w_shard.size() +
+                                                                          layer->grad_b_shard.size());
+    // parameters, gradients, m and v
+    footprint.replica_bytes += 4 * sizeof(double) * static_cast<std::uint64_t>(layer->in_dim + 1) * layer->out_dim;
+  }
+  for (const auto& [key, moments] : optimizer.state)
+    footprint.sharded_bytes += sizeof(double) * static_cast<std::uint64_t>(moments.m.size() + moments.v.size());
+  return footprint;
+}
+
+}  // namespace dtrain

@@ -1,0 +1,85 @@
+// zero_model.h: the ZeRO stage-3 MLP (FC -> ReLU -> FC -> softmax
+// cross-entropy, all FC parameters sharded over the dp ranks) and its
+// training loop, shared by programs/zero_dp_train.cpp and the part 9 test.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "layers.h"
+#include "zero_dp_stage3.h"
+
+namespace dtrain {
+
+class ZeroMLP {
+ public:
+  // Seeded layers (the framework constructor, which partitions through the
+  // student's partition_flat_tensor).
+  ZeroMLP(Communicator& comm, int dp_size, std::uint64_t seed = 15442);
+  // Layers built from shards the caller computed, so partition_flat_tensor
+  // is not involved.
+  ZeroMLP(Communicator& comm, int dp_size, Vector w1_shard, Vector b1_shard, Vector w2_shard, Vector b2_shard);
+
+  double forward(const Matrix& x, const Labels& y);  // (B, 784), (B) -> mean loss; accuracy() after
+  double accuracy() const { return loss_.accuracy(); }
+  void backward();
+  void zero_grad();
+  std::vector<ZeroDPStage3FCLayer*> layers() { return {&fc1, &fc2}; }
+
+  LayerProfiler* profiler = nullptr;
+  ZeroDPStage3FCLayer fc1, fc2;
+
+ private:
+  ReLULayer relu_;
+  SoftmaxCrossEntropy loss_;
+};
+
+struct ZeroTrainOptions {
+  int epochs = 1;
+  int global_batch = 60;  // split evenly over the dp ranks
+  double init_lr = 0.01;  // x0.9 every 100/dp iterations
+  std::uint64_t shuffle_seed = 15442;
+  // Called on rank 0 every `report_every` iterations and at each epoch's end.
+  std::function<void(int epoch, long iteration, long iterations_per_epoch, double loss, double accuracy, double lr)>
+      on_progress;
+  int report_every = 10;
+};
+
+// Bytes of parameters, gradients and Adam moments this rank keeps for the
+// model, against the same for one unsharded replica.
+struct StateFootprint {
+  std::uint64_t sharded_bytes = 0;
+  std::uint64_t replica_bytes = 0;
+};
+
+struct ZeroTrainResult {
+  std::vector<double> test_accuracy;  // one per epoch
+  long iterations = 0;
+  double final_loss = 0;
+  StateFootprint footprint;           // at the end of training
+};
+
+// Trains on this rank's rows (already split by data parallelism) and
+// evaluates on the whole test set after every epoch.
+ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
+                           const Matrix& x_test, const Labels& y_test, const ZeroTrainOptions& options);
+
+// The seed's schedule: init_lr * 0.9^floor(iteration / stage).
+double decayed_lr(double init_lr, long iteration, double stage);
+
+// Bytes one rank moves in one training step, both measured by communicator
+// counters: the ZeRO model's forward and backward on (x, y), and an
+// allreduce of full-size gradients of the same model, as plain data
+// parallelism would do. Collective over comm.
+struct StepVolume {
+  std::uint64_t zero_bytes = 0;
+  std::uint64_t data_parallel_bytes = 0;
+  double ratio() const { return data_parallel_bytes ? double(zero_bytes) / double(data_parallel_bytes) : 0.0; }
+};
+StepVolume measure_step_volume(ZeroMLP& model, Communicator& comm, const Matrix& x, const Labels& y);
+
+StateFootprint state_footprint(ZeroMLP& model, const ZeroDPAdam& optimizer);
+
+}  // namespace dtrain

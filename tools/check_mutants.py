@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The kit's proof that its tests bite: each mutant is the reference with one
+known bug; it must lose points in the parts the bug touches and keep full
+points everywhere else.
+
+  tools/check_mutants.py [--build build] [NAME ...]
+
+A mutant names the file, a piece of the reference's text and its
+replacement; if the text is no longer in the reference, the check fails
+loudly rather than testing nothing.
+"""
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Dict, List, NamedTuple, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import parts as table  # noqa: E402
+from build_impl import IMPL_FILES, build  # noqa: E402
+from partrun import KIT_DIR  # noqa: E402
+from run_parts import collect, fmt  # noqa: E402
+
+
+class Mutant(NamedTuple):
+    name: str
+    file: str
+    find: str
+    replace: str
+    loses: Tuple[str, ...]    # parts that must lose points
+    zero: Tuple[str, ...] = ()  # of those, parts that must score exactly 0
+    message: str = ""         # text the failures must contain
+
+
+MUTANTS: List[Mutant] = [
+    Mutant("naive gather without reordering the column blocks", "func_impl.cpp",
+           "return gather_column_blocks(x, mp_comm, mp_size, \"naive_collect_forward_input\");",
+           "Matrix all(x.rows(), x.cols() * mp_size); mp_comm.allgather(x, all); return all;",
+           ("part3",)),
+    Mutant("gradients summed instead of averaged", "func_impl.cpp",
+           "return {sum_w / ranks, sum_b / ranks};", "(void)ranks; return {sum_w, sum_b};", ("part7",)),
+    Mutant("mp and dp communicators swapped", "func_impl.cpp",
+           "Communicator mp_comm = comm.split(dp_idx, mp_idx);", "Communicator mp_comm = comm.split(mp_idx, dp_idx);",
+           ("part2",)),
+    Mutant("full weight cached in a static between calls", "zero_dp_stage3.cpp",
+           "  const Matrix w = gather_full(comm, w_shard, in_dim, out_dim);\n  const Matrix b = gather_full(comm, b_shard, 1, out_dim);",
+           "  static Matrix w;\n  w = gather_full(comm, w_shard, in_dim, out_dim);\n  const Matrix b = gather_full(comm, b_shard, 1, out_dim);",
+           ("part8_forward",), zero=("part8_forward",), message="bytes after it returned"),
+    Mutant("partition without padding", "zero_dp_stage3.cpp",
+           "const Eigen::Index size = (numel + num_shards - 1) / num_shards;",
+           "const Eigen::Index size = numel / num_shards;", ("part8_forward",)),
+    Mutant("reduce-scatter averages instead of summing", "zero_dp_stage3.cpp",
+           "comm.reduce_scatter(padded, shard, Op::Sum);",
+           "comm.reduce_scatter(padded, shard, Op::Sum); shard /= comm.size();", ("part8_backward",)),
+    Mutant("Adam without bias correction", "zero_dp_stage3.cpp",
+           "const double m_scale = 1.0 / (1.0 - std::pow(opt.beta1, t));\n  const double v_scale = 1.0 / (1.0 - std::pow(opt.beta2, t));",
+           "const double m_scale = 1.0 + 0 * t;\n  const double v_scale = 1.0;", ("part9",)),
+    Mutant("Adam that never updates", "zero_dp_stage3.cpp",
+           "param.array() -= opt.lr *", "param.array() -= 0.0 * opt.lr *", ("part9",)),
+]
+
+
+def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
+    impl = os.path.join(scratch, "impl")
+    os.makedirs(impl)
+    for f in IMPL_FILES:
+        shutil.copy(os.path.join(KIT_DIR, "reference", f), impl)
+    path = os.path.join(impl, mutant.file)
+    with open(path) as f:
+        text = f.read()
+    if mutant.find not in text:
+        return [f"the reference's {mutant.file} no longer contains the text this mutant changes: {mutant.find!r}"]
+    with open(path, "w") as f:
+        f.write(text.replace(mutant.find, mutant.replace, 1))
+    binary = os.path.join(scratch, "student", "kit_tests")
+    report = build(impl, binary, build_dir)
+    if not report["linked"]:
+        errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
+        return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
+    outcomes, errors = collect(binary, table.PARTS, mutant.name, quiet=True)
+    problems = list(errors)
+    passed = {c: o.passed for c, o in outcomes.items()}
+    for part in table.PARTS:
+        got = part.score(passed)
+        if part.key in mutant.zero and got != 0:
+            problems.append(f"{part.key} should score 0, got {fmt(got)}")
+        elif part.key in mutant.loses and got >= part.points:
+            problems.append(f"{part.key} should lose points, got {fmt(got)} / {part.points}")
+        elif part.key not in mutant.loses and got != part.points:
+            problems.append(f"{part.key} should keep {part.points} points, got {fmt(got)}")
+    if mutant.message:
+        texts = "\n".join(line for o in outcomes.values() for line in o.summary(max_lines=1000))
+        if mutant.message not in texts:
+            problems.append(f"no failure message contains {mutant.message!r}")
+    return problems
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("names", nargs="*", help="run only mutants whose name contains one of these words")
+    ap.add_argument("--build", default=os.path.join(KIT_DIR, "build"))
+    args = ap.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.names or any(n in m.name for n in args.names)]
+    failed = 0
+    for mutant in chosen:
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="kit-mutant-") as scratch:
+            problems = check(mutant, args.build, scratch)
+        status = "caught" if not problems else "NOT CAUGHT"
+        print(f"{status:>10}  {mutant.name}  ({time.monotonic() - started:.1f} s)", flush=True)
+        for p in problems:
+            print(f"            {p}")
+        failed += bool(problems)
+    print(f"{len(chosen) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
