@@ -6,7 +6,11 @@
 #   make build             configure and build both variants
 #   make test-partN        one part's public cases and its points (N = 1..9)
 #   make test              every part, then the score table
-#   make check             the kit's self-test: reference full marks, stubs zero
+#   make train             unified_train: MP=2 DP=4 (naive), add MEGATRON=1 for Megatron
+#   make train-zero        zero_dp_train: DP=4
+#   make mpi-demo          Part 0's warm-up: CASE=allreduce|allgather|reduce_scatter|split
+#   make check             the kit's self-test: reference full marks, stubs zero,
+#                          and every known bug (tools/check_mutants.py) caught
 #   make clean             remove the build directory
 
 IMPL   ?= student
@@ -19,9 +23,17 @@ $(error IMPL must be student or reference, got '$(IMPL)')
 endif
 
 RUN_PARTS = $(PYTHON) tools/run_parts.py --build $(BUILD) --impl $(IMPL)
+
+# Training runs: MP x DP ranks; TRAIN_ARGS passes more flags (see --help).
+MP       ?= 1
+DP       ?= 1
+MEGATRON ?= 0
+CASE     ?= allreduce
+TRAIN_ARGS ?=
+MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo $(addprefix test-part,$(PART_KEYS))
 
 all: build
 
@@ -42,8 +54,17 @@ $(addprefix test-part,$(PART_KEYS)): test-part%: build
 test: build
 	@$(RUN_PARTS) --all
 
+train: build
+	tools/kitrun -n $$(( $(MP) * $(DP) )) $(BUILD)/$(IMPL)/unified_train --mp_size $(MP) --dp_size $(DP) $(MEGATRON_FLAG) $(TRAIN_ARGS)
+
+train-zero: build
+	tools/kitrun -n $(DP) $(BUILD)/$(IMPL)/zero_dp_train --dp_size $(DP) $(TRAIN_ARGS)
+
+mpi-demo: build
+	tools/kitrun -n 8 $(BUILD)/mpi_demo --case $(CASE)
+
 check: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'reference|stubs'
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'reference|stubs|mutants'
 
 clean:
 	rm -rf $(BUILD)

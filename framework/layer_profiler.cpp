@@ -6,6 +6,13 @@
 
 namespace dtrain {
 
+// Without the heap tracker (memory_tracker.cpp, linked only into the
+// trainers) there is nothing to read: these stand-ins report zero, and the
+// tracker's own definitions replace them where it is linked.
+__attribute__((weak)) std::int64_t heap_live_bytes() { return 0; }
+__attribute__((weak)) std::int64_t heap_peak_bytes() { return 0; }
+__attribute__((weak)) void heap_reset_peak() {}
+
 void LayerProfiler::begin(const std::string& layer, Phase phase) {
   if (open_) throw std::logic_error("LayerProfiler: begin(" + layer + ") inside the open call of " + layer_);
   layer_ = layer;

@@ -4,6 +4,7 @@
 // The cases set the gradient shards themselves, so they depend on no other
 // student function. The end-to-end case is test_part9_zero_training.cpp.
 #include <cmath>
+#include <vector>
 
 #include "zero_test_util.h"
 
@@ -102,12 +103,90 @@ void run_and_compare(AdamSetup& s, ZeroDPAdam& opt, int steps) {
 
 std::vector<ZeroDPStage3FCLayer*> pointers(AdamSetup& s) { return {&s.layers[0], &s.layers[1]}; }
 
+// Every rank's shards and moments after the three steps of
+// ThreeStepsMatchUnshardedAndRecordedAdam, recorded from the reference (per rank: for layers 0 and 1, the
+// w shard, b shard, then the m and v of w, then the m and v of b).
+const std::vector<double> kRecorded[4][12] = {
+    {
+        {0.071573782321023474, -0.22259685624971334, 0.28976147592789053, -0.39449111963999162},  // layer 0 w
+        {0.071573782321023474, -0.22259685624971334},  // layer 0 b
+        {0.16410791898973764, 0.06909569601568756, -0.069791027841395487, -0.18728713075719461},  // layer 0 w.m
+        {0.001552567824806635, 0.0015927051551087176, 0.0017256063181795326, 0.0020204707656299717},  // layer 0 w.v
+        {0.16410791898973764, 0.06909569601568756},  // layer 0 b.m
+        {0.001552567824806635, 0.0015927051551087176},  // layer 0 b.v
+        {0.081537912558538039, -0.21273158731957167, 0.29949064225418459},  // layer 1 w
+        {0.081537912558538039},  // layer 1 b
+        {0.16681791898973763, 0.071805696015687565, -0.067081027841395496},  // layer 1 w.m
+        {0.0015906534653419946, 0.0016116276306794889, 0.0017141849747659885},  // layer 1 w.v
+        {0.16681791898973763},  // layer 1 b.m
+        {0.0015906534653419946},  // layer 1 b.v
+    },
+    {
+        {0.52928111188858573, -0.57388548996331712, 0.71735058980207389, -0.7990214645621031},  // layer 0 w
+        {0.28976147592789053, -0.39449111963999162},  // layer 0 b
+        {-0.22281062628355391, -0.15145821252928324, 0.00042758692341048066, 0.16425409922234901},  // layer 0 w.m
+        {0.0022763930140896681, 0.0023394077021491513, 0.002392596456233066, 0.0026820750275807111},  // layer 0 w.v
+        {-0.069791027841395487, -0.18728713075719461},  // layer 0 b.m
+        {0.0017256063181795326, 0.0020204707656299717},  // layer 0 b.v
+        {-0.38461195411613169, 0.53926481512056179, -0.56395306360638853},  // layer 1 w
+        {-0.21273158731957167},  // layer 1 b
+        {-0.18457713075719459, -0.2201006262835539, -0.14874821252928322},  // layer 1 w.m
+        {0.0019816296183373561, 0.0022270029843338402, 0.0023030751314462288},  // layer 1 w.v
+        {0.071805696015687565},  // layer 1 b.m
+        {0.0016116276306794889},  // layer 1 b.v
+    },
+    {
+        {0.87139859509820161, -1.0283493341032097, 1.0776108069226911, -1.2098245965163266},  // layer 0 w
+        {0.52928111188858573, 0},  // layer 0 b
+        {0.26010226300076011, 0.23566309680654504, 0.094239855838972569, -0.10295324806938744},  // layer 0 w.m
+        {0.0030813840562477681, 0.0032596859157337289, 0.0032456336238821165, 0.0034297612424980225},  // layer 0 w.v
+        {-0.22281062628355391, 0},  // layer 0 b.m
+        {0.0022763930140896681, 0},  // layer 0 b.v
+        {0.72718477728258102, -0.78923066313522805, 0.88136835845891326},  // layer 1 w
+        {0},  // layer 1 b
+        {0.0031375869234104847, 0.16696409922234903, 0.2628122630007601},  // layer 1 w.m
+        {0.0023884494522679145, 0.0027148739089700421, 0.0031380272447394846},  // layer 1 w.v
+        {0},  // layer 1 b.m
+        {0},  // layer 1 b.v
+    },
+    {
+        {1.3057286298308137, -1.3707279805223542, 1.5259716433609574, 0},  // layer 0 w
+        {0, 0},  // layer 0 b
+        {-0.26308868051592682, -0.30542358322103524, -0.2018275865837944, 0},  // layer 0 w.m
+        {0.0039177955815257433, 0.0043022601325533039, 0.0043188311528725102, 0},  // layer 0 w.v
+        {0, 0},  // layer 0 b.m
+        {0, 0},  // layer 0 b.v
+        {-1.0183753318107009, 0, 0},  // layer 1 w
+        {0},  // layer 1 b
+        {0.23837309680654506, 0, 0},  // layer 1 w.m
+        {0.0033143449756480809, 0, 0},  // layer 1 w.v
+        {0},  // layer 1 b.m
+        {0},  // layer 1 b.v
+    },
+};
+
 }  // namespace
 
-TEST(Part9Adam, ThreeStepsMatchUnshardedAdam) {
+// Checked against the unsharded twin after every step, then against values
+// recorded from the reference after the last.
+TEST(Part9Adam, ThreeStepsMatchUnshardedAndRecordedAdam) {
   AdamSetup s = make_setup();
   ZeroDPAdam opt(pointers(s), 0.01);
   run_and_compare(s, opt, 3);
+  const auto& recorded = kRecorded[rank()];
+  for (int l = 0; l < 2; ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
+    const std::string w = std::to_string(l) + ".w", b = std::to_string(l) + ".b";
+    if (!opt.state.count(w) || !opt.state.count(b)) continue;  // run_and_compare reported it
+    const Vector* got[6] = {&s.layers[l].w_shard, &s.layers[l].b_shard, &opt.state.at(w).m,
+                            &opt.state.at(w).v,   &opt.state.at(b).m,   &opt.state.at(b).v};
+    const char* names[6] = {"w_shard", "b_shard", "m of w", "v of w", "m of b", "v of b"};
+    for (int q = 0; q < 6; ++q) {
+      const auto& values = recorded[l * 6 + q];
+      EXPECT_VECTOR_NEAR(*got[q], Eigen::Map<const Vector>(values.data(), static_cast<Eigen::Index>(values.size())))
+          << names[q];
+    }
+  }
 }
 
 TEST(Part9Adam, UsesTheGivenHyperparameters) {

@@ -35,6 +35,28 @@ class Mutant(NamedTuple):
 
 
 MUTANTS: List[Mutant] = [
+    # Broken in ways that must cost one case, never the run.
+    Mutant("throws on one rank only", "func_impl.cpp",
+           "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {",
+           "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {\n"
+           "  if (mp_comm.rank() == 1 && x.rows() == 2) throw std::runtime_error(\"rank 1 gives up\");",
+           ("part3",), message="rank 1 gives up"),
+    Mutant("segfaults on one rank", "func_impl.cpp",
+           "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {",
+           "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {\n"
+           "  if (mp_group_idx == 2 && output_grad.rows() == 2) { volatile int* p = nullptr; *p = 1; }",
+           ("part5",), message="crashed with SIGSEGV"),
+    Mutant("calls exit(0) in the middle of a case", "func_impl.cpp",
+           "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {",
+           "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {\n"
+           "  if (grad_x.rows() == 2 && mp_comm.rank() == 3) std::exit(0);",
+           ("part6",), message="exited in the middle of the case"),
+    Mutant("deadlocks: one rank calls an extra collective", "func_impl.cpp",
+           "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
+           "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
+           "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
+           ("part7",), message="did not finish the case within"),
+    # Wrong answers.
     Mutant("naive gather without reordering the column blocks", "func_impl.cpp",
            "return gather_column_blocks(x, mp_comm, mp_size, \"naive_collect_forward_input\");",
            "Matrix all(x.rows(), x.cols() * mp_size); mp_comm.allgather(x, all); return all;",
