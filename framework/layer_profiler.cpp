@@ -12,6 +12,8 @@ namespace dtrain {
 __attribute__((weak)) std::int64_t heap_live_bytes() { return 0; }
 __attribute__((weak)) std::int64_t heap_peak_bytes() { return 0; }
 __attribute__((weak)) void heap_reset_peak() {}
+__attribute__((weak)) std::int64_t heap_high_water() { return 0; }
+__attribute__((weak)) void heap_reset_high_water() {}
 
 void LayerProfiler::begin(const std::string& layer, Phase phase) {
   if (open_) throw std::logic_error("LayerProfiler: begin(" + layer + ") inside the open call of " + layer_);

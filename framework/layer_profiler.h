@@ -17,6 +17,10 @@ namespace dtrain {
 std::int64_t heap_live_bytes();
 std::int64_t heap_peak_bytes();
 void heap_reset_peak();  // peak := live
+// A second peak that heap_reset_peak leaves alone, for a whole run's figure
+// while LayerProfiler resets the first around every call.
+std::int64_t heap_high_water();
+void heap_reset_high_water();  // high water := live
 
 class LayerProfiler {
  public:

@@ -24,14 +24,20 @@ namespace {
 
 std::atomic<std::int64_t> g_live{0};
 std::atomic<std::int64_t> g_peak{0};
+std::atomic<std::int64_t> g_high_water{0};
+
+void raise_to(std::atomic<std::int64_t>& mark, std::int64_t value) {
+  std::int64_t seen = mark.load(std::memory_order_relaxed);
+  while (value > seen && !mark.compare_exchange_weak(seen, value)) {
+  }
+}
 
 void note_alloc(void* p) {
   if (!p) return;
-  const std::int64_t now = g_live.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p))) +
-                           static_cast<std::int64_t>(malloc_usable_size(p));
-  std::int64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
-  }
+  const std::int64_t size = static_cast<std::int64_t>(malloc_usable_size(p));
+  const std::int64_t now = g_live.fetch_add(size) + size;
+  raise_to(g_peak, now);
+  raise_to(g_high_water, now);
 }
 
 void note_free(void* p) {
@@ -93,5 +99,7 @@ namespace dtrain {
 std::int64_t heap_live_bytes() { return g_live.load(); }
 std::int64_t heap_peak_bytes() { return g_peak.load(); }
 void heap_reset_peak() { g_peak.store(g_live.load()); }
+std::int64_t heap_high_water() { return g_high_water.load(); }
+void heap_reset_high_water() { g_high_water.store(g_live.load()); }
 
 }  // namespace dtrain

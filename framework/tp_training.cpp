@@ -4,8 +4,7 @@
 #include <chrono>
 #include <string>
 
-#include "random.h"
-#include "zero_model.h"
+#include "training_loop.h"
 
 namespace dtrain {
 
@@ -33,13 +32,7 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
                                 std::to_string(config.dp_size) + " dp groups");
   const long rows = x_local.rows();
   const long per_epoch = (rows + batch - 1) / batch;
-  const std::vector<int> order = Rng(options.shuffle_seed).permutation(static_cast<int>(rows));
-  Matrix x(rows, x_local.cols());
-  Labels y(rows);
-  for (long i = 0; i < rows; ++i) {
-    x.row(i) = x_local.row(order[static_cast<size_t>(i)]);
-    y(i) = y_local(order[static_cast<size_t>(i)]);
-  }
+  const std::vector<int> order = shuffled_order(rows, options.shuffle_seed);
   const bool lead = model.fc1.info.mp_idx == 0 && model.fc1.info.dp_idx == 0;
 
   TpTrainResult result;
@@ -51,8 +44,7 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
     const LayerTraffic before2{model.fc2.info.mp_comm.bytes_transferred(), model.fc2.info.dp_comm.bytes_transferred()};
     for (long start = 0, it = 0; start < rows; start += batch, ++it) {
       const long n = std::min(batch, rows - start);
-      xb = x.middleRows(start, n);
-      yb = y.segment(start, n);
+      gather_batch(x_local, y_local, order, start, n, xb, yb);
       const double loss = model.forward(xb, yb);
       model.backward();
       const double lr = decayed_lr(options.init_lr, result.iterations, 100.0);
@@ -67,15 +59,7 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
     result.fc1.dp_bytes += model.fc1.info.dp_comm.bytes_transferred() - before1.dp_bytes;
     result.fc2.mp_bytes += model.fc2.info.mp_comm.bytes_transferred() - before2.mp_bytes;
     result.fc2.dp_bytes += model.fc2.info.dp_comm.bytes_transferred() - before2.dp_bytes;
-    long correct = 0;
-    for (long start = 0; start < x_test.rows(); start += batch) {
-      const long n = std::min(batch, x_test.rows() - start);
-      xb = x_test.middleRows(start, n);
-      yb = y_test.segment(start, n);
-      model.forward(xb, yb);
-      correct += std::lround(model.accuracy() * static_cast<double>(n));
-    }
-    result.test_accuracy.push_back(x_test.rows() ? static_cast<double>(correct) / static_cast<double>(x_test.rows()) : 0.0);
+    result.test_accuracy.push_back(evaluate(model, x_test, y_test, batch));
     if (options.on_epoch && lead) options.on_epoch(epoch, result.test_accuracy.back(), result.epoch_seconds.back());
   }
   return result;

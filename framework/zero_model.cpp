@@ -5,7 +5,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "random.h"
+#include "comm_runtime.h"
+#include "training_loop.h"
 
 namespace dtrain {
 
@@ -50,35 +51,30 @@ void ZeroMLP::zero_grad() {
   fc2.zero_grad();
 }
 
-double decayed_lr(double init_lr, long iteration, double stage) {
-  return init_lr * std::pow(0.9, std::floor(static_cast<double>(iteration) / stage));
-}
-
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
                            const Matrix& x_test, const Labels& y_test, const ZeroTrainOptions& options) {
   const int dp = comm.size();
-  if (options.global_batch < dp || options.global_batch % dp != 0)
-    throw std::invalid_argument("the global batch must divide evenly over " + std::to_string(dp) + " ranks, got " +
-                                std::to_string(options.global_batch));
+  // Each rank takes global_batch / dp rows, rounded down, as the seed program does.
   const long batch = options.global_batch / dp;
+  if (batch < 1)
+    throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +
+                                std::to_string(dp) + " ranks");
   const long rows = x_local.rows();
   const long per_epoch = (rows + batch - 1) / batch;
 
-  // Every rank shuffles its own rows with the same seed, as the seed program does.
-  const std::vector<int> order = Rng(options.shuffle_seed).permutation(static_cast<int>(rows));
-  Matrix x(rows, x_local.cols());
-  Labels y(rows);
-  for (long i = 0; i < rows; ++i) {
-    x.row(i) = x_local.row(order[static_cast<size_t>(i)]);
-    y(i) = y_local(order[static_cast<size_t>(i)]);
-  }
+  const std::vector<int> order = shuffled_order(rows, options.shuffle_seed);
 
   ZeroDPAdam optimizer(model.layers(), options.init_lr);
   ZeroTrainResult result;
+  Matrix xb;
+  Labels yb;
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
+    const std::uint64_t bytes_before = comm.bytes_transferred();
+    const double started = CommAccess::wall_time();
     for (long start = 0, it = 0; start < rows; start += batch, ++it) {
       const long n = std::min(batch, rows - start);
-      const double loss = model.forward(x.middleRows(start, n), y.segment(start, n));
+      gather_batch(x_local, y_local, order, start, n, xb, yb);
+      const double loss = model.forward(xb, yb);
       const double accuracy = model.accuracy();
       model.zero_grad();
       model.backward();
@@ -90,15 +86,10 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
           ((it + 1) % options.report_every == 0 || it + 1 == per_epoch))
         options.on_progress(epoch, it + 1, per_epoch, loss, accuracy, optimizer.lr);
     }
+    result.epoch_seconds.push_back(CommAccess::wall_time() - started);
+    result.train_bytes += comm.bytes_transferred() - bytes_before;
     // Every rank evaluates the whole test set; the forward passes still gather.
-    long correct = 0;
-    for (long start = 0; start < x_test.rows(); start += batch) {
-      const long n = std::min(batch, x_test.rows() - start);
-      model.forward(x_test.middleRows(start, n), y_test.segment(start, n));
-      correct += std::lround(model.accuracy() * static_cast<double>(n));
-    }
-    result.test_accuracy.push_back(x_test.rows() ? static_cast<double>(correct) / static_cast<double>(x_test.rows())
-                                                 : 0.0);
+    result.test_accuracy.push_back(evaluate(model, x_test, y_test, batch));
   }
   result.footprint = state_footprint(model, optimizer);
   return result;

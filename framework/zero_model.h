@@ -38,7 +38,7 @@ class ZeroMLP {
 
 struct ZeroTrainOptions {
   int epochs = 1;
-  int global_batch = 60;  // split evenly over the dp ranks
+  int global_batch = 60;  // each rank takes global_batch / dp rows (rounded down)
   double init_lr = 0.01;  // x0.9 every 100/dp iterations
   std::uint64_t shuffle_seed = 15442;
   // Called on rank 0 every `report_every` iterations and at each epoch's end.
@@ -58,6 +58,8 @@ struct ZeroTrainResult {
   std::vector<double> test_accuracy;  // one per epoch
   long iterations = 0;
   double final_loss = 0;
+  std::uint64_t train_bytes = 0;      // this rank's traffic during training, evaluation excluded
+  std::vector<double> epoch_seconds;  // training time of each epoch, without the evaluation
   StateFootprint footprint;           // at the end of training
 };
 
@@ -65,9 +67,6 @@ struct ZeroTrainResult {
 // evaluates on the whole test set after every epoch.
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
                            const Matrix& x_test, const Labels& y_test, const ZeroTrainOptions& options);
-
-// The seed's schedule: init_lr * 0.9^floor(iteration / stage).
-double decayed_lr(double init_lr, long iteration, double stage);
 
 // Bytes one rank moves in one training step, both measured by communicator
 // counters: the ZeRO model's forward and backward on (x, y), and an

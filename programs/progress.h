@@ -1,18 +1,21 @@
 // progress.h: rank 0's training progress. On a terminal, one bar redrawn in
 // place; in a log (make, CI, the grader), a plain line every few iterations.
+// Under mpirun a rank's stdout is a pseudo-terminal even when mpirun's is a
+// file, so tools/kitrun says which it is in DTRAIN_STDOUT_IS_TTY.
 #pragma once
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace dtrain {
 
 class Progress {
  public:
-  Progress() : tty_(isatty(STDOUT_FILENO) != 0) {}
+  Progress() : tty_(stdout_is_terminal()) {}
 
   void update(int epoch, long iteration, long per_epoch, double loss, double accuracy, double lr) {
     if (tty_) {
@@ -32,6 +35,10 @@ class Progress {
   int log_every(long per_epoch) const { return tty_ ? 1 : static_cast<int>(std::max(1L, per_epoch / 10)); }
 
  private:
+  static bool stdout_is_terminal() {
+    if (const char* told = std::getenv("DTRAIN_STDOUT_IS_TTY")) return std::string(told) == "1";
+    return isatty(STDOUT_FILENO) != 0;
+  }
   bool tty_;
 };
 

@@ -12,6 +12,7 @@
 #include "idx_dataset.h"
 #include "program_main.h"
 #include "progress.h"
+#include "run_report.h"
 #include "tp_training.h"
 
 using namespace dtrain;
@@ -31,6 +32,7 @@ int run(Communicator& world, int argc, char** argv) {
   int& train_samples = flags.add_int("--num_train_samples", -1, "use the first N training samples (-1: all 60000)");
   int& test_samples = flags.add_int("--num_test_samples", -1, "use the first N test samples (-1: all 10000)");
   std::string& data_dir = flags.add_string("--data", "", "directory of the IDX files (default: see README)");
+  std::string& report_path = flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)");
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
 
   const bool lead = world.rank() == 0;
@@ -55,6 +57,7 @@ int run(Communicator& world, int argc, char** argv) {
                 megatron ? "Megatron" : "naive", mp_size, dp_size, usable, static_cast<long>(x_local.rows()),
                 static_cast<long>(data.test.x.rows()), batch, init_lr, data.dir.c_str());
 
+  const ModelHeap model_heap;
   MLP model(world, config);
   LayerProfiler profiler;
   model.profiler = &profiler;
@@ -73,9 +76,10 @@ int run(Communicator& world, int argc, char** argv) {
     std::fflush(stdout);
   };
   const TpTrainResult result = train_tp(model, config, x_local, y_local, data.test.x, data.test.y, options);
+  const double model_heap_bytes = model_heap.max_over_ranks(world);  // before any measuring run
 
+  const double its = static_cast<double>(std::max(1L, result.iterations));
   if (lead) {
-    const double its = static_cast<double>(std::max(1L, result.iterations));
     std::printf("\ncommunication of rank 0 during training (%ld iterations):\n", result.iterations);
     std::printf("  %-6s %16s %16s %18s %18s\n", "layer", "MP KiB total", "DP KiB total", "MP KiB/iteration",
                 "DP KiB/iteration");
@@ -83,13 +87,22 @@ int run(Communicator& world, int argc, char** argv) {
     for (const auto& [name, t] : layers)
       std::printf("  %-6s %16.1f %16.1f %18.2f %18.2f\n", name, kib(t.mp_bytes), kib(t.dp_bytes), kib(t.mp_bytes) / its,
                   kib(t.dp_bytes) / its);
-    std::printf("\npeak heap memory of rank 0 above each call's start:\n");
-    std::printf("  %-6s %14s %14s\n", "layer", "forward KiB", "backward KiB");
-    for (const auto& [name, peaks] : profiler.peaks())
-      std::printf("  %-6s %14.1f %14.1f\n", name.c_str(), kib(peaks.forward), kib(peaks.backward));
-    std::printf("\nTest Acc: %.4f\n", result.test_accuracy.back());
+    std::printf("\n");
+    print_layer_peaks(profiler);
+    std::printf("\n");
   }
-  return 0;
+  RunReport report{mp_size == 1 ? "dp" : megatron ? "megatron" : "naive",
+                   mp_size,
+                   dp_size,
+                   result.iterations,
+                   static_cast<double>(result.fc1.mp_bytes + result.fc2.mp_bytes) / its,
+                   static_cast<double>(result.fc1.dp_bytes + result.fc2.dp_bytes) / its,
+                   result.epoch_seconds,
+                   result.test_accuracy.back(),
+                   usable,
+                   static_cast<long>(data.test.x.rows()),
+                   model_heap_bytes};
+  return finish_run(world, report_path, report);
 }
 
 }  // namespace

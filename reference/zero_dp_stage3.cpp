@@ -9,20 +9,24 @@ namespace dtrain {
 
 namespace {
 
-// The full (rows, cols) tensor from every rank's shard; the padding is dropped.
-Matrix gather_full(Communicator& comm, const Vector& shard, int rows, int cols) {
+// Every rank's shard, one after another: the full tensor, flattened row-major,
+// with its padding at the end. View it with as_matrix, without a copy.
+Vector gather_flat(Communicator& comm, const Vector& shard) {
   Vector flat(shard.size() * comm.size());
   comm.allgather(shard, flat);
-  return Eigen::Map<const Matrix>(flat.data(), rows, cols);
+  return flat;
 }
 
-// This rank's shard of the sum over ranks of `full`, padded to S * P.
-void reduce_scatter_sum(Communicator& comm, const Matrix& full, int shard_size, Vector& shard) {
-  Vector padded = Vector::Zero(static_cast<Eigen::Index>(shard_size) * comm.size());
-  padded.head(full.size()) = Eigen::Map<const Vector>(full.data(), full.size());
-  shard.resize(shard_size);
-  comm.reduce_scatter(padded, shard, Op::Sum);
-}
+Eigen::Map<const Matrix> as_matrix(const Vector& flat, int rows, int cols) { return {flat.data(), rows, cols}; }
+
+// A zeroed buffer of S * P values, whose first rows * cols are viewed as a
+// matrix to write a full gradient into; the rest is the padding.
+struct PaddedGradient {
+  Vector flat;
+  Eigen::Map<Matrix> full;
+  PaddedGradient(int shard_size, int parts, int rows, int cols)
+      : flat(Vector::Zero(static_cast<Eigen::Index>(shard_size) * parts)), full(flat.data(), rows, cols) {}
+};
 
 void adam_update(Vector& param, const Vector& grad, AdamMoments& moments, const ZeroDPAdam& opt) {
   const double t = opt.step_idx;
@@ -55,10 +59,11 @@ Matrix ZeroDPStage3FCLayer::forward(const Matrix& input) {
     throw std::invalid_argument("forward: x must have " + std::to_string(in_dim) + " columns, got " +
                                 std::to_string(input.cols()));
   x = input;
-  const Matrix w = gather_full(comm, w_shard, in_dim, out_dim);
-  const Matrix b = gather_full(comm, b_shard, 1, out_dim);
-  Matrix out = x * w;
-  out.rowwise() += b.row(0);
+  const Vector w = gather_flat(comm, w_shard);
+  const Vector b = gather_flat(comm, b_shard);
+  Matrix out(x.rows(), out_dim);
+  out.noalias() = x * as_matrix(w, in_dim, out_dim);
+  out.rowwise() += as_matrix(b, 1, out_dim).row(0);
   return out;
 }
 
@@ -67,10 +72,20 @@ Matrix ZeroDPStage3FCLayer::backward(const Matrix& output_grad) {
     throw std::invalid_argument("backward: output_grad must be (" + std::to_string(x.rows()) + ", " +
                                 std::to_string(out_dim) + "), got (" + std::to_string(output_grad.rows()) + ", " +
                                 std::to_string(output_grad.cols()) + ")");
-  const Matrix w = gather_full(comm, w_shard, in_dim, out_dim);
-  reduce_scatter_sum(comm, x.transpose() * output_grad, w_shard_size, grad_w_shard);
-  reduce_scatter_sum(comm, output_grad.colwise().sum(), b_shard_size, grad_b_shard);
-  return output_grad * w.transpose();
+  const Vector w = gather_flat(comm, w_shard);
+  Matrix grad_x(output_grad.rows(), in_dim);
+  grad_x.noalias() = output_grad * as_matrix(w, in_dim, out_dim).transpose();
+
+  PaddedGradient grad_w(w_shard_size, dp_size, in_dim, out_dim);
+  grad_w.full.noalias() = x.transpose() * output_grad;
+  grad_w_shard.resize(w_shard_size);
+  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);
+
+  PaddedGradient grad_b(b_shard_size, dp_size, 1, out_dim);
+  grad_b.full = output_grad.colwise().sum();
+  grad_b_shard.resize(b_shard_size);
+  comm.reduce_scatter(grad_b.flat, grad_b_shard, Op::Sum);
+  return grad_x;
 }
 
 void ZeroDPAdam::step() {

@@ -17,10 +17,9 @@ using namespace kit;
 KIT_SUITE(Part9Training, 4, 120.0);
 
 namespace {
-// Calibrated on the reference (0.807 on Fashion-MNIST, the default data set),
-// 3 points below it. A plain SGD step, or Adam without its bias correction,
-// stays far below.
-constexpr double kAccuracyThreshold = 0.77;
+// Calibrated on the reference, which reaches 0.7933 on Fashion-MNIST (the
+// default data set), and set more than 3 points below it.
+constexpr double kAccuracyThreshold = 0.76;
 }  // namespace
 
 TEST(Part9Training, OneEpochReachesTheAccuracyThreshold) {

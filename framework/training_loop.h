@@ -1,0 +1,57 @@
+// training_loop.h: the pieces both training loops share (tp_training.cpp and
+// zero_model.cpp): the seeded batch order, the learning-rate schedule and
+// the evaluation pass.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "random.h"
+#include "tensor.h"
+
+namespace dtrain {
+
+// A seeded random order of the rows, drawn the same on every rank with the
+// same seed, so ranks that share data also share its order.
+inline std::vector<int> shuffled_order(long rows, std::uint64_t seed) {
+  return Rng(seed).permutation(static_cast<int>(rows));
+}
+
+// Rows order[start .. start+n) of (x, y) into the batch buffers, reused
+// across iterations, so the data set is never copied whole.
+inline void gather_batch(const Matrix& x, const Labels& y, const std::vector<int>& order, long start, long n,
+                         Matrix& xb, Labels& yb) {
+  xb.resize(n, x.cols());
+  yb.resize(n);
+  for (long i = 0; i < n; ++i) {
+    const int row = order[static_cast<size_t>(start + i)];
+    xb.row(i) = x.row(row);
+    yb(i) = y(row);
+  }
+}
+
+// The seed's schedule: init_lr * 0.9^floor(iteration / stage).
+inline double decayed_lr(double init_lr, long iteration, double stage) {
+  return init_lr * std::pow(0.9, std::floor(static_cast<double>(iteration) / stage));
+}
+
+// Accuracy of `model` on (x, y), in batches of `batch` rows. Every rank of
+// the model must call it: the forward passes communicate.
+template <typename Model>
+double evaluate(Model& model, const Matrix& x, const Labels& y, long batch) {
+  if (x.rows() == 0) return 0.0;
+  long correct = 0;
+  Matrix xb;
+  Labels yb;
+  for (long start = 0; start < x.rows(); start += batch) {
+    const long n = std::min(batch, static_cast<long>(x.rows()) - start);
+    xb = x.middleRows(start, n);
+    yb = y.segment(start, n);
+    model.forward(xb, yb);
+    correct += std::lround(model.accuracy() * static_cast<double>(n));
+  }
+  return static_cast<double>(correct) / static_cast<double>(x.rows());
+}
+
+}  // namespace dtrain

@@ -1,0 +1,90 @@
+// run_report.h: the one-line JSON summary a training program writes with
+// --report PATH, read by the configuration explorer (tools/explore.py).
+#pragma once
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "comm_runtime.h"
+#include "layer_profiler.h"
+
+namespace dtrain {
+
+struct RunReport {
+  std::string strategy;  // "naive", "megatron", "dp", "zero3"
+  int mp_size = 1, dp_size = 1;
+  long iterations = 0;
+  double mp_bytes_per_iteration = 0, dp_bytes_per_iteration = 0;  // rank 0's
+  std::vector<double> epoch_seconds;
+  double test_accuracy = 0;
+  long train_rows = 0, test_rows = 0;
+  double model_heap_bytes = 0;  // the largest rank's heap rise for the model and its training
+};
+
+// The heap a rank uses for the model and its training: the highest the heap
+// rose above its level once the data was loaded. Start it before building
+// the model.
+class ModelHeap {
+ public:
+  ModelHeap() : base_(heap_live_bytes()) { heap_reset_high_water(); }
+  double max_over_ranks(Communicator& world) const {
+    return static_cast<double>(CommAccess::max_over_ranks(world, static_cast<long>(heap_high_water() - base_)));
+  }
+
+ private:
+  std::int64_t base_;
+};
+
+// The largest resident set of any rank, in bytes. Collective.
+inline double max_rss_over_ranks(Communicator& world) {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(CommAccess::max_over_ranks(world, usage.ru_maxrss)) * 1024.0;  // ru_maxrss is in KiB
+}
+
+// Writes the report on rank 0; returns false (with a message) if it cannot.
+inline bool write_report(const std::string& path, const RunReport& r, double peak_rss_bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) {
+    std::perror(("cannot write --report " + path).c_str());
+    return false;
+  }
+  std::string seconds;
+  for (double s : r.epoch_seconds) seconds += (seconds.empty() ? "" : ", ") + std::to_string(s);
+  std::fprintf(f,
+               "{\"strategy\": \"%s\", \"mp_size\": %d, \"dp_size\": %d, \"ranks\": %d, \"iterations\": %ld, "
+               "\"mp_bytes_per_iteration\": %.3f, \"dp_bytes_per_iteration\": %.3f, \"epoch_seconds\": [%s], "
+               "\"test_accuracy\": %.6f, \"peak_rss_bytes\": %.0f, \"model_heap_bytes\": %.0f, \"train_rows\": %ld, "
+               "\"test_rows\": %ld}\n",
+               r.strategy.c_str(), r.mp_size, r.dp_size, r.mp_size * r.dp_size, r.iterations, r.mp_bytes_per_iteration,
+               r.dp_bytes_per_iteration, seconds.c_str(), r.test_accuracy, peak_rss_bytes, r.model_heap_bytes, r.train_rows,
+               r.test_rows);
+  return std::fclose(f) == 0;
+}
+
+// Rank 0's per-layer table of LayerProfiler's peaks.
+inline void print_layer_peaks(const LayerProfiler& profiler) {
+  std::printf("peak heap of rank 0 above each call's start:\n");
+  std::printf("  %-6s %14s %14s\n", "layer", "forward KiB", "backward KiB");
+  for (const auto& [name, peaks] : profiler.peaks())
+    std::printf("  %-6s %14.1f %14.1f\n", name.c_str(), static_cast<double>(peaks.forward) / 1024.0,
+                static_cast<double>(peaks.backward) / 1024.0);
+}
+
+// The closing lines every trainer prints (on rank 0), and the --report file
+// when a path is given. Collective: every rank calls it. Returns the exit status.
+inline int finish_run(Communicator& world, const std::string& report_path, const RunReport& report) {
+  const double peak_rss = max_rss_over_ranks(world);
+  if (world.rank() != 0) return 0;
+  std::printf("peak heap of the largest rank for the model and its training: %.1f MiB\n",
+              report.model_heap_bytes / 1048576.0);
+  std::printf("peak resident memory of the largest rank (data set included): %.1f MiB\n", peak_rss / 1048576.0);
+  std::printf("Test Acc: %.4f\n", report.test_accuracy);
+  std::fflush(stdout);
+  return report_path.empty() || write_report(report_path, report, peak_rss) ? 0 : 1;
+}
+
+}  // namespace dtrain
