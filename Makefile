@@ -64,7 +64,7 @@ mpi-demo: build
 	tools/kitrun -n 8 $(BUILD)/mpi_demo --case $(CASE)
 
 check: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'reference|stubs|mutants'
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'
 
 clean:
 	rm -rf $(BUILD)

@@ -212,8 +212,12 @@ std::string find_data_dir(const std::string& flag_dir) {
     require_complete(env, "DTRAIN_DATA");
     return env;
   }
+  return first_complete_dir(data_search_path(""));
+}
+
+std::string first_complete_dir(const std::vector<std::string>& places) {
   std::vector<std::string> looked;
-  for (const std::string& dir : data_search_path("")) {
+  for (const std::string& dir : places) {
     if (!is_dir(dir)) {
       looked.push_back(dir + " (no such directory)");
       continue;

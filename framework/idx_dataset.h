@@ -45,6 +45,9 @@ std::string idx_file(const std::string& dir, const std::string& stem);
 // The first directory of the search path holding all four files. A directory
 // named by the flag or the variable must have them (no silent fallback).
 std::string find_data_dir(const std::string& flag_dir);
+// The first of `places` holding all four files, or a DataError that lists
+// every place and the command that installs the default set.
+std::string first_complete_dir(const std::vector<std::string>& places);
 Dataset load_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1);
 
 }  // namespace dtrain
