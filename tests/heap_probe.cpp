@@ -26,9 +26,16 @@ std::int64_t resident_bytes() {
 #endif
 }
 
-void return_big_blocks_to_system() {
+BigBlocksToSystem::BigBlocksToSystem() {
   mallopt(M_MMAP_THRESHOLD, 64 * 1024);
   mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+}
+
+// Back to where glibc's own tuning takes a process that frees big blocks:
+// big blocks from the heap, kept for reuse.
+BigBlocksToSystem::~BigBlocksToSystem() {
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
 }
 
 }  // namespace kit

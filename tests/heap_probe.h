@@ -11,8 +11,15 @@ std::int64_t live_heap_bytes();
 // Resident bytes of the process (Linux /proc/self/statm; 0 elsewhere). Also
 // sees memory that never went through malloc, such as a static array.
 std::int64_t resident_bytes();
-// Makes every block of 64 KiB or more its own mapping, returned to the
-// system on free, so resident memory falls when a big block is freed.
-void return_big_blocks_to_system();
+// While one lives, every block of 64 KiB or more is its own mapping,
+// returned to the system on free, so resident memory falls when a big block
+// is freed. Slow for everything else, so it lasts one measurement.
+class BigBlocksToSystem {
+ public:
+  BigBlocksToSystem();
+  ~BigBlocksToSystem();
+  BigBlocksToSystem(const BigBlocksToSystem&) = delete;
+  BigBlocksToSystem& operator=(const BigBlocksToSystem&) = delete;
+};
 
 }  // namespace kit

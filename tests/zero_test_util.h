@@ -50,7 +50,7 @@ constexpr std::int64_t kResidentSlack = 1024 * 1024;  // plus page rounding and 
 template <typename Call>
 ::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes,
                                                 std::int64_t allowed_bytes, Call&& call) {
-  return_big_blocks_to_system();
+  const BigBlocksToSystem measuring;
   const std::int64_t heap_before = live_heap_bytes(), resident_before = resident_bytes();
   call();
   const std::int64_t heap_kept = live_heap_bytes() - heap_before - allowed_bytes;
