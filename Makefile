@@ -9,6 +9,8 @@
 #   make train             unified_train: MP=2 DP=4 (naive), add MEGATRON=1 for Megatron
 #   make train-zero        zero_dp_train: DP=4
 #   make mpi-demo          Part 0's warm-up: CASE=allreduce|allgather|reduce_scatter|split
+#   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
+#   make handin            check and pack handin.tar for submission
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (tools/check_mutants.py) caught
 #   make clean             remove the build directory
@@ -29,11 +31,12 @@ MP       ?= 1
 DP       ?= 1
 MEGATRON ?= 0
 CASE     ?= allreduce
+FULL     ?= 0
 TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin $(addprefix test-part,$(PART_KEYS))
 
 all: build
 
@@ -41,12 +44,14 @@ setup:
 	./setup.sh
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_RULE_MESSAGES=OFF
 
 configure: $(BUILD)/CMakeCache.txt
 
+# Quiet when all is well; the compiler's warnings, or the whole log on failure.
 build: $(BUILD)/CMakeCache.txt
-	cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; echo "make: the build failed (log: $(BUILD)/build.log)"; exit 1; }
+	@grep -E -A4 'warning:' $(BUILD)/build.log || true
 
 $(addprefix test-part,$(PART_KEYS)): test-part%: build
 	@$(RUN_PARTS) part$*
@@ -62,6 +67,12 @@ train-zero: build
 
 mpi-demo: build
 	tools/kitrun -n 8 $(BUILD)/mpi_demo --case $(CASE)
+
+explore: build
+	$(PYTHON) tools/explore.py --build $(BUILD) --impl $(IMPL) $(if $(filter 1 yes true,$(FULL)),--full)
+
+handin: build
+	@$(PYTHON) tools/handin.py --build $(BUILD)
 
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'

@@ -152,6 +152,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--build", default=default_build_dir())
     ap.add_argument("--full", action="store_true", help="train on all 60000 samples, test on all 10000")
     ap.add_argument("--out", help="where to write the table, the chart and the logs (default BUILD/explore)")
+    ap.add_argument("--check", type=float, metavar="ACCURACY",
+                    help="exit 1 unless every run reaches this test accuracy and matches the formula (the kit's CI)")
     args = ap.parse_args(argv)
     out = args.out or os.path.join(args.build, "explore")
     os.makedirs(out, exist_ok=True)
@@ -204,7 +206,15 @@ def main(argv: List[str]) -> int:
     print(f"\n{len(rows)} of {len(CONFIGS)} runs finished in {time.monotonic() - started:.0f} s; "
           f"{len(rows) - mismatches} of {len(rows)} match comm.h's formula")
     print(f"table: {csv_path}" + (f"\nchart: {png}" if png else ""))
-    return 0 if len(rows) == len(CONFIGS) else 1
+    if len(rows) != len(CONFIGS):
+        return 1
+    if args.check is not None:
+        weak = [r["configuration"] for r in rows if r["test_accuracy"] < args.check]
+        if weak or mismatches:
+            print(f"check failed: below {args.check}: {', '.join(weak) or 'none'}; formula mismatches: {mismatches}")
+            return 1
+        print(f"check passed: every configuration reached {args.check} and matched the formula")
+    return 0
 
 
 if __name__ == "__main__":
