@@ -79,11 +79,38 @@ def _read_records(path: str) -> List[Dict]:
     return records
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _session_members(sid: int) -> List[int]:
+    """Processes of session `sid` (mpirun puts each rank in a process group
+    of its own, but all stay in the session the job was started in)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # state, ppid, pgrp, session, ...
+            members.append(int(entry))
+    return members
+
+
+def kill_job(proc: subprocess.Popen) -> None:
+    """Ends the job: mpirun, every rank, and anything they started in its session."""
+    sid = proc.pid  # start_new_session=True: the job's session id is mpirun's pid
+    for attempt in range(50):
+        members = _session_members(sid) if os.path.isdir("/proc") else []
+        if proc.poll() is None and proc.pid not in members:
+            members.append(proc.pid)
+        if not members:
+            break
+        for pid in members:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.02 if attempt < 10 else 0.1)
     proc.wait()
 
 
@@ -114,10 +141,10 @@ def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
                 out, _ = proc.communicate(timeout=launch.timeout)
                 timed_out = False
             except subprocess.TimeoutExpired:
-                _kill_group(proc)
+                kill_job(proc)
                 out, _ = proc.communicate()
                 timed_out = True
-            _kill_group(proc)  # nothing the job started may outlive it
+            kill_job(proc)  # nothing the job started may outlive it
             if out:
                 log.output += out.decode("utf-8", errors="replace")
             records = _read_records(results)

@@ -16,6 +16,7 @@ class Run:
     filter: str          # gtest filter of the cases, e.g. "Part3*"
     ranks: int           # mpirun -n
     timeout: float = 60  # wall-clock seconds for one launch
+    hidden: bool = False  # the grader's cases (grader/hidden/), not shipped to students
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,14 @@ class Part:
     points: int
     runs: Tuple[Run, ...]
     handout: str                                   # section of handout/README.md
+    files: Tuple[str, ...]                         # the student files the part's cases use
     weights: Dict[str, float] = field(default_factory=dict)  # case glob -> weight
     # Case globs that gate the part: if one of them fails, the part scores 0
     # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
     gates: Tuple[str, ...] = ()
+
+    def public_runs(self) -> Tuple[Run, ...]:
+        return tuple(r for r in self.runs if not r.hidden)
 
     def owns(self, case: str) -> bool:
         return any(matches(run.filter, case) for run in self.runs)
@@ -59,20 +64,22 @@ def matches(gtest_filter: str, case: str) -> bool:
     return hit and not any(fnmatchcase(case, p) for p in negative.split(":") if p)
 
 
+SPLIT, FUNC, ZERO = ("data_parallel_preprocess.cpp",), ("func_impl.cpp",), ("zero_dp_stage3.cpp",)
+
 PARTS: List[Part] = [
-    Part("part1", "data split", 10, (Run("Part1*", 1),), "Part 1"),
-    Part("part2", "layer initialization", 20, (Run("Part2*", 8),), "Part 2"),
-    Part("part3", "naive TP forward", 15, (Run("Part3*", 4),), "Part 3"),
-    Part("part4", "Megatron TP forward", 15, (Run("Part4*", 4),), "Part 4"),
-    Part("part5", "naive TP backward", 20, (Run("Part5*", 4),), "Part 5"),
-    Part("part6", "Megatron TP backward", 10, (Run("Part6*", 4),), "Part 6"),
-    Part("part7", "DP gradient averaging", 10, (Run("Part7*", 4),), "Part 7"),
+    Part("part1", "data split", 10, (Run("Part1*", 1),), "Part 1", SPLIT),
+    Part("part2", "layer initialization", 20, (Run("Part2*", 8),), "Part 2", FUNC),
+    Part("part3", "naive TP forward", 15, (Run("Part3*", 4),), "Part 3", FUNC),
+    Part("part4", "Megatron TP forward", 15, (Run("Part4*", 4),), "Part 4", FUNC),
+    Part("part5", "naive TP backward", 20, (Run("Part5*", 4),), "Part 5", FUNC),
+    Part("part6", "Megatron TP backward", 10, (Run("Part6*", 4),), "Part 6", FUNC),
+    Part("part7", "DP gradient averaging", 10, (Run("Part7*", 4),), "Part 7", FUNC),
     Part("part8_forward", "ZeRO-3 FC forward", 20,
-         (Run("Part8Partition*", 1), Run("Part8Forward*", 4)), "Part 8",
+         (Run("Part8Partition*", 1), Run("Part8Forward*", 4)), "Part 8", ZERO,
          gates=("*Part8Forward.KeepsNoFullWeight*",)),
-    Part("part8_backward", "ZeRO-3 FC backward", 20, (Run("Part8Backward*", 4),), "Part 8",
+    Part("part8_backward", "ZeRO-3 FC backward", 20, (Run("Part8Backward*", 4),), "Part 8", ZERO,
          gates=("*Part8Backward.KeepsNoFullWeight*",)),
-    Part("part9", "ZeRO-3 sharded Adam", 10, (Run("Part9*", 4, timeout=180),), "Part 9"),
+    Part("part9", "ZeRO-3 sharded Adam", 10, (Run("Part9*", 4, timeout=180),), "Part 9", ZERO),
 ]
 
 TOTAL_POINTS = sum(p.points for p in PARTS)

@@ -13,7 +13,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import parts as table  # noqa: E402
@@ -34,11 +34,13 @@ def show_job_death(outcome: CaseOutcome) -> None:
         print(f"[  FAILED  ] {outcome.case} (the job ended here; the remaining cases run in a new job)", flush=True)
 
 
-def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False):
-    """Runs the chosen parts' cases, one job per rank count; returns (case -> outcome, errors)."""
+def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False, hidden: bool = False,
+            launch_args: Optional[Dict] = None, log: Optional[JobLog] = None):
+    """Runs the chosen parts' cases (public, plus hidden ones if asked), one
+    job per rank count; returns (case -> outcome, errors)."""
     by_ranks: Dict[int, List[table.Run]] = {}
     for part in chosen:
-        for run in part.runs:
+        for run in part.runs if hidden else part.public_runs():
             by_ranks.setdefault(run.ranks, []).append(run)
     outcomes: Dict[str, CaseOutcome] = {}
     errors: List[str] = []
@@ -46,8 +48,8 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
         names = ", ".join(p.key for p in chosen if any(r in runs for r in p.runs))
         if not quiet:
             print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
-        log = JobLog()
-        launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs), capture=quiet)
+        log = log if log is not None else JobLog()
+        launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs), capture=quiet, **(launch_args or {}))
         got = run_cases(launch, ":".join(r.filter for r in runs), log,
                         on_outcome=None if quiet else show_job_death)
         outcomes.update(got)
@@ -55,6 +57,7 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
             errors.append(f"{names}: {log.error}")
             if not quiet:
                 print(f"!! {log.error}", flush=True)
+            log.error = None
     return outcomes, errors
 
 
