@@ -11,6 +11,8 @@
 #   make mpi-demo          Part 0's warm-up: CASE=allreduce|allgather|reduce_scatter|split
 #   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
 #   make handin            check and pack handin.tar for submission
+#   make grade HANDIN=x    grade one handin tarball as the autograder does
+#   make grade-reference   pack the reference as a handin and grade it (150/150)
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (tools/check_mutants.py) caught
 #   make clean             remove the build directory
@@ -36,7 +38,7 @@ TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference $(addprefix test-part,$(PART_KEYS))
 
 all: build
 
@@ -74,8 +76,17 @@ explore: build
 handin: build
 	@$(PYTHON) tools/handin.py --build $(BUILD)
 
+grade: build
+	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
+	@$(PYTHON) grader/grade --build $(BUILD) $(HANDIN)
+
+grade-reference: build
+	@$(PYTHON) tools/handin.py --build $(BUILD) --source reference --output $(BUILD)/reference-handin.tar > /dev/null
+	@$(PYTHON) grader/grade --build $(BUILD) $(BUILD)/reference-handin.tar
+
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'
+	@py=$$(tools/find_python --with-pytest) && KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider
 
 clean:
 	rm -rf $(BUILD)

@@ -400,7 +400,7 @@ int main(int argc, char** argv) {
       for (const auto& [ranks, names] : needed) {
         std::string list;
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        std::fprintf(stderr, "  mpirun -n %d   for %s\n", ranks, list.c_str());
+        std::fprintf(stderr, "  tools/kitrun -n %d   for %s\n", ranks, list.c_str());
       }
       std::fprintf(stderr, "Use `make test-partN`, which starts each part with the right -n.\n");
     }

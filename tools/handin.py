@@ -24,9 +24,16 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", default=default_build_dir())
     ap.add_argument("--output", default=os.path.join(KIT_DIR, "handin.tar"))
+    ap.add_argument("--source", default="student",
+                    help="the directory of the three files, packed as student/ (staff: reference)")
     args = ap.parse_args(argv)
+    source = os.path.join(KIT_DIR, args.source)
 
-    missing = [m for m in MEMBERS if not os.path.isfile(os.path.join(KIT_DIR, m))]
+    def path_of(member: str) -> str:
+        return os.path.join(source, os.path.basename(member)) if member.startswith("student/") else \
+            os.path.join(KIT_DIR, member)
+
+    missing = [m for m in MEMBERS if not os.path.isfile(path_of(m))]
     if missing:
         print(f"handin: missing {', '.join(missing)}; nothing written")
         return 1
@@ -34,8 +41,8 @@ def main(argv):
     failed = []
     with tempfile.TemporaryDirectory(prefix="kit-handin-") as scratch:
         for name in IMPL_FILES:
-            errors = compile_one(recipe, os.path.join(KIT_DIR, "student", name), os.path.join(scratch, name + ".o"))
-            print(f"  compiles: student/{name}" if errors is None else f"  DOES NOT COMPILE: student/{name}")
+            errors = compile_one(recipe, os.path.join(source, name), os.path.join(scratch, name + ".o"))
+            print(f"  compiles: {args.source}/{name}" if errors is None else f"  DOES NOT COMPILE: {args.source}/{name}")
             if errors is not None:
                 failed.append(name)
                 print("\n".join(errors.splitlines()[:20]))
@@ -49,10 +56,10 @@ def main(argv):
     tmp = args.output + ".tmp"
     with tarfile.open(tmp, "w") as tar:
         for member in MEMBERS:
-            info = tar.gettarinfo(os.path.join(KIT_DIR, member), arcname=member)
+            info = tar.gettarinfo(path_of(member), arcname=member)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            with open(os.path.join(KIT_DIR, member), "rb") as f:
+            with open(path_of(member), "rb") as f:
                 tar.addfile(info, f)
     os.replace(tmp, args.output)
     print(f"handin: wrote {os.path.relpath(args.output)}:")

@@ -1,0 +1,145 @@
+"""The autograder end to end: scores, partial credit, broken and hostile
+handins, reports, batch mode.
+
+  python3 -m pytest grader/tests -q
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from conftest import BUILD, GRADE, IMPL_FILES, grade, handin, make_tar, source
+
+FULL = {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, "part7": 10,
+        "part8_forward": 20, "part8_backward": 20, "part9": 10}
+
+
+def kit_processes():
+    out = subprocess.run(["ps", "-eo", "pid,args"], stdout=subprocess.PIPE, text=True).stdout
+    return [line for line in out.splitlines() if "kit_tests" in line or "mpirun" in line]
+
+
+def test_reference_scores_full_marks(tmp_path):
+    g = grade(tmp_path, handin(tmp_path))
+    assert g.scores == {k: float(v) for k, v in FULL.items()}
+    last = g.stdout.strip().splitlines()[-1]
+    assert json.loads(last) == {"scores": g.scores, "scoreboard": [150.0]}
+    assert g.report["seconds"] < 60
+
+
+def test_stubs_score_zero_and_every_part_is_reported(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, impl="student"))
+    assert set(g.scores) == set(FULL)
+    assert g.total == 0
+    assert "is not implemented yet" in g.stdout
+
+
+def test_a_bug_in_one_part_costs_only_that_part(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, edits={"func_impl.cpp": (
+        "return {sum_w / ranks, sum_b / ranks};", "(void)ranks; return {sum_w, sum_b};")}))
+    assert g.scores["part7"] < FULL["part7"]
+    assert all(g.scores[k] == FULL[k] for k in FULL if k != "part7")
+
+
+def test_a_file_that_does_not_compile_costs_only_its_parts(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", "namespace dtrain { int x = ;")}))
+    for key in ("part8_forward", "part8_backward", "part9"):
+        assert g.scores[key] == 0
+    for key in ("part1", "part2", "part3", "part4", "part5", "part6", "part7"):
+        assert g.scores[key] == FULL[key]
+    assert "does not compile" in g.stdout
+    assert "error" in g.stdout  # the compiler's first messages are shown
+
+
+def test_a_missing_file_counts_as_its_stub(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, drop=("data_parallel_preprocess.cpp",)))
+    assert g.scores["part1"] == 0
+    assert g.scores["part2"] == FULL["part2"]
+    assert "data_parallel_preprocess.cpp is missing" in g.stdout
+
+
+def test_a_deadlock_costs_one_case_and_leaves_no_process(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, edits={"func_impl.cpp": (
+        "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
+        "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
+        "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n")}))
+    part7 = next(p for p in g.report["parts"] if p["key"] == "part7")
+    assert part7["cases"] - part7["passed"] == 1
+    assert "did not finish the case" in g.stdout and "deadlock" in g.stdout
+    assert kit_processes() == []
+
+
+def test_a_crash_costs_one_case(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, edits={"func_impl.cpp": (
+        "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {",
+        "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {\n"
+        "  if (mp_group_idx == 2 && output_grad.rows() == 2) { volatile int* p = nullptr; *p = 1; }")}))
+    part5 = next(p for p in g.report["parts"] if p["key"] == "part5")
+    assert part5["cases"] - part5["passed"] == 1
+    assert "SIGSEGV" in g.stdout
+    assert g.scores["part6"] == FULL["part6"]
+
+
+def test_forged_score_lines_change_nothing(tmp_path):
+    forged = ('#include <cstdio>\nnamespace { struct Forge { Forge() { std::printf("{\\"scores\\": {\\"part1\\": 10}, '
+              '\\"scoreboard\\": [150]}\\n[       OK ] Part3NaiveForward.InputOneRow\\n"); } } forge; }\n')
+    g = grade(tmp_path, handin(tmp_path, impl="student", edits={"func_impl.cpp": ("namespace dtrain {", forged + "namespace dtrain {")}))
+    assert g.total == 0
+
+
+def test_unsafe_members_are_refused_and_named(tmp_path):
+    def symlink(info):
+        info.type = tarfile.SYMTYPE
+        info.linkname = "/etc/passwd"
+        info.size = 0
+
+    extra = [("../escape.cpp", b"int x;\n"), ("/tmp/absolute.cpp", b"int y;\n"), ("student/link.cpp", b"", symlink)]
+    g = grade(tmp_path, handin(tmp_path, extra=extra))
+    for name in ("../escape.cpp", "/tmp/absolute.cpp", "student/link.cpp"):
+        assert name in g.stdout
+    assert g.total == 150  # the honest members still count
+    assert not os.path.exists(tmp_path.parent / "escape.cpp")
+
+
+def test_a_file_that_is_not_a_tarball(tmp_path):
+    bogus = tmp_path / "handin.tar"
+    bogus.write_bytes(b"this is not a tar archive\n" * 40)
+    g = grade(tmp_path, str(bogus))
+    assert g.total == 0
+    assert g.report["status"] == "not a tar archive"
+
+
+def test_gradescope_results_schema(tmp_path):
+    results = tmp_path / "results.json"
+    grade(tmp_path, handin(tmp_path, edits={"func_impl.cpp": (
+        "return {sum_w / ranks, sum_b / ranks};", "(void)ranks; return {sum_w, sum_b};")}), "--gradescope", str(results))
+    data = json.loads(results.read_text())
+    assert isinstance(data["score"], (int, float)) and data["score"] < 150
+    assert data["tests"] and all({"name", "score", "max_score", "output", "visibility"} <= set(t) for t in data["tests"])
+    assert sum(t["max_score"] for t in data["tests"]) == 150
+    part7 = next(t for t in data["tests"] if t["name"].startswith("part7"))
+    assert part7["score"] < part7["max_score"] and "FAIL" in part7["output"]
+
+
+def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    handin(inbox, name="alice.tar")
+    handin(inbox, name="bob.tar", impl="student")
+    (inbox / "carol.tar").write_bytes(b"garbage")
+    gradebook = tmp_path / "out" / "gradebook.csv"
+    proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2",
+                           "--csv", str(gradebook)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout
+    rows = {r["handin"]: r for r in csv.DictReader(gradebook.open())}
+    assert rows["alice.tar"]["total"] == "150"
+    assert rows["bob.tar"]["total"] == "0"
+    assert rows["carol.tar"]["status"] == "not a tar archive"
+    for stem in ("alice", "bob", "carol"):
+        assert (tmp_path / "out" / f"{stem}.report.txt").exists()
+    assert kit_processes() == []
