@@ -13,6 +13,7 @@
 #   make handin            check and pack handin.tar for submission
 #   make grade HANDIN=x    grade one handin tarball as the autograder does
 #   make grade-reference   pack the reference as a handin and grade it (150/150)
+#   make hidden-data       staff: re-record the hidden cases' expected values from the reference
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (tools/check_mutants.py) caught
 #   make clean             remove the build directory
@@ -38,7 +39,7 @@ TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data $(addprefix test-part,$(PART_KEYS))
 
 all: build
 
@@ -83,6 +84,9 @@ grade: build
 grade-reference: build
 	@$(PYTHON) tools/handin.py --build $(BUILD) --source reference --output $(BUILD)/reference-handin.tar > /dev/null
 	@$(PYTHON) grader/grade --build $(BUILD) $(BUILD)/reference-handin.tar
+
+hidden-data: build
+	@$(PYTHON) grader/hidden/generate.py $(BUILD)
 
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'

@@ -6,6 +6,8 @@
 //   --results=PATH          append one JSON line per event (plan, case result,
 //                           abort) to PATH; the part runner and the grader read it
 //   --case-timeout=SECONDS  override every suite's per-case time limit
+//   --record=PATH           staff only: write the values of recorded cases
+//                           (tests/recorded.h) to PATH instead of checking them
 //
 // Every rank runs every selected case. After a case the ranks meet on a
 // private communicator and rank 0 prints and records the outcome, with each
@@ -36,6 +38,7 @@
 #include "comm_runtime.h"
 #include "harness.h"
 #include "kit_test.h"
+#include "recorded.h"
 
 namespace harness {
 
@@ -241,7 +244,7 @@ std::string rank_label(const std::vector<int>& ranks, int world_size) {
 }
 
 int usage_error(const std::string& what) {
-  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS]\n", what.c_str());
+  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] [--record=PATH]\n", what.c_str());
   return 2;
 }
 
@@ -365,6 +368,8 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("--results=", 0) == 0) {
       results_path = arg.substr(10);
+    } else if (arg.rfind("--record=", 0) == 0) {
+      kit::record_values_to(arg.substr(9));
     } else if (arg.rfind("--case-timeout=", 0) == 0) {
       char* end = nullptr;
       timeout_override = std::strtod(arg.c_str() + 15, &end);

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Staff only (`make hidden-data`): records the expected values of the hidden
+cases from the reference into grader/hidden/expected.txt, then checks that
+the reference passes every hidden case against the file it just wrote.
+
+Run it after changing grader/hidden/hidden_cases.cpp or the reference, and
+commit the new expected.txt with the change.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KIT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(KIT, "tools"))
+import parts as table  # noqa: E402
+from partrun import KITRUN, default_build_dir  # noqa: E402
+
+
+def main() -> int:
+    build = sys.argv[1] if len(sys.argv) > 1 else default_build_dir()
+    binary = os.path.join(build, "reference", "kit_tests")
+    by_ranks = {}
+    for part in table.PARTS:
+        for run in part.runs:
+            if run.hidden:
+                by_ranks.setdefault(run.ranks, []).append(run.filter)
+    fd, raw = tempfile.mkstemp(prefix="kit-hidden-")
+    os.close(fd)
+    try:
+        for ranks, filters in sorted(by_ranks.items()):
+            cmd = [KITRUN, "-n", str(ranks), binary, "--gtest_filter=" + ":".join(filters), f"--record={raw}"]
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
+                print(f"generate: recording failed: {' '.join(cmd)}")
+                return 1
+        with open(raw) as f:
+            lines = sorted(f.readlines())
+    finally:
+        os.unlink(raw)
+    out = os.path.join(HERE, "expected.txt")
+    with open(out, "w") as f:
+        f.writelines(lines)
+    print(f"generate: {len(lines)} recorded values in {os.path.relpath(out, KIT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
