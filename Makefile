@@ -13,6 +13,8 @@
 #   make handin            check and pack handin.tar for submission
 #   make grade HANDIN=x    grade one handin tarball as the autograder does
 #   make grade-reference   pack the reference as a handin and grade it (150/150)
+#   make handout           staff: cut dist/handout.tar.gz for students, and verify it
+#   make autograder        staff: dist/autograde.tar + autograde-Makefile (Autolab), dist/gradescope.zip
 #   make hidden-data       staff: re-record the hidden cases' expected values from the reference
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (tools/check_mutants.py) caught
@@ -39,7 +41,7 @@ TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data handout autograder $(addprefix test-part,$(PART_KEYS))
 
 all: build
 
@@ -82,15 +84,24 @@ grade: build
 	@$(PYTHON) grader/grade --build $(BUILD) $(HANDIN)
 
 grade-reference: build
+	@test -d reference || { echo "make grade-reference: staff only (this copy has no reference/)"; exit 2; }
 	@$(PYTHON) tools/handin.py --build $(BUILD) --source reference --output $(BUILD)/reference-handin.tar > /dev/null
 	@$(PYTHON) grader/grade --build $(BUILD) $(BUILD)/reference-handin.tar
 
+handout:
+	@$(PYTHON) tools/dist.py handout
+
+autograder:
+	@$(PYTHON) tools/dist.py autograder
+
 hidden-data: build
+	@test -d reference || { echo "make hidden-data: staff only (this copy has no reference/)"; exit 2; }
 	@$(PYTHON) grader/hidden/generate.py $(BUILD)
 
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'
-	@py=$$(tools/find_python --with-pytest) && KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider
+	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
+	  KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider; fi
 
 clean:
 	rm -rf $(BUILD)

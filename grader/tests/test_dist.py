@@ -1,0 +1,73 @@
+"""The distributions: the student handout and the two autograder bundles,
+each checked in a scratch copy laid out as its platform lays it out.
+
+  python3 -m pytest grader/tests/test_dist.py -q
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+
+from conftest import KIT, handin
+
+DIST = os.path.join(KIT, "dist")
+
+
+def run(cmd, cwd=KIT, env=None, timeout=900):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=timeout)
+    return proc
+
+
+def test_handout_builds_scores_zero_and_holds_no_solution():
+    proc = run([sys.executable, "tools/dist.py", "handout"])
+    assert proc.returncode == 0, proc.stdout
+    assert "handout check passed" in proc.stdout
+    with tarfile.open(os.path.join(DIST, "handout.tar.gz")) as tar:
+        names = tar.getnames()
+    assert "dtrain-kit/README.md" in names and "dtrain-kit/student/func_impl.cpp" in names
+    assert not [n for n in names if "/reference/" in n or "/grader/" in n or n.endswith("check_mutants.py")]
+
+
+def test_autolab_bundle_grades_a_handin(tmp_path):
+    assert run([sys.executable, "tools/dist.py", "autograder"]).returncode == 0
+    shutil.copy(os.path.join(DIST, "autograde.tar"), tmp_path)
+    shutil.copy(os.path.join(DIST, "autograde-Makefile"), tmp_path / "Makefile")
+    with tarfile.open(tmp_path / "autograde.tar") as tar:
+        assert not [n for n in tar.getnames() if "/reference/" in n]
+    handin(tmp_path, name="handin.tar")
+    proc = run(["make"], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["scoreboard"] == [150.0] and set(last["scores"]) >= {"part1", "part9"}
+
+
+def test_gradescope_bundle_grades_loose_files(tmp_path):
+    assert run([sys.executable, "tools/dist.py", "autograder"]).returncode == 0
+    source, submission = tmp_path / "source", tmp_path / "submission"
+    source.mkdir()
+    submission.mkdir()
+    with zipfile.ZipFile(os.path.join(DIST, "gradescope.zip")) as z:
+        for info in z.infolist():
+            z.extract(info, source)
+            os.chmod(source / info.filename, (info.external_attr >> 16) or 0o644)
+    assert run(["bash", str(source / "setup.sh")]).returncode == 0
+    # Loose files, as a student may upload them, with one bug in part 7.
+    for name in ("func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"):
+        text = open(os.path.join(KIT, "reference", name)).read()
+        if name == "func_impl.cpp":
+            text = text.replace("return {sum_w / ranks, sum_b / ranks};", "(void)ranks; return {sum_w, sum_b};")
+        (submission / name).write_text(text)
+    env = dict(os.environ, AUTOGRADER_ROOT=str(tmp_path))
+    proc = run(["bash", str(source / "run_autograder")], env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert 140 <= results["score"] < 150
+    assert all({"name", "score", "max_score", "output", "visibility"} <= set(t) for t in results["tests"])
+    part7 = next(t for t in results["tests"] if t["name"].startswith("part7:"))
+    assert part7["score"] < part7["max_score"]
+    hidden = [t for t in results["tests"] if t["visibility"] == "after_due_date"]
+    assert hidden and all("Hidden" in t["output"] for t in hidden)

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Cuts the kit's distributions (course staff).
+
+  tools/dist.py handout      dist/handout.tar.gz: what students get, then verified
+  tools/dist.py autograder   dist/autograde.tar + dist/autograde-Makefile (Autolab)
+                             and dist/gradescope.zip (Gradescope)
+
+Both are built from explicit lists of paths: nothing is shipped by accident.
+The student handout has no reference/, no grader/ and no staff tools; the
+autograder bundles have the grader and the hidden cases but no reference/.
+"""
+import argparse
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from typing import List
+
+KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DIST = os.path.join(KIT, "dist")
+
+COMMON = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
+          "framework", "student", "tests", "programs", "handout/README.md",
+          "tools/kitrun", "tools/find_python", "tools/parts.py", "tools/partrun.py", "tools/run_parts.py",
+          "tools/build_impl.py", "tools/handin.py", "tools/explore.py", "tools/check_handout.py"]
+STUDENT_ONLY = []  # the handout's README.md is written from handout/README.md
+GRADER = ["grader/grade", "grader/grading.py", "grader/hidden/hidden_cases.cpp", "grader/hidden/expected.txt",
+          "grader/README.md"]
+NEVER = ("reference/", "grader/hidden/generate.py", "tools/check_mutants.py", ".ci/")
+
+
+def files_of(paths: List[str]) -> List[str]:
+    out = []
+    for p in paths:
+        full = os.path.join(KIT, p)
+        if os.path.isdir(full):
+            for root, dirs, names in os.walk(full):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                out += [os.path.relpath(os.path.join(root, n), KIT) for n in sorted(names) if not n.endswith(".pyc")]
+        elif os.path.isfile(full):
+            out.append(p)
+        else:
+            raise SystemExit(f"dist: {p} is listed but missing")
+    for f in out:
+        if f.startswith(NEVER):
+            raise SystemExit(f"dist: refusing to ship {f}")
+    return out
+
+
+def add_tree(tar: tarfile.TarFile, files: List[str], prefix: str) -> None:
+    for f in files:
+        tar.add(os.path.join(KIT, f), arcname=f"{prefix}/{f}", recursive=False)
+
+
+def run(cmd, cwd, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+
+
+def handout(verify: bool) -> int:
+    os.makedirs(DIST, exist_ok=True)
+    out = os.path.join(DIST, "handout.tar.gz")
+    files = files_of(COMMON)
+    with tarfile.open(out, "w:gz") as tar:
+        add_tree(tar, files, "dtrain-kit")
+        readme = open(os.path.join(KIT, "handout", "README.md"), "rb").read()
+        info = tarfile.TarInfo("dtrain-kit/README.md")
+        info.size, info.mode, info.mtime = len(readme), 0o644, int(time.time())
+        tar.addfile(info, io.BytesIO(readme))
+    print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files)")
+    return verify_handout(out) if verify else 0
+
+
+def verify_handout(tarball: str) -> int:
+    """Unpacks the handout and checks it as a student would meet it."""
+    problems = []
+    with tarfile.open(tarball) as tar:
+        names = tar.getnames()
+        for name in names:
+            if "reference" in name.split("/") or name.startswith("dtrain-kit/grader"):
+                problems.append(f"ships {name}")
+        for member in tar.getmembers():
+            if member.isfile() and member.name.endswith(".cpp") and "/student/" in member.name:
+                text = tar.extractfile(member).read().decode()
+                if "is not implemented" not in text and "NotImplemented" not in text:
+                    problems.append(f"{member.name} is not a stub")
+    with tempfile.TemporaryDirectory(prefix="kit-handout-") as scratch:
+        with tarfile.open(tarball) as tar:
+            tar.extractall(scratch)
+        kit = os.path.join(scratch, "dtrain-kit")
+        build = run(["make", "build"], kit)
+        if build.returncode != 0:
+            problems.append("make build fails:\n" + build.stdout[-3000:])
+        else:
+            test = run(["make", "test"], kit)
+            lines = test.stdout.splitlines()
+            if "total: 0 / 150 points" not in lines:
+                problems.append("make test does not end at 0 / 150:\n" + "\n".join(lines[-15:]))
+            if "is not implemented yet" not in test.stdout:
+                problems.append("the stubs do not say they are not implemented")
+            # No symbol of the solution may be in the built binaries either.
+            binary = os.path.join(kit, "build", "student", "kit_tests")
+            strings = run(["strings", binary], kit).stdout if shutil.which("strings") else ""
+            if "gather_column_blocks" in strings:
+                problems.append("a reference helper's name is in the student binary")
+    for p in problems:
+        print(f"dist: handout check: {p}")
+    print("dist: handout check " + ("FAILED" if problems else "passed: builds, scores 0 / 150, no solution inside"))
+    return 1 if problems else 0
+
+
+AUTOLAB_MAKEFILE = """# Autolab's autograder Makefile: Autolab puts autograde.tar and the
+# student's handin.tar in the working directory and runs `make`; the score
+# is the last line of output.
+all:
+\ttar xf autograde.tar
+\tcd dtrain-kit && make build > build.log 2>&1 || { tail -40 build.log; exit 1; }
+\tcd dtrain-kit && python3 grader/grade ../handin.tar
+"""
+
+GRADESCOPE_SETUP = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when the autograder image is built.
+set -euo pipefail
+cd "$(dirname "$0")/dtrain-kit"   # /autograder/source/dtrain-kit
+./setup.sh
+make build
+"""
+
+GRADESCOPE_RUN = """#!/usr/bin/env bash
+# Gradescope runs this for every submission. The submission is handin.tar,
+# any other tarball, or the loose files; loose files are packed as a handin.
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+KIT="$ROOT/source/dtrain-kit"
+SUB="$ROOT/submission"
+mkdir -p "$ROOT/results"
+handin=$(find "$SUB" -maxdepth 1 -name '*.tar' | head -n 1)
+if [ -z "$handin" ]; then
+  handin="$ROOT/packed-handin.tar"
+  members=()
+  for f in func_impl.cpp data_parallel_preprocess.cpp zero_dp_stage3.cpp feedback.txt; do
+    found=$(find "$SUB" -name "$f" -type f | head -n 1)
+    [ -n "$found" ] && members+=("-C" "$(dirname "$found")" "$f")
+  done
+  tar cf "$handin" --files-from /dev/null "${members[@]}"
+fi
+cd "$KIT" && python3 grader/grade "$handin" --gradescope "$ROOT/results/results.json"
+"""
+
+
+def autograder() -> int:
+    os.makedirs(DIST, exist_ok=True)
+    files = files_of(COMMON + GRADER)
+    tar_path = os.path.join(DIST, "autograde.tar")
+    with tarfile.open(tar_path, "w") as tar:
+        add_tree(tar, files, "dtrain-kit")
+    with open(os.path.join(DIST, "autograde-Makefile"), "w") as f:
+        f.write(AUTOLAB_MAKEFILE)
+    zip_path = os.path.join(DIST, "gradescope.zip")
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in files:
+            info = zipfile.ZipInfo.from_file(os.path.join(KIT, f), arcname=f"dtrain-kit/{f}")
+            with open(os.path.join(KIT, f), "rb") as data:
+                z.writestr(info, data.read())
+        for name, text in (("setup.sh", GRADESCOPE_SETUP), ("run_autograder", GRADESCOPE_RUN)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o755 << 16
+            z.writestr(info, text)
+    print(f"dist: wrote dist/autograde.tar, dist/autograde-Makefile and dist/gradescope.zip ({len(files)} kit files)")
+    return 0
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=["handout", "autograder"])
+    ap.add_argument("--no-verify", action="store_true", help="handout: skip the build-and-score check")
+    args = ap.parse_args(argv)
+    return handout(not args.no_verify) if args.what == "handout" else autograder()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
