@@ -24,6 +24,9 @@ from partrun import KIT_DIR  # noqa: E402
 from run_parts import collect, fmt  # noqa: E402
 
 
+WRONG_ANSWERS_FROM = "data split by rank instead of by data-parallel group"  # the first of the list's second half
+
+
 class Mutant(NamedTuple):
     name: str
     file: str
@@ -56,7 +59,12 @@ MUTANTS: List[Mutant] = [
            "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
            "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
            ("part7",), message="did not finish the case within"),
-    # Wrong answers.
+    # Wrong answers, at least one per part.
+    Mutant("data split by rank instead of by data-parallel group", "data_parallel_preprocess.cpp",
+           "const Eigen::Index first = (rank / mp_size) * rows;",
+           "const Eigen::Index first = (rank % dp_size) * rows;", ("part1",)),
+    Mutant("Megatron partial outputs not summed", "func_impl.cpp",
+           "mp_comm.allreduce(out, total, Op::Sum);", "mp_comm.allreduce(out, total, Op::Max);", ("part4",)),
     Mutant("naive gather without reordering the column blocks", "func_impl.cpp",
            "return gather_column_blocks(x, mp_comm, mp_size, \"naive_collect_forward_input\");",
            "Matrix all(x.rows(), x.cols() * mp_size); mp_comm.allgather(x, all); return all;",

@@ -12,7 +12,7 @@ import tarfile
 
 import pytest
 
-from conftest import BUILD, GRADE, IMPL_FILES, grade, handin, make_tar, source
+from conftest import BUILD, GRADE, KIT, grade, handin
 
 FULL = {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, "part7": 10,
         "part8_forward": 20, "part8_backward": 20, "part9": 10}
@@ -143,3 +143,22 @@ def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
     for stem in ("alice", "bob", "carol"):
         assert (tmp_path / "out" / f"{stem}.report.txt").exists()
     assert kit_processes() == []
+
+
+def wrong_answer_mutants():
+    sys.path.insert(0, os.path.join(KIT, "tools"))
+    from check_mutants import MUTANTS, WRONG_ANSWERS_FROM
+    names = [m.name for m in MUTANTS]
+    return MUTANTS[names.index(WRONG_ANSWERS_FROM):]
+
+
+@pytest.mark.parametrize("mutant", wrong_answer_mutants(), ids=lambda m: m.name)
+def test_each_known_bug_loses_points_in_its_parts_only(tmp_path, mutant):
+    g = grade(tmp_path, handin(tmp_path, edits={mutant.file: (mutant.find, mutant.replace)}))
+    for key, full in FULL.items():
+        if key in mutant.zero:
+            assert g.scores[key] == 0, key
+        elif key in mutant.loses:
+            assert g.scores[key] < full, key
+        else:
+            assert g.scores[key] == full, key
