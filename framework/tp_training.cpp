@@ -25,7 +25,7 @@ std::string config_problem(const ParallelConfig& c, int world_size) {
 }
 
 TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x_local, const Labels& y_local,
-                       const Matrix& x_test, const Labels& y_test, const TpTrainOptions& options) {
+                       const Matrix& x_test, const Labels& y_test, const TrainOptions& options) {
   const long batch = options.global_batch / config.dp_size;
   if (batch < 1)
     throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +

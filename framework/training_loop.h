@@ -5,12 +5,27 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "random.h"
 #include "tensor.h"
 
 namespace dtrain {
+
+// How both loops train; each rank takes global_batch / dp rows (rounded
+// down) per iteration, as the seed programs do.
+struct TrainOptions {
+  int epochs = 1;
+  int global_batch = 60;
+  double init_lr = 0.01;  // x0.9 every 100 iterations (TP) or 100/dp (ZeRO)
+  std::uint64_t shuffle_seed = 15442;
+  // Rank 0 only: every report_every iterations and at each epoch's end.
+  std::function<void(int epoch, long iteration, long iterations_per_epoch, double loss, double accuracy, double lr)>
+      on_progress;
+  std::function<void(int epoch, double test_accuracy, double seconds)> on_epoch;  // rank 0 only
+  int report_every = 10;
+};
 
 // A seeded random order of the rows, drawn the same on every rank with the
 // same seed, so ranks that share data also share its order.

@@ -52,7 +52,7 @@ void ZeroMLP::zero_grad() {
 }
 
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
-                           const Matrix& x_test, const Labels& y_test, const ZeroTrainOptions& options) {
+                           const Matrix& x_test, const Labels& y_test, const TrainOptions& options) {
   const int dp = comm.size();
   // Each rank takes global_batch / dp rows, rounded down, as the seed program does.
   const long batch = options.global_batch / dp;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "layers.h"
+#include "training_loop.h"
 #include "zero_dp_stage3.h"
 
 namespace dtrain {
@@ -36,16 +37,6 @@ class ZeroMLP {
   SoftmaxCrossEntropy loss_;
 };
 
-struct ZeroTrainOptions {
-  int epochs = 1;
-  int global_batch = 60;  // each rank takes global_batch / dp rows (rounded down)
-  double init_lr = 0.01;  // x0.9 every 100/dp iterations
-  std::uint64_t shuffle_seed = 15442;
-  // Called on rank 0 every `report_every` iterations and at each epoch's end.
-  std::function<void(int epoch, long iteration, long iterations_per_epoch, double loss, double accuracy, double lr)>
-      on_progress;
-  int report_every = 10;
-};
 
 // Bytes of parameters, gradients and Adam moments this rank keeps for the
 // model, against the same for one unsharded replica.
@@ -66,7 +57,7 @@ struct ZeroTrainResult {
 // Trains on this rank's rows (already split by data parallelism) and
 // evaluates on the whole test set after every epoch.
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
-                           const Matrix& x_test, const Labels& y_test, const ZeroTrainOptions& options);
+                           const Matrix& x_test, const Labels& y_test, const TrainOptions& options);
 
 // Bytes one rank moves in one training step, both measured by communicator
 // counters: the ZeRO model's forward and backward on (x, y), and an

@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli.h"
 #include "comm_runtime.h"
 #include "idx_dataset.h"
 #include "not_implemented.h"
+#include "progress.h"
+#include "training_loop.h"
 
 namespace dtrain {
 
@@ -30,6 +33,50 @@ int run_or_report(const char* program, Communicator& world, Body&& body) {
     std::fflush(stderr);
     MpiSession::abort_job(1);
   }
+}
+
+// The flags both trainers share, with the seed program's names.
+struct TrainingFlags {
+  int& epochs;
+  int& batch;
+  double& init_lr;
+  int& train_samples;
+  int& test_samples;
+  std::string& data_dir;
+  std::string& report_path;
+};
+
+inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, const char* lr_help) {
+  return TrainingFlags{
+      flags.add_int("--num_epoch", 1, "epochs"),
+      flags.add_int("--batch_size", 60, batch_help),
+      flags.add_double("--init_lr", 0.01, lr_help),
+      flags.add_int("--num_train_samples", -1, "use the first N training samples (-1: all 60000)"),
+      flags.add_int("--num_test_samples", -1, "use the first N test samples (-1: all 10000)"),
+      flags.add_string("--data", "", "directory of the IDX files (default: see README)"),
+      flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)")};
+}
+
+// The training options the flags give, with rank 0's progress on `progress`.
+inline TrainOptions training_options(const TrainingFlags& f, Progress& progress, long local_rows, long local_batch) {
+  TrainOptions options;
+  options.epochs = f.epochs;
+  options.global_batch = f.batch;
+  options.init_lr = f.init_lr;
+  options.report_every = progress.log_every((local_rows + local_batch - 1) / std::max(1L, local_batch));
+  options.on_progress = [&progress](int epoch, long it, long per_epoch, double loss, double acc, double lr) {
+    progress.update(epoch, it, per_epoch, loss, acc, lr);
+  };
+  return options;
+}
+
+// The whole main of a training program: MPI's scope, the world, and `run`
+// (int run(Communicator&, int, char**)) under run_or_report.
+template <typename Run>
+int program_main(const char* program, int argc, char** argv, Run&& run) {
+  MpiSession mpi(argc, argv);
+  Communicator world = Communicator::world();
+  return run_or_report(program, world, [&] { return run(world, argc, argv); });
 }
 
 }  // namespace dtrain

@@ -38,6 +38,19 @@ class ModelHeap {
   std::int64_t base_;
 };
 
+// The fields every trainer fills the same way.
+inline RunReport common_report(const std::vector<double>& test_accuracy, const std::vector<double>& epoch_seconds,
+                               long iterations, long train_rows, long test_rows, double model_heap_bytes) {
+  RunReport r;
+  r.iterations = iterations;
+  r.epoch_seconds = epoch_seconds;
+  r.test_accuracy = test_accuracy.empty() ? 0.0 : test_accuracy.back();
+  r.train_rows = train_rows;
+  r.test_rows = test_rows;
+  r.model_heap_bytes = model_heap_bytes;
+  return r;
+}
+
 // The largest resident set of any rank, in bytes. Collective.
 inline double max_rss_over_ranks(Communicator& world) {
   struct rusage usage {};

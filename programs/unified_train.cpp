@@ -26,13 +26,10 @@ int run(Communicator& world, int argc, char** argv) {
   int& mp_size = flags.add_int("--mp_size", 1, "model-parallel size");
   int& dp_size = flags.add_int("--dp_size", 1, "data-parallel size (mp_size x dp_size = ranks)");
   bool& megatron = flags.add_switch("--megatron-mp", "Megatron-style model parallelism (default: naive)");
-  int& epochs = flags.add_int("--num_epoch", 1, "epochs");
-  int& batch = flags.add_int("--batch_size", 60, "global batch; each dp group takes batch_size / dp_size rows");
-  double& init_lr = flags.add_double("--init_lr", 0.01, "initial learning rate (x0.9 every 100 iterations)");
-  int& train_samples = flags.add_int("--num_train_samples", -1, "use the first N training samples (-1: all 60000)");
-  int& test_samples = flags.add_int("--num_test_samples", -1, "use the first N test samples (-1: all 10000)");
-  std::string& data_dir = flags.add_string("--data", "", "directory of the IDX files (default: see README)");
-  std::string& report_path = flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)");
+  const TrainingFlags training = add_training_flags(
+      flags, "global batch; each dp group takes batch_size / dp_size rows",
+      "initial learning rate (x0.9 every 100 iterations)");
+  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
 
   const bool lead = world.rank() == 0;
@@ -62,15 +59,7 @@ int run(Communicator& world, int argc, char** argv) {
   LayerProfiler profiler;
   model.profiler = &profiler;
   Progress progress;
-  TpTrainOptions options;
-  options.epochs = epochs;
-  options.global_batch = batch;
-  options.init_lr = init_lr;
-  const long local_batch = batch / dp_size;
-  options.report_every = progress.log_every((x_local.rows() + local_batch - 1) / local_batch);
-  options.on_progress = [&](int epoch, long it, long per_epoch, double loss, double acc, double lr) {
-    progress.update(epoch, it, per_epoch, loss, acc, lr);
-  };
+  TrainOptions options = training_options(training, progress, x_local.rows(), batch / dp_size);
   options.on_epoch = [](int epoch, double accuracy, double seconds) {
     std::printf("epoch %d: Test Acc: %.4f   (%.2f s of training)\n", epoch + 1, accuracy, seconds);
     std::fflush(stdout);
@@ -91,24 +80,16 @@ int run(Communicator& world, int argc, char** argv) {
     print_layer_peaks(profiler);
     std::printf("\n");
   }
-  RunReport report{mp_size == 1 ? "dp" : megatron ? "megatron" : "naive",
-                   mp_size,
-                   dp_size,
-                   result.iterations,
-                   static_cast<double>(result.fc1.mp_bytes + result.fc2.mp_bytes) / its,
-                   static_cast<double>(result.fc1.dp_bytes + result.fc2.dp_bytes) / its,
-                   result.epoch_seconds,
-                   result.test_accuracy.back(),
-                   usable,
-                   static_cast<long>(data.test.x.rows()),
-                   model_heap_bytes};
+  RunReport report = common_report(result.test_accuracy, result.epoch_seconds, result.iterations, usable,
+                                   static_cast<long>(data.test.x.rows()), model_heap_bytes);
+  report.strategy = mp_size == 1 ? "dp" : megatron ? "megatron" : "naive";
+  report.mp_size = mp_size;
+  report.dp_size = dp_size;
+  report.mp_bytes_per_iteration = static_cast<double>(result.fc1.mp_bytes + result.fc2.mp_bytes) / its;
+  report.dp_bytes_per_iteration = static_cast<double>(result.fc1.dp_bytes + result.fc2.dp_bytes) / its;
   return finish_run(world, report_path, report);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  MpiSession mpi(argc, argv);
-  Communicator world = Communicator::world();
-  return run_or_report("unified_train", world, [&] { return run(world, argc, argv); });
-}
+int main(int argc, char** argv) { return program_main("unified_train", argc, argv, run); }

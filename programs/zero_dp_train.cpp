@@ -24,13 +24,10 @@ double kib(std::uint64_t bytes) { return static_cast<double>(bytes) / 1024.0; }
 int run(Communicator& world, int argc, char** argv) {
   Flags flags("zero_dp_train", "Trains the MLP with ZeRO stage 3 over all ranks (mpirun -n = --dp_size).");
   int& dp_size = flags.add_int("--dp_size", world.size(), "data-parallel size; must equal the number of ranks");
-  int& epochs = flags.add_int("--num_epoch", 1, "epochs");
-  int& batch = flags.add_int("--batch_size", 60, "global batch; each rank takes batch_size / dp_size rows");
-  double& init_lr = flags.add_double("--init_lr", 0.01, "initial learning rate (x0.9 every 100/dp iterations)");
-  int& train_samples = flags.add_int("--num_train_samples", -1, "use the first N training samples (-1: all 60000)");
-  int& test_samples = flags.add_int("--num_test_samples", -1, "use the first N test samples (-1: all 10000)");
-  std::string& data_dir = flags.add_string("--data", "", "directory of the IDX files (default: see README)");
-  std::string& report_path = flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)");
+  const TrainingFlags training = add_training_flags(
+      flags, "global batch; each rank takes batch_size / dp_size rows",
+      "initial learning rate (x0.9 every 100/dp iterations)");
+  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
 
   const bool lead = world.rank() == 0;
@@ -59,14 +56,7 @@ int run(Communicator& world, int argc, char** argv) {
   LayerProfiler profiler;
   model.profiler = &profiler;
   Progress progress;
-  ZeroTrainOptions options;
-  options.epochs = epochs;
-  options.global_batch = batch;
-  options.init_lr = init_lr;
-  options.report_every = progress.log_every((x_local.rows() + batch / dp_size - 1) / (batch / dp_size));
-  options.on_progress = [&](int epoch, long it, long per_epoch, double loss, double acc, double lr) {
-    progress.update(epoch, it, per_epoch, loss, acc, lr);
-  };
+  TrainOptions options = training_options(training, progress, x_local.rows(), batch / dp_size);
   const double started = CommAccess::wall_time();
   const ZeroTrainResult result = train_zero(model, world, x_local, y_local, data.test.x, data.test.y, options);
   const double seconds = CommAccess::wall_time() - started;
@@ -86,24 +76,15 @@ int run(Communicator& world, int argc, char** argv) {
                 kib(volume.zero_bytes), kib(volume.data_parallel_bytes), volume.ratio());
     print_layer_peaks(profiler);
   }
-  RunReport report{"zero3",
-                   1,
-                   dp_size,
-                   result.iterations,
-                   0.0,
-                   static_cast<double>(result.train_bytes) / static_cast<double>(std::max(1L, result.iterations)),
-                   result.epoch_seconds,
-                   result.test_accuracy.back(),
-                   usable,
-                   static_cast<long>(data.test.x.rows()),
-                   model_heap_bytes};
+  RunReport report = common_report(result.test_accuracy, result.epoch_seconds, result.iterations, usable,
+                                   static_cast<long>(data.test.x.rows()), model_heap_bytes);
+  report.strategy = "zero3";
+  report.dp_size = dp_size;
+  report.dp_bytes_per_iteration =
+      static_cast<double>(result.train_bytes) / static_cast<double>(std::max(1L, result.iterations));
   return finish_run(world, report_path, report);
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  MpiSession mpi(argc, argv);
-  Communicator world = Communicator::world();
-  return run_or_report("zero_dp_train", world, [&] { return run(world, argc, argv); });
-}
+int main(int argc, char** argv) { return program_main("zero_dp_train", argc, argv, run); }

@@ -34,7 +34,7 @@ TEST(Part9Training, OneEpochReachesTheAccuracyThreshold) {
   dtrain::ZeroMLP model(world(), world().size(), expected_shard(init.w1, rank(), world().size()),
                         expected_shard(init.b1, rank(), world().size()), expected_shard(init.w2, rank(), world().size()),
                         expected_shard(init.b2, rank(), world().size()));
-  dtrain::ZeroTrainOptions options;
+  dtrain::TrainOptions options;
   options.global_batch = 100;
   const dtrain::ZeroTrainResult result = dtrain::train_zero(model, world(), x_local, y_local, data.test.x, data.test.y, options);
   const double accuracy = result.test_accuracy.back();

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Dict, List, NamedTuple, Tuple
+from typing import List, NamedTuple, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import parts as table  # noqa: E402

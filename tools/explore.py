@@ -20,7 +20,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from partrun import KIT_DIR, KITRUN, default_build_dir  # noqa: E402
+from partrun import KITRUN, default_build_dir  # noqa: E402
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
 GLOBAL_BATCH = 60
