@@ -115,7 +115,8 @@ def verify_handout(tarball: str) -> int:
 
 AUTOLAB_MAKEFILE = """# Autolab's autograder Makefile: Autolab puts autograde.tar and the
 # student's handin.tar in the working directory and runs `make`; the score
-# is the last line of output.
+# is the last line of output, so make must add nothing after it.
+MAKEFLAGS += --no-print-directory
 all:
 \ttar xf autograde.tar
 \tcd dtrain-kit && make build > build.log 2>&1 || { tail -40 build.log; exit 1; }
