@@ -48,8 +48,10 @@ all: build
 setup:
 	./setup.sh
 
+# A failed configure must not leave a cache behind, or the next `make` skips
+# configuring and fails with a confusing "No rule to make target 'Makefile'".
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_RULE_MESSAGES=OFF
+	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_RULE_MESSAGES=OFF > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; rm -f $(BUILD)/CMakeCache.txt; echo "make: configuring failed; missing packages? run 'make setup' (log: $(BUILD)/configure.log)"; exit 1; }
 
 configure: $(BUILD)/CMakeCache.txt
 
@@ -97,6 +99,7 @@ autograder:
 hidden-data: build
 	@test -d reference || { echo "make hidden-data: staff only (this copy has no reference/)"; exit 2; }
 	@$(PYTHON) grader/hidden/generate.py $(BUILD)
+	@$(MAKE) --no-print-directory build grade-reference  # the values are compiled in: rebuild, then check
 
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'

@@ -5,13 +5,17 @@ Steps for one handin, each in a fresh scratch directory:
   1. extract only the whitelisted members (student/x.cpp or bare x.cpp, and
      feedback.txt), refusing absolute paths, '..', links, devices and
      oversized members, each named in the report;
-  2. compile the three files against the kit's prebuilt framework; a file
-     that is missing or does not compile is replaced by its stub, so it costs
-     only the parts that use it;
-  3. run every part's public and hidden cases under MPI (tools/partrun.py):
-     outcomes come from the results file the test binary writes, never from
-     the program's output, and a hang or crash costs only its case;
-  4. score by the parts table (tools/parts.py) and write the reports.
+  2. check the files statically (static_checks.py): a file that breaks a
+     rule is not compiled;
+  3. compile the three files against the kit's prebuilt framework; a file
+     that is missing, refused or does not compile is replaced by its stub,
+     so it costs only the parts that use it;
+  4. run every part's public and hidden cases under MPI (tools/partrun.py):
+     outcomes come from the sealed results the test binary writes, never
+     from the program's output, and a hang or crash costs only its case;
+  5. score by the parts table (tools/parts.py) and write the reports.
+Steps 2-4 run in the sandbox (sandbox.py): another user, limits, no access
+to the reference or the hidden cases.
 """
 import json
 import os
@@ -28,9 +32,11 @@ GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
 KIT_DIR = os.path.dirname(GRADER_DIR)
 sys.path.insert(0, os.path.join(KIT_DIR, "tools"))
 import parts as table  # noqa: E402
-from build_impl import IMPL_FILES, build  # noqa: E402
-from partrun import CaseOutcome, JobLog  # noqa: E402
+from build_impl import IMPL_FILES, _recipe, build  # noqa: E402
+from partrun import KITRUN, CaseOutcome, JobLog  # noqa: E402
 from run_parts import collect, fmt  # noqa: E402
+from sandbox import Sandbox  # noqa: E402
+from static_checks import check_file, system_include_dirs  # noqa: E402
 
 ACCEPTED = set(IMPL_FILES) | {"feedback.txt"}
 MAX_MEMBER_BYTES = 1 << 20
@@ -129,38 +135,102 @@ def keep_head_tail(text: str, limit: int = OUTPUT_KEEP) -> str:
     return f"{text[:half]}\n... [{len(text) - limit} characters dropped] ...\n{text[-half:]}"
 
 
-def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None) -> Grade:
+def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0) -> Grade:
+    """Grades one handin; `slot` tells concurrent graders apart (each slot
+    has its own sandbox user)."""
     started = time.monotonic()
     grade = Grade(os.path.basename(handin))
     scratch = tempfile.mkdtemp(prefix="kit-grade-")
+    sandbox: Optional[Sandbox] = None
     try:
-        impl = os.path.join(scratch, "handin")
-        os.makedirs(impl)
-        if not extract(handin, impl, grade):
+        received = os.path.join(scratch, "handin")
+        os.makedirs(received)
+        if not extract(handin, received, grade):
             grade.parts = [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
             return grade
-        binary = os.path.join(scratch, "bin", "kit_tests")
-        report = build(impl, binary, build_dir, fallback=os.path.join(KIT_DIR, "student"))
+        sandbox = Sandbox(KIT_DIR, build_dir, scratch, slot)
+        grade.notes += sandbox.notes()
+        impl = os.path.join(sandbox.run_dir, "src")  # the sandbox user compiles from here
+        shutil.copytree(received, impl)
+        if sandbox.root:
+            for path in [impl] + [os.path.join(impl, f) for f in os.listdir(impl)]:
+                os.chown(path, sandbox.uid, sandbox.uid)
+
+        def in_sandbox(cmd, timeout):
+            proc = sandbox.run(cmd, timeout)
+            return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
+
+        refused = static_check(impl, build_dir, in_sandbox, grade)
+        bin_dir = os.path.join(scratch, "bin")
+        os.makedirs(bin_dir, mode=0o711)
+        binary = os.path.join(bin_dir, "kit_tests")
+        objs = os.path.join(sandbox.run_dir, "objs")
+        os.makedirs(objs)
+        if sandbox.root:
+            os.chown(objs, sandbox.uid, sandbox.uid)
+        report = build(impl, binary, build_dir, fallback=os.path.join(KIT_DIR, "student"), runner=in_sandbox,
+                       obj_dir=objs, refused=refused)
+        sandbox.clean_up()
         for name, r in report["files"].items():
-            state = "compiled" if r["compiled"] else ("missing" if r["errors"] and r["errors"].endswith("missing")
-                                                      else "does not compile")
-            grade.files[name] = {"state": state, "errors": "\n".join((r["errors"] or "").splitlines()[:25])}
+            if name in refused:
+                state = "refused by the static checks"
+            elif r["compiled"]:
+                state = "compiled"
+            elif r["errors"] and r["errors"].endswith("missing"):
+                state = "missing"
+            else:
+                state = "does not compile"
+            grade.files.setdefault(name, {}).update(
+                state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
         if not report["linked"]:
             grade.status = "grader error"
             grade.notes.append("linking the test program failed:\n" + (report["link_errors"] or "")[:3000])
             grade.parts = [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
             return grade
+        os.chmod(binary, 0o711)  # run, not read: it holds the hidden cases
         log = JobLog()
-        outcomes, errors = collect(binary, table.PARTS, grade.handin, quiet=True, hidden=True, log=log)
+        launch = dict(prefix=sandbox.prefix() + [KITRUN], env=sandbox.env(), results_dir=sandbox.run_dir,
+                      cwd=sandbox.run_dir, after_job=sandbox.clean_up)
+        outcomes, errors = collect(binary, table.PARTS, grade.handin, quiet=True, hidden=True, log=log,
+                                   launch_args=launch)
         grade.output = keep_head_tail(log.output)
         grade.notes += errors
+        if log.forged:
+            grade.notes.append(f"integrity: {log.forged} result record(s) without a valid seal were ignored "
+                               "(results are written only by the test harness; forged ones never count)")
+        if log.dropped:
+            grade.notes.append(f"the test program printed {log.dropped} bytes more than the report keeps")
         grade.parts = [score_part(part, outcomes, grade.files) for part in table.PARTS]
         return grade
     finally:
+        if sandbox:
+            sandbox.clean_up()
         grade.seconds = time.monotonic() - started
         if keep:
             shutil.copytree(scratch, keep, dirs_exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def static_check(impl: str, build_dir: str, runner, grade: Grade) -> Dict[str, str]:
+    """Runs the static rules on each handed-in file; returns the refused
+    files (name -> why) and records every finding in the report."""
+    recipe = _recipe(build_dir)
+    flags = [recipe["compiler"]] + recipe["compile_flags"]
+    dirs = system_include_dirs(flags)
+    refused: Dict[str, str] = {}
+    for name in IMPL_FILES:
+        path = os.path.join(impl, name)
+        if not os.path.isfile(path):
+            continue
+        findings = check_file(path, flags, runner=runner, system_dirs=dirs, name=name)
+        if findings:
+            grade.files.setdefault(name, {})["findings"] = [str(f) for f in findings]
+        fails = [str(f) for f in findings if f.severity == "fail"]
+        if fails and os.environ.get("KIT_STATIC_CHECKS") == "warn":
+            grade.notes.append(f"{name}: static-check failures only warned about (KIT_STATIC_CHECKS=warn)")
+        elif fails:
+            refused[name] = "refused by the static checks (graded as the stub):\n" + "\n".join(fails)
+    return refused
 
 
 def score_part(part: table.Part, outcomes: Dict[str, CaseOutcome], files: Dict[str, Dict]) -> PartResult:
@@ -186,7 +256,9 @@ def human_report(grade: Grade) -> str:
     out = [f"handin: {grade.handin}   ({grade.status}, graded in {grade.seconds:.1f} s)"]
     for name, f in grade.files.items():
         out.append(f"  {name}: {f['state']}")
-        if f["state"] == "does not compile" and f["errors"]:
+        if f.get("findings"):
+            out += ["      " + line for line in f["findings"][:12]]
+        elif f["state"] == "does not compile" and f["errors"]:
             out += ["      " + line for line in f["errors"].splitlines()[:12]]
     out += [f"  rejected: {r}" for r in grade.rejected]
     out += [f"  note: {n}" for n in grade.notes]

@@ -4,7 +4,9 @@
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
 // Flags besides gtest's:
 //   --results=PATH          append one JSON line per event (plan, case result,
-//                           abort) to PATH; the part runner and the grader read it
+//                           abort) to PATH; the part runner and the grader read it,
+//                           trusting a plan or a result only with a valid seal
+//                           (results_seal.h)
 //   --case-timeout=SECONDS  override every suite's per-case time limit
 //   --record=PATH           staff only: write the values of recorded cases
 //                           (tests/recorded.h) to PATH instead of checking them
@@ -16,8 +18,11 @@
 // that does not finish in time (a rank waiting in a collective the others
 // never joined, usually) ends the job; a crash or exit() inside a case is
 // recorded too. The runner then starts the remaining cases in a new job.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +44,7 @@
 #include "harness.h"
 #include "kit_test.h"
 #include "recorded.h"
+#include "results_seal.h"
 
 namespace harness {
 
@@ -132,6 +138,68 @@ void on_fatal_signal(int sig) {
 
 void on_exit_inside_case() {
   if (g_in_case) write_abort("the process exited in the middle of the case (exit() or quick_exit() called?)");
+}
+
+// Every process below this one: (pid, parent) pairs from one pass over /proc.
+std::vector<pid_t> descendants() {
+  std::map<pid_t, std::vector<pid_t>> children_of;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return {};
+  while (const dirent* entry = ::readdir(proc)) {
+    const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
+    if (pid <= 0) continue;
+    char path[64], stat[512];
+    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    const char* after_name = std::strrchr(stat, ')');  // "pid (name) state ppid ..."
+    char state = 0;
+    int ppid = 0;
+    if (after_name && std::sscanf(after_name + 1, " %c %d", &state, &ppid) == 2) children_of[ppid].push_back(pid);
+  }
+  ::closedir(proc);
+  std::vector<pid_t> found;
+  std::vector<pid_t> todo = {::getpid()};
+  while (!todo.empty()) {
+    const pid_t parent = todo.back();
+    todo.pop_back();
+    for (pid_t child : children_of[parent]) {
+      found.push_back(child);
+      todo.push_back(child);
+    }
+  }
+  return found;
+}
+
+// Ends every process the case started; returns how many there were. They
+// are stopped first, so that a process that keeps forking can't outrun us;
+// this process is their subreaper (see main), so none escapes to init.
+int end_stray_processes() {
+  std::set<pid_t> stopped;
+  for (int round = 0; round < 500; ++round) {
+    bool new_ones = false;
+    for (pid_t pid : descendants()) {
+      if (stopped.insert(pid).second) {
+        ::kill(pid, SIGSTOP);
+        new_ones = true;
+      }
+    }
+    if (!new_ones) break;
+  }
+  for (pid_t pid : stopped) ::kill(pid, SIGKILL);
+  for (int round = 0; round < 100 && !descendants().empty(); ++round) {
+    for (pid_t pid : descendants()) ::kill(pid, SIGKILL);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    ::usleep(1000);
+  }
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  return static_cast<int>(stopped.size());
 }
 
 class Watchdog {
@@ -270,7 +338,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
         cases += (cases.empty() ? "" : ",") + json_string(std::string(info->test_suite_name()) + "." + info->name());
       }
     }
-    write_record("{\"event\":\"plan\",\"ranks\":" + std::to_string(meeting_.size()) + ",\"cases\":[" + cases + "]}");
+    write_record(seal_record("{\"event\":\"plan\",\"ranks\":" + std::to_string(meeting_.size()) + ",\"cases\":[" + cases + "]}"));
   }
 
   void OnTestStart(const ::testing::TestInfo& info) override {
@@ -304,6 +372,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
 
   void OnTestEnd(const ::testing::TestInfo& info) override {
     watchdog_.body_done();
+    if (const int stray = end_stray_processes(); stray > 0)
+      messages_ += std::string(messages_.empty() ? "" : "\n") + "the case started " + std::to_string(stray) +
+                   " process(es) and left them running; they were killed (code under test may not start processes)";
     if (info.result()->Skipped() && messages_.empty())
       messages_ = "the case was skipped; a skipped case counts as failed";
     // The max is a full synchronization: no rank leaves a case before every
@@ -336,8 +407,8 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     (ok ? passed_ : failed_)++;
     char timing[64];
     std::snprintf(timing, sizeof timing, "%.3f", seconds);
-    write_record("{\"event\":\"result\",\"case\":" + json_string(name_) + ",\"status\":\"" + (ok ? "pass" : "fail") +
-                 "\",\"seconds\":" + timing + ",\"failures\":[" + failures + "]}");
+    write_record(seal_record("{\"event\":\"result\",\"case\":" + json_string(name_) + ",\"status\":\"" +
+                             (ok ? "pass" : "fail") + "\",\"seconds\":" + timing + ",\"failures\":[" + failures + "]}"));
     std::printf("%s%s%s (%.0f ms)\n", shown.c_str(), ok ? "[       OK ] " : "[  FAILED  ] ", name_.c_str(),
                 seconds * 1000);
     std::fflush(stdout);
@@ -412,6 +483,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);  // a case's orphans come back to us, not to init
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_fatal_signal);
   std::atexit(on_exit_inside_case);
   std::at_quick_exit(on_exit_inside_case);

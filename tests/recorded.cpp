@@ -24,8 +24,11 @@ std::string key_of(const std::string& label) {
 const std::map<std::string, Matrix>& recorded() {
   static const std::map<std::string, Matrix> values = [] {
     std::map<std::string, Matrix> out;
-#ifdef KIT_RECORDED_VALUES
-    std::ifstream in(KIT_RECORDED_VALUES);
+#ifdef KIT_RECORDED_VALUES_INC
+    static const char kText[] =
+#include KIT_RECORDED_VALUES_INC
+        ;
+    std::istringstream in(kText);
     std::string line;
     while (std::getline(in, line)) {
       std::istringstream fields(line);

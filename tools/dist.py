@@ -29,7 +29,8 @@ COMMON = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore"
           "tools/kitrun", "tools/find_python", "tools/parts.py", "tools/partrun.py", "tools/run_parts.py",
           "tools/build_impl.py", "tools/handin.py", "tools/explore.py", "tools/check_handout.py"]
 STUDENT_ONLY = []  # the handout's README.md is written from handout/README.md
-GRADER = ["grader/grade", "grader/grading.py", "grader/hidden/hidden_cases.cpp", "grader/hidden/expected.txt",
+GRADER = ["grader/grade", "grader/grading.py", "grader/sandbox.py", "grader/static_checks.py",
+          "grader/hidden/hidden_cases.cpp", "grader/hidden/expected.txt",
           "grader/README.md"]
 NEVER = ("reference/", "grader/hidden/generate.py", "tools/check_mutants.py", ".ci/")
 

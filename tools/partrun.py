@@ -6,17 +6,24 @@ a plan, then a result per case; a rank that fails writes its messages at
 once, and a case that hangs, crashes or exits leaves an abort record. When a
 job ends before its plan is done, the case in flight is failed with what the
 ranks recorded, and a new job runs the cases after it. Outcomes come only
-from that file, never from the program's output.
+from that file, never from the program's output, and a plan or a result
+counts only if it carries the seal of the job's key (tests/results_seal.h),
+which this module writes to mpirun's standard input and nowhere else.
+Failure and abort records need no seal: they can only fail a case.
 """
+import hmac
 import json
 import os
+import re
+import secrets
+import threading
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KITRUN = os.path.join(KIT_DIR, "tools", "kitrun")
@@ -56,6 +63,10 @@ class Launch:
     env: Optional[Dict[str, str]] = None
     capture: bool = False          # False: the job's output goes to ours
     extra_args: List[str] = field(default_factory=list)
+    results_dir: Optional[str] = None  # where the job may write its results file
+    cwd: Optional[str] = None
+    preexec_fn: Optional[Callable[[], None]] = None  # e.g. resource limits
+    after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
 
 
 @dataclass
@@ -63,17 +74,85 @@ class JobLog:
     output: str = ""               # captured stdout+stderr of all jobs (capture=True)
     launches: int = 0
     error: Optional[str] = None    # the binary could not run at all
+    forged: int = 0                # plan or result records whose seal did not verify
+    dropped: int = 0               # bytes of output not kept (see OutputTap)
 
 
-def _read_records(path: str) -> List[Dict]:
+class OutputTap:
+    """Drains a job's output as it comes, keeping only its first and last
+    `keep` bytes, so a job that prints gigabytes neither blocks nor fills
+    the grader's memory."""
+
+    def __init__(self, stream, keep: int = 20000):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._keep = keep
+        self._thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _run(self, stream) -> None:
+        while True:
+            chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+            if not chunk:
+                break
+            self.total += len(chunk)
+            room = self._keep - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > 2 * self._keep:
+                    del self.tail[:-self._keep]
+
+    def finish(self, timeout: float = 5.0) -> str:
+        self._thread.join(timeout)
+        tail = bytes(self.tail[-self._keep:])
+        dropped = self.total - len(self.head) - len(tail)
+        text = self.head.decode("utf-8", errors="replace")
+        if dropped > 0:
+            text += f"\n... [{dropped} bytes of output dropped] ...\n"
+        return text + tail.decode("utf-8", errors="replace")
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.total - len(self.head) - min(len(self.tail), self._keep))
+
+
+SEAL = re.compile(r',"mac":"([0-9a-f]{64})"}$')
+TRUSTED_EVENTS = ("plan", "result")
+
+
+def unseal(line: str, key: bytes) -> Optional[str]:
+    """The record without its seal if the seal verifies, else None."""
+    m = SEAL.search(line)
+    if not m:
+        return None
+    record = line[:m.start()] + "}"
+    expected = hmac.new(key, record.encode("utf-8", errors="surrogateescape"), "sha256").hexdigest()
+    return record if hmac.compare_digest(expected, m.group(1)) else None
+
+
+def _read_records(path: str, key: bytes, log: JobLog) -> List[Dict]:
     records = []
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
             for line in f:
+                line = line.rstrip("\n")
                 try:
-                    records.append(json.loads(line))
+                    record = json.loads(line)
                 except ValueError:
                     continue  # a torn or foreign line proves nothing
+                if not isinstance(record, dict):
+                    continue
+                if record.get("event") in TRUSTED_EVENTS:
+                    sealed = unseal(line, key)
+                    if sealed is None:
+                        log.forged += 1
+                        continue
+                    record = json.loads(sealed)
+                records.append(record)
     except OSError:
         pass
     return records
@@ -114,13 +193,21 @@ def kill_job(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
+def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subprocess.Popen:
     cmd = launch.prefix + ["-n", str(launch.ranks), launch.binary,
                            f"--gtest_filter={gtest_filter}", f"--results={results}"] + launch.extra_args
-    return subprocess.Popen(
-        cmd, env=launch.env, start_new_session=True, stdin=subprocess.DEVNULL,
+    env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin")
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE if launch.capture else None,
-        stderr=subprocess.STDOUT if launch.capture else None)
+        stderr=subprocess.STDOUT if launch.capture else None, preexec_fn=launch.preexec_fn)
+    try:
+        proc.stdin.write(key.hex().encode() + b"\n")
+        proc.stdin.close()
+    except OSError:
+        pass  # the job died at once; its missing plan says so
+    proc.stdin = None
+    return proc
 
 
 def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
@@ -131,25 +218,33 @@ def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
     pending_filter = gtest_filter
     plan_seen: Optional[List[str]] = None
     while pending_filter:
-        fd, results = tempfile.mkstemp(prefix="kit-results-", suffix=".jsonl")
+        fd, results = tempfile.mkstemp(prefix="kit-results-", suffix=".jsonl", dir=launch.results_dir)
         os.close(fd)
+        if launch.results_dir:
+            os.chmod(results, 0o666)  # the sandbox user's job writes it
         try:
             started = time.monotonic()
-            proc = _start(launch, pending_filter, results)
+            key = secrets.token_bytes(32)  # a fresh key per job: no record can be replayed into another
+            proc = _start(launch, pending_filter, results, key)
+            tap = OutputTap(proc.stdout) if launch.capture else None
             log.launches += 1
             try:
-                out, _ = proc.communicate(timeout=launch.timeout)
+                proc.wait(timeout=launch.timeout)
                 timed_out = False
             except subprocess.TimeoutExpired:
-                kill_job(proc)
-                out, _ = proc.communicate()
                 timed_out = True
             kill_job(proc)  # nothing the job started may outlive it
-            if out:
-                log.output += out.decode("utf-8", errors="replace")
-            records = _read_records(results)
+            if launch.after_job:
+                launch.after_job()
+            if tap:
+                log.output += tap.finish()
+                log.dropped += tap.dropped
+            records = _read_records(results, key, log)
         finally:
-            os.unlink(results)
+            try:
+                os.unlink(results)
+            except OSError:
+                pass  # the job may have removed it; its cases then have no result
 
         plans = [r for r in records if r.get("event") == "plan"]
         if not plans:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Staff only (`make hidden-data`): records the expected values of the hidden
-cases from the reference into grader/hidden/expected.txt, then checks that
-the reference passes every hidden case against the file it just wrote.
+cases from the reference into grader/hidden/expected.txt. The values are
+compiled into the test binary, so `make hidden-data` then rebuilds and grades
+the reference, which must pass every hidden case against the new file.
 
 Run it after changing grader/hidden/hidden_cases.cpp or the reference, and
 commit the new expected.txt with the change.

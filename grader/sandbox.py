@@ -1,0 +1,198 @@
+"""Where and as whom student code runs during grading (the threat model is in
+grader/README.md, "Threat model").
+
+As root (Gradescope, CI, a staff server), every compile and every test job
+of a handin runs:
+  - as an unprivileged user id of its own (61000 + worker slot by default,
+    KIT_SANDBOX_UID to change; no passwd entry is needed), so it can write
+    only its scratch run directory and signal only its own processes;
+  - when the kernel allows it, in fresh mount and network namespaces, where
+    the reference solution, the hidden cases, the kit's build tree and the
+    autograder bundles are covered by empty read-only mounts and the only
+    network is a loopback device;
+  - under resource limits (below), with no core dumps;
+and after every job each process of that user id is killed and each file it
+left in the shared temporary directories is removed.
+
+Not root: the same limits, a scratch directory and sealed results, but the
+code runs with the grader's own rights; the report says isolation is reduced.
+"""
+import functools
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+SANDBOX_UID_BASE = 61000
+
+# Per process (each rank, mpirun, the compiler). Generous for the real tests:
+# the largest needs ~0.5 GiB of address space per rank; part 9's training
+# case takes ~2 s of CPU.
+LIMITS = {
+    "cpu": 300,                   # seconds of CPU time
+    "as": 3 << 29,                # bytes of address space (1.5 GiB)
+    "nproc": 256,                 # processes and threads of the sandbox user (8 ranks use ~60)
+    "fsize": 64 << 20,            # bytes in any one file written
+    "core": 0,
+}
+# World-writable places a job could leave files in.
+SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+
+
+@functools.lru_cache(maxsize=None)
+def namespaces_work() -> bool:
+    """Can this machine give a job its own mount and network namespaces (and
+    a loopback device, which mpirun's local daemon needs)?"""
+    if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("ip")):
+        return False
+    try:
+        return subprocess.run(["unshare", "--mount", "--net", "--fork", "--", "sh", "-c",
+                               "ip link set lo up && mount -t tmpfs -o ro,size=4k none /mnt"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _readable_by_others(path: str) -> bool:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return bool(mode & stat.S_IROTH) and (bool(mode & stat.S_IXOTH) or not stat.S_ISDIR(mode))
+
+
+@dataclass
+class Sandbox:
+    kit_dir: str
+    build_dir: str
+    scratch: str
+    slot: int = 0
+
+    def __post_init__(self):
+        self.root = os.geteuid() == 0
+        base = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+        self.uid = base + self.slot if self.root else os.geteuid()
+        self.isolated_fs = self.root and namespaces_work()
+        self.run_dir = os.path.join(self.scratch, "run")
+        os.makedirs(self.run_dir, exist_ok=True)
+        if self.root:
+            os.chmod(self.scratch, 0o711)  # the sandbox user may pass through, not list
+            os.chown(self.run_dir, self.uid, self.uid)
+            os.chmod(self.run_dir, 0o700)
+        self.hidden_paths = [p for p in (os.path.join(self.kit_dir, "reference"),
+                                         os.path.join(self.kit_dir, "grader", "hidden"),
+                                         os.path.join(self.kit_dir, "dist"),
+                                         self.build_dir) if os.path.isdir(p)]
+
+    # ---- what the report says about it ----
+
+    def notes(self) -> List[str]:
+        if not self.root:
+            return ["isolation reduced: the grader is not root, so student code ran with the grader's own "
+                    "user rights (resource limits, a scratch directory and sealed results still applied)"]
+        if self.isolated_fs:
+            return []
+        exposed = [p for p in self.hidden_paths if _readable_by_others(p)]
+        note = ("isolation reduced: no mount/network namespaces here, so student code ran as an unprivileged "
+                "user without them")
+        if exposed:
+            note += "; readable by that user: " + ", ".join(exposed) + " (chmod o-rwx them to close this)"
+        return [note]
+
+    # ---- how a command runs in it ----
+
+    def env(self) -> Dict[str, str]:
+        keep = {k: v for k, v in os.environ.items()
+                if k in ("PATH", "LANG", "LC_ALL", "DTRAIN_DATA") or k.startswith("KIT_")}
+        keep.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+        keep.update(HOME=self.run_dir, TMPDIR=self.run_dir, DTRAIN_STDOUT_IS_TTY="0")
+        return keep
+
+    def prefix(self) -> List[str]:
+        """Put before a command to run it in the sandbox."""
+        limits = []
+        if shutil.which("prlimit"):
+            limits = ["prlimit", f"--cpu={LIMITS['cpu']}", f"--as={LIMITS['as']}", f"--fsize={LIMITS['fsize']}",
+                      f"--core={LIMITS['core']}"] + ([f"--nproc={LIMITS['nproc']}"] if self.root else []) + ["--"]
+        if not self.root:
+            return limits
+        drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--"]
+        if not self.isolated_fs:
+            return limits + drop
+        covers = " && ".join(f"mount -t tmpfs -o ro,size=4k,mode=755 none '{p}'" for p in self.hidden_paths)
+        script = "ip link set lo up && mount -t tmpfs -o size=64m,mode=1777 none /dev/shm"
+        script += (" && " + covers if covers else "") + ' && exec "$@"'
+        return (["unshare", "--mount", "--net", "--fork", "--kill-child", "--", "sh", "-c", script, "sandbox"]
+                + limits + drop)
+
+    def run(self, cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
+        """A short command (a compile) in the sandbox; output captured. The
+        caller runs clean_up() once its batch of commands is done."""
+        try:
+            return subprocess.run(self.prefix() + cmd, env=self.env(), cwd=self.run_dir, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
+                                  start_new_session=True)
+        except subprocess.TimeoutExpired:
+            self.clean_up()
+            raise
+
+    # ---- afterwards ----
+
+    def _own_processes(self) -> List[int]:
+        pids = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/status") as f:
+                    for line in f:
+                        if line.startswith("Uid:"):
+                            if int(line.split()[1]) == self.uid:
+                                pids.append(int(entry))
+                            break
+            except (OSError, ValueError):
+                continue
+        return pids
+
+    def clean_up(self) -> None:
+        """Kills every process of the sandbox user (so nothing a job started,
+        even one that left its session, survives it) and removes what the
+        user left in the shared temporary directories. Root only: otherwise
+        the user is the grader's own, and the job's session is all we end."""
+        if not self.root:
+            return
+        for attempt in range(200):
+            pids = self._own_processes()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.01 if attempt < 20 else 0.05)
+        for top in SHARED_TMP:
+            self._remove_owned(top)
+
+    def _remove_owned(self, top: str) -> None:
+        """Top-level entries only: the sticky temporary directories let a
+        user create there, and nowhere below another user's directory."""
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue

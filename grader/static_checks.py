@@ -1,0 +1,273 @@
+"""Static checks on the three student files, before anything is compiled.
+
+  python3 grader/static_checks.py FILE.cpp ...     (prints the findings)
+
+Each file is run through the compiler's preprocessor with the kit's own
+flags, so a macro can't hide a name and a comment can't trigger a rule; the
+tokens of the file itself (not of the headers it includes) are then matched
+against RULES, skipping string and character literals. The preprocessor's
+line markers say which files the student's file includes.
+
+A "fail" finding means the file is not compiled: it is graded as its stub,
+and the report names the rule and the line. A "warn" finding is reported
+and costs nothing by itself.
+"""
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
+
+KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRAMEWORK_DIR = os.path.join(KIT_DIR, "framework")
+# Framework headers that only the kit's own programs and tests may use.
+KIT_INTERNAL_HEADERS = {"comm_runtime.h", "layer_profiler.h", "memory_tracker.h"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    key: str
+    severity: str        # fail | warn
+    why: str             # the report's explanation
+    names: frozenset     # identifiers that trigger it
+    prefixes: Tuple[str, ...] = ()
+
+
+def _rule(key, severity, why, names=(), prefixes=()):
+    return Rule(key, severity, why, frozenset(names), tuple(prefixes))
+
+
+RULES: List[Rule] = [
+    _rule("mpi", "fail", "MPI is used only through dtrain::Communicator", prefixes=("MPI_", "PMPI_", "OMPI_")),
+    _rule("process", "fail", "starting or signalling processes is not allowed",
+          ["system", "fork", "vfork", "clone", "clone3", "execl", "execlp", "execle", "execv", "execvp", "execvpe",
+           "execve", "execveat", "fexecve", "popen", "posix_spawn", "posix_spawnp", "syscall", "ptrace", "kill",
+           "daemon", "setsid", "dlopen", "dlsym", "prctl", "unshare", "setuid", "setrlimit"]),
+    _rule("files", "fail", "file access is not allowed",
+          ["fopen", "freopen", "fdopen", "open", "openat", "creat", "ofstream", "ifstream", "fstream", "filebuf",
+           "basic_ofstream", "basic_ifstream", "basic_fstream", "filesystem", "unlink", "rename",
+           "mkdir", "rmdir", "truncate", "ftruncate", "mmap", "dup2", "dup", "write", "pwrite", "read", "pread",
+           "opendir", "readlink", "symlink", "link", "chmod", "chown"]),
+    _rule("environment", "fail", "reading or changing the environment is not allowed",
+          ["getenv", "secure_getenv", "setenv", "putenv", "unsetenv", "clearenv", "environ", "__environ"]),
+    _rule("asm", "fail", "inline assembly is not allowed", ["asm", "__asm", "__asm__"]),
+    _rule("gtest", "fail", "the code under test may not touch the test framework",
+          ["gtest", "testing", "harness", "RUN_ALL_TESTS", "UnitTest", "CommAccess", "MpiSession", "seal_record",
+           "mallinfo", "mallinfo2"]),
+    _rule("early-exit", "warn", "ending the process from library code fails the case it happens in",
+          ["exit", "_exit", "_Exit", "quick_exit", "abort", "raise", "signal", "sigaction", "terminate"]),
+]
+# Names of these rules that are common words count only when called: f(...).
+CALLS_ONLY = {"system", "kill", "link", "open", "read", "write", "dup", "creat", "truncate", "mkdir", "rmdir",
+              "daemon", "clone", "raise", "signal", "exit", "abort", "terminate"}
+# Attributes that run code before main, or replace other definitions.
+FORBIDDEN_ATTRIBUTES = {"constructor", "destructor", "init_priority", "section", "alias", "ifunc", "weakref",
+                        "weak", "used", "naked"}
+
+
+@dataclass
+class Finding:
+    file: str
+    line: int
+    rule: str
+    severity: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.severity}: {self.message}"
+
+
+TOKEN = re.compile(r"""
+    (?P<raw>R"(?P<delim>[^ ()\\\t\n]{0,16})\((?:.|\n)*?\)(?P=delim)")
+  | (?P<string>(?:u8|u|U|L)?"(?:\\.|[^"\\\n])*")
+  | (?P<number>\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z_]|[0-9A-Za-z_.])*)
+  | (?P<char>(?:u8|u|U|L)?'(?:\\.|[^'\\\n])*')
+  | (?P<ident>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<punct>\[\[|\]\]|::|[^\sA-Za-z_0-9])
+  | (?P<space>\s+)
+""", re.VERBOSE)
+MARKER = re.compile(r'^# (\d+) "((?:\\.|[^"\\])*)"((?: \d)*)$')
+
+
+def tokens(text: str) -> Iterator[Tuple[str, str, int]]:
+    """(kind, text, line offset) of each token; literals are one token each."""
+    pos, line = 0, 0
+    while pos < len(text):
+        m = TOKEN.match(text, pos)
+        if not m:
+            pos += 1
+            continue
+        kind = m.lastgroup if m.lastgroup != "delim" else "raw"
+        if kind != "space":
+            yield kind, m.group(), line
+        line += m.group().count("\n")
+        pos = m.end()
+
+
+def own_lines(preprocessed: str, source: str) -> Tuple[List[Tuple[int, str]], List[Tuple[int, str]], List[int]]:
+    """Splits the preprocessor's output into the lines that belong to `source`
+    (line number, text), the files `source` includes directly (line, path),
+    and the lines where a #line directive pretends to be another file."""
+    source = os.path.realpath(source)
+    mine: List[Tuple[int, str]] = []
+    includes: List[Tuple[int, str]] = []
+    spoofed: List[int] = []
+    stack: List[str] = []
+    current, line_no = "", 0
+    for raw in preprocessed.split("\n"):
+        m = MARKER.match(raw)
+        if m:
+            path = m.group(2).encode().decode("unicode_escape")
+            flags = set(m.group(3).split())
+            resolved = os.path.realpath(path) if not path.startswith("<") else path
+            if "1" in flags:
+                if current == source:
+                    includes.append((line_no, resolved))
+                stack.append(current)
+            elif "2" in flags:
+                if stack:
+                    stack.pop()
+            elif current == source and resolved != source and not path.startswith("<"):
+                spoofed.append(line_no)
+            current, line_no = resolved, int(m.group(1))
+            continue
+        if current == source:
+            mine.append((line_no, raw))
+        line_no += 1
+    return mine, includes, spoofed
+
+
+def system_include_dirs(flags: List[str]) -> List[str]:
+    dirs = [flags[i + 1] for i, f in enumerate(flags[:-1]) if f == "-isystem"]
+    try:
+        out = subprocess.run(["cpp", "-xc++", "-v", "/dev/null", "-o", "/dev/null"], stderr=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, timeout=30).stderr.decode(errors="replace")
+        take = False
+        for line in out.splitlines():
+            if line.startswith("#include <...> search starts here"):
+                take = True
+            elif line.startswith("End of search list"):
+                take = False
+            elif take:
+                dirs.append(line.strip())
+    except (OSError, subprocess.TimeoutExpired):
+        dirs += ["/usr/include", "/usr/local/include", "/usr/lib/gcc"]
+    return [os.path.realpath(d) for d in dirs]
+
+
+def include_findings(name: str, includes: List[Tuple[int, str]], system_dirs: List[str]) -> List[Finding]:
+    found = []
+    for line, path in includes:
+        base = os.path.basename(path)
+        under = lambda d: path == d or path.startswith(d.rstrip("/") + "/")  # noqa: E731
+        if base.startswith("mpi") or "openmpi" in path:
+            found.append(Finding(name, line, "mpi", "fail", f"includes {base}: MPI is used only through "
+                                                            "dtrain::Communicator"))
+        elif "gtest" in path or "gmock" in path:
+            found.append(Finding(name, line, "gtest", "fail", f"includes {base}: the code under test may not "
+                                                              "touch the test framework"))
+        elif under(os.path.realpath(FRAMEWORK_DIR)):
+            if base in KIT_INTERNAL_HEADERS:
+                found.append(Finding(name, line, "include", "fail", f"includes {base}, which is internal to the kit"))
+        elif not any(under(d) for d in system_dirs):
+            found.append(Finding(name, line, "include", "fail",
+                                 f"includes {path}: only standard headers and the framework's may be included"))
+    return found
+
+
+def token_findings(name: str, mine: List[Tuple[int, str]]) -> List[Finding]:
+    found: List[Finding] = []
+    by_name: Dict[str, Rule] = {n: r for r in RULES for n in r.names}
+    seen: Set[Tuple[str, str]] = set()
+    # Join the file's lines so literals and attributes spanning lines lex whole.
+    starts, text = [], []
+    for line_no, raw in mine:
+        starts.append(line_no)
+        text.append(raw)
+    toks = list(tokens("\n".join(text)))
+    line_of = lambda offset: starts[min(offset, len(starts) - 1)] if starts else 0  # noqa: E731
+
+    def report(rule_key: str, severity: str, what: str, message: str, offset: int) -> None:
+        if (rule_key, what) not in seen:
+            seen.add((rule_key, what))
+            found.append(Finding(name, line_of(offset), rule_key, severity, message))
+
+    depth_attr = 0  # >0 inside __attribute__((...)) or [[...]]
+    paren_depth = 0
+    for i, (kind, text_, offset) in enumerate(toks):
+        if kind != "ident" and kind != "punct":
+            continue
+        if kind == "punct":
+            if depth_attr and text_ == "(":
+                paren_depth += 1
+            elif depth_attr and text_ == ")":
+                paren_depth -= 1
+                if paren_depth == 0 and depth_attr == 1:
+                    depth_attr = 0
+            elif text_ == "[[":
+                depth_attr = 2
+            elif text_ == "]]" and depth_attr == 2:
+                depth_attr = 0
+            continue
+        if text_ in ("__attribute__", "__attribute", "__declspec"):
+            depth_attr, paren_depth = 1, 0
+            continue
+        if depth_attr and text_.strip("_") in FORBIDDEN_ATTRIBUTES:
+            report("attribute", "fail", text_, f"attribute '{text_.strip('_')}': code that runs before main or "
+                                               "replaces other definitions is not allowed", offset)
+            continue
+        rule = by_name.get(text_) or next((r for r in RULES if r.prefixes and text_.startswith(r.prefixes)), None)
+        if rule:
+            # A member access (x.read, p->write) is the student's own method, not the C function.
+            prev = toks[i - 1][1] if i else ""
+            following = toks[i + 1][1] if i + 1 < len(toks) else ""
+            if prev in (".", ">") and rule.key in ("files", "process"):
+                continue
+            if text_ in CALLS_ONLY and following != "(":
+                continue
+            if following == "(" and toks[i - 1][0] == "ident" and prev not in ("return", "throw", "else", "do"):
+                continue  # declaring a function of that name, e.g. a method int read(...)
+            report(rule.key, rule.severity, text_, f"'{text_}': {rule.why}", offset)
+    return found
+
+
+def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[List[str]] = None,
+               name: Optional[str] = None) -> List[Finding]:
+    """Findings for one file. `flags` are the kit's compile flags;
+    `runner(cmd, timeout) -> (status, output)` runs the preprocessor."""
+    name = name or os.path.basename(path)
+    cmd = ["cpp" if not flags else flags[0]] + flags[1:] + ["-E", "-x", "c++", path, "-o", "-"]
+    if runner is None:
+        def runner(c, timeout):
+            p = subprocess.run(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+            return p.returncode, p.stdout.decode("utf-8", errors="replace")
+    try:
+        status, output = runner(cmd, 60)
+    except subprocess.TimeoutExpired:
+        return [Finding(name, 0, "preprocess", "fail", "the preprocessor did not finish within 60 s")]
+    if status != 0:
+        return []  # the compiler will report the error itself
+    mine, includes, spoofed = own_lines(output, path)
+    findings = include_findings(name, includes, system_dirs if system_dirs is not None else system_include_dirs(flags))
+    findings += [Finding(name, line, "line-directive", "fail",
+                         "a #line directive that names another file is not allowed") for line in spoofed]
+    return findings + token_findings(name, mine)
+
+
+def main(argv: List[str]) -> int:
+    sys.path.insert(0, os.path.join(KIT_DIR, "tools"))
+    from build_impl import _recipe  # noqa: E402
+    recipe = _recipe(os.environ.get("KIT_BUILD", os.path.join(KIT_DIR, "build")))
+    flags = [recipe["compiler"]] + recipe["compile_flags"]
+    dirs = system_include_dirs(flags)
+    worst = 0
+    for path in argv:
+        for f in check_file(path, flags, system_dirs=dirs):
+            print(f)
+            worst = max(worst, 1 if f.severity == "fail" else 0)
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

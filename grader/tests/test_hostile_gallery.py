@@ -1,0 +1,338 @@
+"""The gallery of hostile handins: each one attacks the grader in one known
+way and must get exactly its expected score, with the report naming what
+happened, within its time budget and leaving nothing behind.
+
+  python3 -m pytest grader/tests/test_hostile_gallery.py     (as root: the sandbox needs it)
+
+Most handins hand in the reference's part-1 file, so their honest part still
+scores its 10 points, and put the attack in another file. Some attacks would
+be refused by the static checks before they ever ran; those run with
+KIT_STATIC_CHECKS=warn (a staff switch for exactly this), so that the
+runtime defences behind the static ones are tested too.
+"""
+import json
+import os
+import stat
+import subprocess
+import sys
+import tarfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+from conftest import BUILD, GRADE, IMPL_FILES, KIT, make_tar, source
+
+SANDBOX_UIDS = range(61000, 61016)
+ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
+           '"part7": 10, "part8_forward": 20, "part8_backward": 20, "part9": 10}, "scoreboard": [150]}')
+PROLOGUE = """#include <unistd.h>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+"""
+
+
+def stub_with(name: str, bodies: Dict[str, str], prologue: str = PROLOGUE, epilogue: str = "") -> bytes:
+    """The stub of `name` with the throw of each named function replaced by a body."""
+    text = source("student", name).decode()
+    for function, body in bodies.items():
+        marker = f'throw NotImplemented("{function}"'
+        assert marker in text, f"no {marker} in student/{name}"
+        start = text.index(marker)
+        end = text.index(";", start) + 1
+        text = text[:start] + body + "\n  " + text[start:end] + text[end:]
+    return (prologue + text + epilogue).encode()
+
+
+def reference_with(name: str, epilogue: str) -> bytes:
+    return source("reference", name) + epilogue.encode()
+
+
+HONEST_PART1 = ("student/data_parallel_preprocess.cpp", source("reference", "data_parallel_preprocess.cpp"))
+FEEDBACK = ("feedback.txt", b"fine\n")
+
+# ---- the attacks, as C++ ----
+
+FAKE_SCORE_PRINT = f'std::printf("%s\\n", R"FAKE({ALL_MAX})FAKE"); std::fflush(stdout);'
+
+FORGE_RESULTS = r"""
+namespace {
+// Finds the harness's results file in our own command line, then appends pass
+// records for the running case (unsealed and with a made-up seal) to it and to
+// every path a forger might guess, and leaves before the harness can object.
+void forge_and_leave() {
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::vector<std::string> targets = {"results.jsonl", "/tmp/kit-results.jsonl"};
+  for (size_t at = 0; at < all.size(); at += std::strlen(all.c_str() + at) + 1) {
+    std::string arg(all.c_str() + at);
+    if (arg.rfind("--results=", 0) == 0) targets.push_back(arg.substr(10));
+  }
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  std::string record = "{\"event\":\"result\",\"case\":\"" + name + "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]";
+  for (const auto& path : targets) {
+    std::ofstream out(path, std::ios::app);
+    out << record << "}\n" << record << ",\"mac\":\"" << std::string(64, 'a') << "\"}\n"
+        << "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" << name << "\"]}\n";
+  }
+  std::_Exit(0);
+}
+}  // namespace
+"""
+
+READ_SECRETS = r"""
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "unreadable(" + path + ")";
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str().substr(0, 400);
+}
+[[noreturn]] void leak() {
+  const std::string kit = DTRAIN_KIT_DIR;
+  std::ofstream(kit + "/grader/grading.py", std::ios::app) << "# overwritten\n";
+  std::ofstream(kit + "/tools/partrun.py", std::ios::app) << "# overwritten\n";
+  throw std::runtime_error("LEAK[" + slurp(kit + "/reference/func_impl.cpp") + "|" +
+                           slurp(kit + "/grader/hidden/expected.txt") + "|" +
+                           slurp(kit + "/build/reference/kit_tests") + "]");
+}
+}  // namespace
+"""
+
+QUIET_SHAPES = "(void)comm; (void)in_dim;"
+
+
+@dataclass
+class Hostile:
+    name: str
+    members: Callable[[str], List]     # tmp dir -> tar members (or a path to a prepared file, see build)
+    total: float
+    says: Tuple[str, ...] = ()         # the report must contain each
+    never: Tuple[str, ...] = ()        # ... and none of these
+    static: str = "enforce"            # KIT_STATIC_CHECKS
+    budget: float = 90.0               # seconds, the whole grading
+    scores: Dict[str, float] = field(default_factory=dict)  # parts that must score exactly this
+    raw: Optional[Callable[[str], str]] = None  # builds the handin file itself
+
+
+def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
+    return ("student/zero_dp_stage3.cpp", stub_with("zero_dp_stage3.cpp", bodies, prologue, epilogue))
+
+
+def func_file(bodies: Dict[str, str], prologue: str = PROLOGUE):
+    return ("student/func_impl.cpp", stub_with("func_impl.cpp", bodies, prologue))
+
+
+ZERO_FUNCS = ["ZeroDPStage3FCLayer::partition_flat_tensor", "ZeroDPStage3FCLayer::forward",
+              "ZeroDPStage3FCLayer::backward", "ZeroDPAdam::step"]
+
+
+def sparse_tar(tmp: str) -> str:
+    big = os.path.join(tmp, "student", "func_impl.cpp")
+    os.makedirs(os.path.dirname(big), exist_ok=True)
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    part1 = os.path.join(tmp, "student", "data_parallel_preprocess.cpp")
+    with open(part1, "wb") as f:
+        f.write(HONEST_PART1[1])
+    out = os.path.join(tmp, "sparse.tar")
+    subprocess.run(["tar", "--sparse", "-cf", out, "-C", tmp, "student/func_impl.cpp",
+                    "student/data_parallel_preprocess.cpp"], check=True)
+    os.unlink(big)
+    assert os.path.getsize(out) < 1 << 20, "GNU tar did not store the member sparse"
+    return out
+
+
+def not_a_tar(tmp: str) -> str:
+    out = os.path.join(tmp, "garbage.tar")
+    with open(out, "wb") as f:
+        f.write(os.urandom(4096))
+    return out
+
+
+def link_to(target, kind=tarfile.SYMTYPE):
+    def tweak(info):
+        info.type, info.linkname, info.size = kind, target, 0
+    return tweak
+
+
+def device(info):
+    info.type, info.devmajor, info.devminor, info.size = tarfile.CHRTYPE, 1, 3, 0
+
+
+def fifo(info):
+    info.type, info.size = tarfile.FIFOTYPE, 0
+
+
+GALLERY: List[Hostile] = [
+    Hostile("forged_autolab_line",
+            lambda tmp: [HONEST_PART1, zero_file({f: FAKE_SCORE_PRINT for f in ZERO_FUNCS})], 10),
+    Hostile("static_constructor_prints_a_fake_score",
+            lambda tmp: [HONEST_PART1, zero_file({}, epilogue="namespace { struct Fake { Fake() { "
+                                                            + FAKE_SCORE_PRINT + " } } fake; }\n")], 10),
+    Hostile("forged_gtest_output",
+            lambda tmp: [HONEST_PART1, func_file({"get_info": 'std::printf("[       OK ] Part2GetInfo.All (1 ms)\\n'
+                                                  '[  PASSED  ] 200 tests.\\n200 passed, 0 failed\\n");'})], 10),
+    Hostile("forged_result_records_with_honest_tensor_parallel_parts",
+            lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
+                         zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS},
+                                   prologue=PROLOGUE + "#include <gtest/gtest.h>\n" + FORGE_RESULTS)],
+            100, says=("without a valid seal were ignored",), static="warn",
+            scores={"part8_forward": 0, "part8_backward": 0, "part9": 0, "part7": 10}),
+    Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
+            lambda tmp: [HONEST_PART1, func_file({"get_info": "leak();"}, prologue=PROLOGUE + READ_SECRETS)],
+            10, says=("LEAK[unreadable(",), static="warn",
+            never=("ParallelInfo get_info(Communicator& comm", "6 5 0.5 1.5 2.5", "ELF")),
+    Hostile("ships_files_named_like_the_grader",
+            lambda tmp: [HONEST_PART1, ("grader/grade", b"#!/bin/sh\necho 150\n"),
+                         ("grader/grading.py", b"raise SystemExit(0)\n"), ("tools/partrun.py", b"x = 1\n"),
+                         ("tests/test_part2_get_info.cpp", b"int main() { return 0; }\n"),
+                         ("build/student/kit_tests", b"#!/bin/sh\n"), FEEDBACK],
+            10, says=("grader/grading.py: not one of the handed-in files",)),
+    Hostile("tar_members_that_escape",
+            lambda tmp: [HONEST_PART1, ("../../../../tmp/kit-gallery-escape.cpp", b"x"),
+                         ("/tmp/kit-gallery-absolute.cpp", b"x"),
+                         ("student/func_impl.cpp", b"", link_to(os.path.join(KIT, "reference", "func_impl.cpp"))),
+                         ("student/zero_dp_stage3.cpp", b"",
+                          link_to("student/data_parallel_preprocess.cpp", tarfile.LNKTYPE)),
+                         ("feedback.txt", b"", device), ("student/fifo", b"", fifo)],
+            10, says=("absolute path", "path with '..'", "link, not extracted", "device or pipe")),
+    Hostile("one_gib_sparse_member", None, 10, says=("over the 1048576 byte limit",), raw=sparse_tar, budget=60),
+    Hostile("not_a_tarball", None, 0, says=("not a readable tar archive",), raw=not_a_tar, budget=20),
+    Hostile("fork_storm",
+            lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step": "if (fork() == 0) { for (;;) fork(); }"})],
+            10, says=("left them running; they were killed",), static="warn", budget=120),
+    Hostile("memory_hog",
+            lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step":
+                                                  "std::vector<char*> hoard; for (;;) { char* p = new char[1 << 28]; "
+                                                  "p[0] = 1; "
+                                                  "hoard.push_back(p); }"})],
+            10, says=("bad_alloc",), budget=120),
+    Hostile("output_flood",
+            lambda tmp: [HONEST_PART1, func_file({"get_info": "static bool once = false; if (!once && rank == 0) "
+                                                  "{ once = true; std::string line(1 << 20, 'y'); "
+                                                  "for (int i = 0; i < 300; ++i) std::puts(line.c_str()); }"})],
+            10, says=("bytes more than the report keeps",), budget=150),
+    Hostile("infinite_loop",
+            lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
+                                                  "volatile unsigned long spin = 0; for (;;) spin = spin + 1;"})],
+            10, says=("did not finish the case within",), budget=150),
+    Hostile("deadlock_on_one_rank",
+            lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
+                                                  "if (comm.rank() == 1) comm.barrier();"})],
+            10, says=("waited",), budget=150),
+    Hostile("early_exits_inside_cases",
+            lambda tmp: [HONEST_PART1, func_file({
+                "get_info": "std::exit(0);",
+                "naive_collect_forward_input": "std::_Exit(0);",
+                "naive_collect_forward_output": "std::quick_exit(0);",
+                "megatron_collect_forward_input": "if (mp_comm.rank() == 0) return x; std::exit(0);",
+                "megatron_collect_forward_output": "std::raise(SIGKILL);",
+                "naive_collect_backward_output": "std::abort();",
+                "naive_collect_backward_x": "if (mp_comm.rank() == 0) return grad_x; for (;;) pause();",
+            })],
+            10, says=("exited in the middle of the case", "no result", "aborted"), budget=150),
+    Hostile("refused_by_the_static_rules",
+            lambda tmp: [("student/func_impl.cpp", reference_with("func_impl.cpp",
+                          "#include <mpi.h>\nstatic int r = [] { int x; MPI_Comm_rank(MPI_COMM_WORLD, &x); return x; }();\n")),
+                         ("student/data_parallel_preprocess.cpp", reference_with("data_parallel_preprocess.cpp",
+                          "static const char* home = std::getenv(\"HOME\");\nstatic void nop() { asm(\"nop\"); }\n")),
+                         ("student/zero_dp_stage3.cpp", reference_with("zero_dp_stage3.cpp",
+                          "#include <cstdlib>\n__attribute__((constructor)) static void early() { std::system(\"id\"); }\n"
+                          "#define SNEAKY pop##en\nstatic auto p = SNEAKY;\n")), FEEDBACK],
+            0, says=("includes mpi.h", "'MPI_Comm_rank'", "'getenv'", "'asm'", "attribute 'constructor'",
+                     "'system'", "'popen'", "refused by the static checks")),
+    Hostile("mentions_in_comments_and_strings_are_fine",
+            lambda tmp: [("student/" + f, reference_with(f, (
+                "// system(\"rm -rf /\"), MPI_Send, fopen, getenv, asm, __attribute__((constructor)), testing::\n"
+                "/* #include <mpi.h> fork() popen() */\n"
+                "static const char* kMention = \"system() MPI_Init getenv asm fork ofstream gtest\";\n"
+                "static const char* kRaw = R\"x(exit(0) abort() __attribute__((constructor)))x\";\n"
+                "[[maybe_unused]] static const char* mentions() { return kMention[0] ? kRaw : kMention; }\n"))) for f in IMPL_FILES] + [FEEDBACK],
+            150, budget=60),
+]
+
+
+def sandbox_processes() -> List[str]:
+    left = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as f:
+                    uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+                if uid in SANDBOX_UIDS:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        command = f.read().replace(b"\0", b" ").decode(errors="replace")
+                    left.append(f"{entry}: {command}")
+            except (OSError, StopIteration, ValueError):
+                continue
+    return left
+
+
+def kit_snapshot() -> Dict[str, Tuple[int, int, int]]:
+    """Every file of the kit except the grader's own object cache and Python's
+    byte code: (size, mtime, mode)."""
+    snap = {}
+    for root, dirs, files in os.walk(KIT):
+        rel = os.path.relpath(root, KIT)
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__") and
+                   os.path.join(rel, d) != os.path.join(os.path.relpath(BUILD, KIT), "impl_cache")]
+        for name in files:
+            path = os.path.join(root, name)
+            st = os.lstat(path)
+            snap[os.path.relpath(path, KIT)] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    return snap
+
+
+@pytest.fixture(scope="module")
+def untouched_kit():
+    if os.geteuid() != 0:
+        message = "the hostile gallery needs root (the grader's sandbox user and namespaces)"
+        if os.environ.get("KIT_REQUIRE_SANDBOX"):
+            pytest.fail(message)
+        pytest.skip(message)
+    before = kit_snapshot()
+    yield
+    after = kit_snapshot()
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    assert not changed, f"the gallery changed files outside the scratch directories: {changed[:20]}"
+    assert not sandbox_processes(), f"processes of the sandbox users outlived the gallery: {sandbox_processes()}"
+
+
+@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
+    tarball = case.raw(str(tmp_path)) if case.raw else make_tar(str(tmp_path / f"{case.name}.tar"),
+                                                                case.members(str(tmp_path)))
+    report_path = str(tmp_path / "report.json")
+    env = dict(os.environ, KIT_STATIC_CHECKS=case.static)
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                          timeout=case.budget + 120)
+    seconds = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout
+    with open(report_path) as f:
+        report = json.load(f)
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["scoreboard"] == [case.total], f"{case.name}: scored {last['scoreboard']}\n{proc.stdout}"
+    for key, points in case.scores.items():
+        assert last["scores"][key] == points, f"{case.name}: {key} scored {last['scores'][key]}"
+    everything = proc.stdout + json.dumps(report)
+    for text in case.says:
+        assert text in everything, f"{case.name}: the report does not say {text!r}\n{proc.stdout[-3000:]}"
+    for text in case.never:
+        assert text not in everything, f"{case.name}: the report leaks {text!r}"
+    assert seconds <= case.budget, f"{case.name}: graded in {seconds:.0f} s, over its {case.budget:.0f} s budget"
+    assert not sandbox_processes(), f"{case.name}: processes left behind: {sandbox_processes()}"
+    for escape in ("/tmp/kit-gallery-escape.cpp", "/tmp/kit-gallery-absolute.cpp", "/tmp/kit-results.jsonl"):
+        assert not os.path.exists(escape), f"{case.name}: {escape} was written"
