@@ -104,7 +104,8 @@ hidden-data: build
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'
 	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
-	  KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider; fi
+	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS)") ; \
+	  KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider $$workers; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -3,7 +3,7 @@
 # As root it runs apt-get itself; otherwise it prints the one sudo command to run.
 set -eu
 PACKAGES="g++ make cmake openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev
-python3 python3-pytest dataset-fashion-mnist gnuplot-nox"
+python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+,"

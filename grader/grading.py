@@ -5,7 +5,7 @@ Steps for one handin, each in a fresh scratch directory:
   1. extract only the whitelisted members (student/x.cpp or bare x.cpp, and
      feedback.txt), refusing absolute paths, '..', links, devices and
      oversized members, each named in the report;
-  2. check the files statically (static_checks.py): a file that breaks a
+  2. check the files statically (tools/static_checks.py): a file that breaks a
      rule is not compiled;
   3. compile the three files against the kit's prebuilt framework; a file
      that is missing, refused or does not compile is replaced by its stub,
@@ -65,6 +65,7 @@ class Grade:
     notes: List[str] = field(default_factory=list)
     seconds: float = 0.0
     output: str = ""
+    sandbox: Dict = field(default_factory=dict)  # uid, namespaces, root
 
     @property
     def total(self) -> float:
@@ -204,7 +205,8 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         return grade
     finally:
         if sandbox:
-            sandbox.clean_up()
+            grade.sandbox = {"uid": sandbox.uid, "namespaces": sandbox.isolated_fs, "root": sandbox.root}
+            sandbox.release()
         grade.seconds = time.monotonic() - started
         if keep:
             shutil.copytree(scratch, keep, dirs_exist_ok=True)
@@ -307,4 +309,4 @@ def full_json(grade: Grade) -> Dict:
     return {"handin": grade.handin, "status": grade.status, "total": round(grade.total, 2),
             "max_total": table.TOTAL_POINTS, "seconds": round(grade.seconds, 2), "files": grade.files,
             "rejected": grade.rejected, "notes": grade.notes,
-            "parts": [p.__dict__ for p in grade.parts], "output": grade.output}
+            "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "output": grade.output}

@@ -17,6 +17,7 @@ left in the shared temporary directories is removed.
 Not root: the same limits, a scratch directory and sealed results, but the
 code runs with the grader's own rights; the report says isolation is reduced.
 """
+import fcntl
 import functools
 import os
 import shutil
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 SANDBOX_UID_BASE = 61000
+SLOTS = 16  # concurrent graders on one machine, each with a user id of its own
 
 # Per process (each rank, mpirun, the compiler). Generous for the real tests:
 # the largest needs ~0.5 GiB of address space per rank; part 9's training
@@ -75,6 +77,9 @@ class Sandbox:
     def __post_init__(self):
         self.root = os.geteuid() == 0
         base = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+        self._lock = None
+        if self.root:
+            self.slot = self._claim_slot(self.slot)
         self.uid = base + self.slot if self.root else os.geteuid()
         self.isolated_fs = self.root and namespaces_work()
         self.run_dir = os.path.join(self.scratch, "run")
@@ -87,6 +92,30 @@ class Sandbox:
                                          os.path.join(self.kit_dir, "grader", "hidden"),
                                          os.path.join(self.kit_dir, "dist"),
                                          self.build_dir) if os.path.isdir(p)]
+
+    def _claim_slot(self, preferred: int) -> int:
+        """A slot no other grader on this machine holds (a lock per slot):
+        cleaning up kills every process of the slot's user, so two graders
+        must never share one."""
+        lock_dir = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+        for attempt in range(600):
+            for slot in [preferred] + [s for s in range(SLOTS) if s != preferred]:
+                handle = open(os.path.join(lock_dir, f"kit-grader-slot-{slot}.lock"), "a")
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    handle.close()
+                    continue
+                self._lock = handle
+                return slot
+            time.sleep(1)
+        raise RuntimeError(f"all {SLOTS} sandbox slots stayed busy for 10 minutes")
+
+    def release(self) -> None:
+        self.clean_up()
+        if self._lock:
+            self._lock.close()
+            self._lock = None
 
     # ---- what the report says about it ----
 

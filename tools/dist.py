@@ -27,9 +27,9 @@ DIST = os.path.join(KIT, "dist")
 COMMON = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
           "framework", "student", "tests", "programs", "handout/README.md",
           "tools/kitrun", "tools/find_python", "tools/parts.py", "tools/partrun.py", "tools/run_parts.py",
-          "tools/build_impl.py", "tools/handin.py", "tools/explore.py", "tools/check_handout.py"]
+          "tools/build_impl.py", "tools/static_checks.py", "tools/handin.py", "tools/explore.py", "tools/check_handout.py"]
 STUDENT_ONLY = []  # the handout's README.md is written from handout/README.md
-GRADER = ["grader/grade", "grader/grading.py", "grader/sandbox.py", "grader/static_checks.py",
+GRADER = ["grader/grade", "grader/grading.py", "grader/sandbox.py",
           "grader/hidden/hidden_cases.cpp", "grader/hidden/expected.txt",
           "grader/README.md"]
 NEVER = ("reference/", "grader/hidden/generate.py", "tools/check_mutants.py", ".ci/")
@@ -130,6 +130,9 @@ set -euo pipefail
 cd "$(dirname "$0")/dtrain-kit"   # /autograder/source/dtrain-kit
 ./setup.sh
 make build
+# Where the container forbids namespaces, the grader's sandbox user relies on
+# these modes to keep out of the hidden cases and the build (grader/README.md).
+chmod -R o-rwx grader/hidden build
 """
 
 GRADESCOPE_RUN = """#!/usr/bin/env bash

@@ -14,6 +14,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from build_impl import IMPL_FILES, _recipe, compile_one  # noqa: E402
+from static_checks import check_file, system_include_dirs  # noqa: E402
 from partrun import KIT_DIR, default_build_dir  # noqa: E402
 
 MEMBERS = [f"student/{name}" for name in IMPL_FILES] + ["feedback.txt"]
@@ -48,6 +49,19 @@ def main(argv):
                 print("\n".join(errors.splitlines()[:20]))
     if failed:
         print("handin: fix the compile errors above first; nothing written")
+        return 1
+    # The grader's static rules (handout: Integrity): a file that breaks one is graded as its stub.
+    flags = [recipe["compiler"]] + recipe["compile_flags"]
+    dirs = system_include_dirs(flags)
+    refused = []
+    for name in IMPL_FILES:
+        for finding in check_file(os.path.join(source, name), flags, system_dirs=dirs, name=name):
+            print(f"  {finding}")
+            if finding.severity == "fail":
+                refused.append(name)
+    if refused:
+        print(f"handin: the grader would refuse {', '.join(sorted(set(refused)))} (graded as the stub); "
+              "fix the lines above first; nothing written")
         return 1
     with open(os.path.join(KIT_DIR, "feedback.txt")) as f:
         if TEMPLATE_MARK in f.read():

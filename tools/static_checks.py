@@ -1,6 +1,6 @@
 """Static checks on the three student files, before anything is compiled.
 
-  python3 grader/static_checks.py FILE.cpp ...     (prints the findings)
+  tools/static_checks.py student/*.cpp       (prints the findings; `make handin` runs it too)
 
 Each file is run through the compiler's preprocessor with the kit's own
 flags, so a macro can't hide a name and a comment can't trigger a rule; the
@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 FRAMEWORK_DIR = os.path.join(KIT_DIR, "framework")
 # Framework headers that only the kit's own programs and tests may use.
 KIT_INTERNAL_HEADERS = {"comm_runtime.h", "layer_profiler.h", "memory_tracker.h"}
@@ -256,7 +257,6 @@ def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[L
 
 
 def main(argv: List[str]) -> int:
-    sys.path.insert(0, os.path.join(KIT_DIR, "tools"))
     from build_impl import _recipe  # noqa: E402
     recipe = _recipe(os.environ.get("KIT_BUILD", os.path.join(KIT_DIR, "build")))
     flags = [recipe["compiler"]] + recipe["compile_flags"]

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Runs every command of the top-level README.md, so that none can rot.
+
+  tools/check_readme.py            (CI runs it from .ci/run, before make check)
+
+Every line of a ```sh block is a command; `# ...` comments are dropped. Two
+exceptions, both printed:
+  - `make check` is CI's own next step, so it is not run twice;
+  - the student loop runs on the solution (IMPL=reference is appended to a
+    make command that builds on student/), since the stubs are meant to fail.
+The grading commands need handins: `make handin` (run first, as written)
+writes handin.tar, and handins/ is filled with a copy of it. Whatever the
+commands write at the top of the kit (handin.tar, handins/, out/,
+results.json) is removed afterwards.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STUDENT_TARGETS = ("test-part", "test", "mpi-demo", "train", "train-zero", "explore", "handin")
+LEFTOVERS = ("handin.tar", "handins", "out", "results.json")
+SKIPPED = {"make check": "CI runs it next"}
+
+
+def commands(readme: str):
+    in_block = False
+    with open(readme) as f:
+        for line in f:
+            if line.startswith("```"):
+                in_block = line.strip() == "```sh"
+                continue
+            if in_block:
+                command = re.sub(r"\s+#.*$", "", line).strip()
+                if command and not command.startswith("#"):
+                    yield command
+
+
+def adjusted(command: str) -> str:
+    words = command.split()
+    target = words[words.index("make") + 1] if "make" in words[:-1] else ""
+    if target.startswith(STUDENT_TARGETS) and target != "handin" and "IMPL=" not in command:
+        return command + " IMPL=reference"
+    return command
+
+
+def main() -> int:
+    readme = os.path.join(KIT, "README.md")
+    ran, failed = 0, []
+    env = dict(os.environ, CI=os.environ.get("CI", "true"))
+    try:
+        for command in commands(readme):
+            tail = command.split("&&")[-1].strip()
+            if tail in SKIPPED:
+                print(f"-- skipped: {command}   ({SKIPPED[tail]})", flush=True)
+                continue
+            if "handins/" in command and os.path.isfile(os.path.join(KIT, "handin.tar")):
+                os.makedirs(os.path.join(KIT, "handins"), exist_ok=True)
+                shutil.copy(os.path.join(KIT, "handin.tar"), os.path.join(KIT, "handins", "alice.tar"))
+            actual = adjusted(command)
+            print(f"-- {actual}", flush=True)
+            started = time.monotonic()
+            proc = subprocess.run(actual, shell=True, cwd=KIT, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+            ran += 1
+            lines = proc.stdout.rstrip().splitlines()
+            print("\n".join("   " + line for line in lines[-4:]))
+            print(f"   (exit {proc.returncode}, {time.monotonic() - started:.1f} s)", flush=True)
+            if proc.returncode != 0:
+                failed.append(command)
+                print("\n".join(lines[-40:]))
+    finally:
+        for name in LEFTOVERS:
+            path = os.path.join(KIT, name)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            elif os.path.exists(path):
+                os.unlink(path)
+    print(f"check_readme: {ran} README commands ran, {len(failed)} failed"
+          + (": " + "; ".join(failed) if failed else ""))
+    return 1 if failed or ran == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
