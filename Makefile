@@ -41,7 +41,7 @@ TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data handout autograder $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data handout autograder bench $(addprefix test-part,$(PART_KEYS))
 
 all: build
 
@@ -101,10 +101,15 @@ hidden-data: build
 	@$(PYTHON) grader/hidden/generate.py $(BUILD)
 	@$(MAKE) --no-print-directory build grade-reference  # the values are compiled in: rebuild, then check
 
+# Speed figures (issue: performance); BENCH_ARGS=--quick tries it out in a minute.
+bench: build
+	@test -d reference || { echo "make bench: staff only (it times the reference; this copy has no reference/)"; exit 2; }
+	@$(PYTHON) tools/bench.py --build $(BUILD) $(BENCH_ARGS)
+
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'
 	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
-	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS)") ; \
+	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
 	  KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider $$workers; fi
 
 clean:

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -198,13 +199,33 @@ void MpiSession::abort_job(int exit_code) {
   std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler and for safety
 }
 
-Communicator CommAccess::duplicate_world() {
+Communicator CommAccess::duplicate(Communicator& comm) {
   auto handle = std::make_unique<Communicator::Handle>();
-  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &handle->comm), "MPI_Comm_dup");
+  check_mpi(MPI_Comm_dup(live(comm.handle_).comm, &handle->comm), "MPI_Comm_dup");
   handle->owned = true;
   check_mpi(MPI_Comm_rank(handle->comm, &handle->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(handle->comm, &handle->size), "MPI_Comm_size");
   return Communicator(std::move(handle));
+}
+
+Communicator CommAccess::duplicate_world() {
+  Communicator world = Communicator::world();
+  return duplicate(world);
+}
+
+void CommAccess::rendezvous(Communicator& comm) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibarrier(live(comm.handle_).comm, &request), "MPI_Ibarrier");
+  // Poll briefly first (the others are usually there already), then sleep between polls.
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    if (polls > 200) {
+      timespec pause{0, 500000};  // 0.5 ms
+      nanosleep(&pause, nullptr);
+    }
+  }
 }
 
 std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::string& mine, int root) {

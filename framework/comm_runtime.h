@@ -26,6 +26,12 @@ struct CommAccess {
   // A private copy of the world communicator, so that framework traffic can
   // never be matched against a student's collective. Collective.
   static Communicator duplicate_world();
+  // The same for any communicator; collective over its ranks only.
+  static Communicator duplicate(Communicator& comm);
+
+  // A barrier whose waiting ranks sleep instead of spinning, so ranks with
+  // nothing to do leave the CPU to the others (more ranks than cores).
+  static void rendezvous(Communicator& comm);
 
   // Every rank passes its text; rank `root` receives all of them, indexed by
   // rank (other ranks receive an empty vector). Not counted in bytes_transferred.

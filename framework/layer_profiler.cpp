@@ -1,10 +1,17 @@
 // layer_profiler.cpp: see layer_profiler.h.
 #include "layer_profiler.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <stdexcept>
 
 namespace dtrain {
+
+void keep_big_blocks_for_reuse() {
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+}
 
 // Without the heap tracker (memory_tracker.cpp, linked only into the
 // trainers) there is nothing to read: these stand-ins report zero, and the

@@ -22,6 +22,13 @@ void heap_reset_peak();  // peak := live
 std::int64_t heap_high_water();
 void heap_reset_high_water();  // high water := live
 
+// Lets glibc serve big blocks (up to 32 MiB) from the heap and keep freed
+// memory for reuse: where its own tuning takes a process once it has freed a
+// few big blocks. Set at the start of the trainers and the test main, since
+// from a cold start every big allocation of an iteration (gathered weights,
+// gradients) page-faults anew, which makes the first epoch several times slower.
+void keep_big_blocks_for_reuse();
+
 class LayerProfiler {
  public:
   // Bracket one call, e.g. begin("fc1", Phase::Forward) ... end().

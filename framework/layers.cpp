@@ -75,16 +75,13 @@ const Matrix& FCLayer::forward(const Matrix& x) {
 }
 
 const Matrix& FCLayer::backward(const Matrix& output_grad) {
-  Matrix local_grad;  // (B, part_out_dim): the gradient of this rank's outputs
-  if (is_fc1) {
-    local_grad = output_grad;
-  } else if (megatron) {
-    local_grad = megatron_collect_backward_output(output_grad, info.mp_idx, mp_size);
-  } else {
-    local_grad = naive_collect_backward_output(output_grad, info.mp_idx, mp_size);
-  }
-  Matrix local_w(w.rows(), w.cols());
-  local_w.noalias() = x_.transpose() * local_grad;
+  Matrix collected;  // FC2's share of the output gradient; FC1's is the whole of it, used in place
+  if (!is_fc1)
+    collected = megatron ? megatron_collect_backward_output(output_grad, info.mp_idx, mp_size)
+                         : naive_collect_backward_output(output_grad, info.mp_idx, mp_size);
+  const Matrix& local_grad = is_fc1 ? output_grad : collected;  // (B, part_out_dim)
+  local_w_.resize(w.rows(), w.cols());  // allocates once: the shape never changes
+  local_w_.noalias() = x_.transpose() * local_grad;
   const Matrix local_b = local_grad.colwise().sum();
   if (is_fc1) {
     grad_x_.resize(0, 0);  // the network's input needs no gradient
@@ -94,7 +91,7 @@ const Matrix& FCLayer::backward(const Matrix& output_grad) {
     grad_x_ = megatron ? megatron_collect_backward_x(partial, info.mp_comm, mp_size)
                        : naive_collect_backward_x(partial, info.mp_comm, mp_size);
   }
-  auto averaged = collect_weight_grad(local_w, local_b, info.dp_comm);
+  auto averaged = collect_weight_grad(local_w_, local_b, info.dp_comm);
   grad_w = std::move(averaged.first);
   grad_b = std::move(averaged.second);
   return grad_x_;

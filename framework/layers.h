@@ -47,6 +47,7 @@ class FCLayer {
   Matrix x_;         // the input the weights saw: (B, part_in_dim)
   Matrix out_;       // forward result
   Matrix grad_x_;    // backward result
+  Matrix local_w_;   // this rank's weight gradient before averaging: (part_in_dim, part_out_dim), reused
 };
 
 class ReLULayer {

@@ -59,7 +59,7 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
     result.fc1.dp_bytes += model.fc1.info.dp_comm.bytes_transferred() - before1.dp_bytes;
     result.fc2.mp_bytes += model.fc2.info.mp_comm.bytes_transferred() - before2.mp_bytes;
     result.fc2.dp_bytes += model.fc2.info.dp_comm.bytes_transferred() - before2.dp_bytes;
-    result.test_accuracy.push_back(evaluate(model, x_test, y_test, batch));
+    result.test_accuracy.push_back(evaluate(model, x_test, y_test));
     if (options.on_epoch && lead) options.on_epoch(epoch, result.test_accuracy.back(), result.epoch_seconds.back());
   }
   return result;

@@ -53,8 +53,13 @@ inline double decayed_lr(double init_lr, long iteration, double stage) {
 
 // Accuracy of `model` on (x, y), in batches of `batch` rows. Every rank of
 // the model must call it: the forward passes communicate.
+// Rows per forward pass when evaluating. Rows don't interact, so any batch
+// gives the same accuracy; each pass communicates (ZeRO gathers every
+// layer's weights), so few large passes beat many training-sized ones.
+constexpr long kEvalBatch = 1000;
+
 template <typename Model>
-double evaluate(Model& model, const Matrix& x, const Labels& y, long batch) {
+double evaluate(Model& model, const Matrix& x, const Labels& y, long batch = kEvalBatch) {
   if (x.rows() == 0) return 0.0;
   long correct = 0;
   Matrix xb;

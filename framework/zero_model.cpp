@@ -89,7 +89,7 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
     result.epoch_seconds.push_back(CommAccess::wall_time() - started);
     result.train_bytes += comm.bytes_transferred() - bytes_before;
     // Every rank evaluates the whole test set; the forward passes still gather.
-    result.test_accuracy.push_back(evaluate(model, x_test, y_test, batch));
+    result.test_accuracy.push_back(evaluate(model, x_test, y_test));
   }
   result.footprint = state_footprint(model, optimizer);
   return result;

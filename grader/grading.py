@@ -151,6 +151,15 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
             return grade
         sandbox = Sandbox(KIT_DIR, build_dir, scratch, slot)
         grade.notes += sandbox.notes()
+        blocked = sandbox.unreachable([os.path.join(KIT_DIR, "framework", "comm.h"), KITRUN,
+                                       os.path.join(KIT_DIR, "student", IMPL_FILES[0])])
+        if blocked:
+            grade.status = "grader error"
+            grade.notes.append(f"the sandbox user (uid {sandbox.uid}) cannot read {', '.join(blocked)}: the kit "
+                               "must be readable by other users (chmod o+rx on it and o+x on its parent "
+                               "directories), its protected parts excepted; nothing was graded")
+            grade.parts = [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
+            return grade
         impl = os.path.join(sandbox.run_dir, "src")  # the sandbox user compiles from here
         shutil.copytree(received, impl)
         if sandbox.root:

@@ -132,6 +132,16 @@ class Sandbox:
             note += "; readable by that user: " + ", ".join(exposed) + " (chmod o-rwx them to close this)"
         return [note]
 
+    def unreachable(self, paths: List[str]) -> List[str]:
+        """The paths the sandbox user can't read (a kit under a 0700 home
+        directory, say): the compiler and mpirun need them."""
+        if not self.root:
+            return []
+        probe = " ; ".join(f"test -r '{p}' || echo '{p}'" for p in paths)
+        proc = subprocess.run(self.prefix() + ["sh", "-c", probe], env=self.env(), cwd=self.run_dir,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        return [line for line in proc.stdout.decode(errors="replace").splitlines() if line in paths]
+
     # ---- how a command runs in it ----
 
     def env(self) -> Dict[str, str]:

@@ -6,7 +6,9 @@
 
 #include "cli.h"
 #include "comm_runtime.h"
+#include "data_parallel_preprocess.h"
 #include "idx_dataset.h"
+#include "layer_profiler.h"
 #include "not_implemented.h"
 #include "progress.h"
 #include "training_loop.h"
@@ -57,6 +59,26 @@ inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, co
       flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)")};
 }
 
+// This rank's training rows (split_data of the largest multiple of dp_size
+// rows). The loaded training set is emptied: each rank keeps its share only,
+// not the whole set besides, and no trimmed copy is made on the way.
+struct LocalRows {
+  Matrix x;      // (rows of this rank, Din / mp_size or Din)
+  Labels y;
+  long usable;   // training rows over all dp groups
+};
+inline LocalRows take_local_rows(Dataset& data, int mp_size, int dp_size, int rank) {
+  const long usable = data.train.x.rows() / dp_size * dp_size;
+  if (usable < data.train.x.rows()) {
+    data.train.x.conservativeResize(usable, Eigen::NoChange);
+    data.train.y.conservativeResize(usable);
+  }
+  auto [x, y] = split_data(data.train.x, data.train.y, mp_size, dp_size, rank);
+  data.train.x = Matrix();
+  data.train.y = Labels();
+  return {std::move(x), std::move(y), usable};
+}
+
 // The training options the flags give, with rank 0's progress on `progress`.
 inline TrainOptions training_options(const TrainingFlags& f, Progress& progress, long local_rows, long local_batch) {
   TrainOptions options;
@@ -75,6 +97,7 @@ inline TrainOptions training_options(const TrainingFlags& f, Progress& progress,
 template <typename Run>
 int program_main(const char* program, int argc, char** argv, Run&& run) {
   MpiSession mpi(argc, argv);
+  keep_big_blocks_for_reuse();
   Communicator world = Communicator::world();
   return run_or_report(program, world, [&] { return run(world, argc, argv); });
 }

@@ -44,10 +44,8 @@ int run(Communicator& world, int argc, char** argv) {
     return 2;
   }
 
-  const Dataset data = load_dataset(data_dir, train_samples, test_samples);
-  const long usable = data.train.x.rows() / dp_size * dp_size;  // split_data needs a multiple of dp
-  const auto [x_local, y_local] =
-      split_data(data.train.x.topRows(usable), data.train.y.head(usable), mp_size, dp_size, world.rank());
+  Dataset data = load_dataset(data_dir, train_samples, test_samples);
+  const auto [x_local, y_local, usable] = take_local_rows(data, mp_size, dp_size, world.rank());
   if (lead)
     std::printf("unified_train: %s mp_size %d x dp_size %d, %ld training rows (%ld per dp group), %ld test rows, "
                 "batch %d, lr %g, data %s\n",

@@ -42,10 +42,8 @@ int run(Communicator& world, int argc, char** argv) {
     return 2;
   }
 
-  const Dataset data = load_dataset(data_dir, train_samples, test_samples);
-  const long usable = data.train.x.rows() / dp_size * dp_size;  // split_data needs a multiple of dp
-  const auto [x_local, y_local] =
-      split_data(data.train.x.topRows(usable), data.train.y.head(usable), 1, dp_size, world.rank());
+  Dataset data = load_dataset(data_dir, train_samples, test_samples);
+  const auto [x_local, y_local, usable] = take_local_rows(data, 1, dp_size, world.rank());
   if (lead)
     std::printf("zero_dp_train: dp_size %d, %ld training rows (%ld per rank), %ld test rows, batch %d, lr %g, data %s\n",
                 dp_size, usable, static_cast<long>(x_local.rows()), static_cast<long>(data.test.x.rows()), batch,

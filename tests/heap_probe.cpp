@@ -6,6 +6,8 @@
 
 #include <cstdio>
 
+#include "layer_profiler.h"
+
 namespace kit {
 
 std::int64_t live_heap_bytes() {
@@ -31,11 +33,7 @@ BigBlocksToSystem::BigBlocksToSystem() {
   mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
 
-// Back to where glibc's own tuning takes a process that frees big blocks:
-// big blocks from the heap, kept for reuse.
-BigBlocksToSystem::~BigBlocksToSystem() {
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
-}
+// Back to the kit's usual setting (layer_profiler.h).
+BigBlocksToSystem::~BigBlocksToSystem() { dtrain::keep_big_blocks_for_reuse(); }
 
 }  // namespace kit

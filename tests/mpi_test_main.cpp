@@ -11,8 +11,10 @@
 //   --record=PATH           staff only: write the values of recorded cases
 //                           (tests/recorded.h) to PATH instead of checking them
 //
-// Every rank runs every selected case. After a case the ranks meet on a
-// private communicator and rank 0 prints and records the outcome, with each
+// A case of a suite declared with n ranks (KIT_SUITE) runs on ranks 0..n-1
+// of the job, so one job with enough ranks runs cases of every size; the
+// other ranks sleep meanwhile. After a case its ranks meet on a private
+// communicator and rank 0 prints and records the outcome, with each
 // failing rank's messages. A rank that fails writes its messages to the
 // results file at once, so they survive if the job has to be ended. A case
 // that does not finish in time (a rank waiting in a collective the others
@@ -42,6 +44,7 @@
 
 #include "comm_runtime.h"
 #include "harness.h"
+#include "layer_profiler.h"
 #include "kit_test.h"
 #include "recorded.h"
 #include "results_seal.h"
@@ -321,8 +324,10 @@ int usage_error(const std::string& what) {
 
 class MpiCaseListener : public ::testing::EmptyTestEventListener {
  public:
-  MpiCaseListener(dtrain::Communicator& meeting, double timeout_override)
-      : meeting_(meeting), timeout_override_(timeout_override) {}
+  // `groups`: for each rank count the cases need, the communicator of ranks
+  // 0..n-1 (a rank runs only the cases whose group it belongs to).
+  MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, double timeout_override)
+      : world_(world), groups_(groups), timeout_override_(timeout_override) {}
 
   int passed() const { return passed_; }
   int failed() const { return failed_; }
@@ -338,7 +343,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
         cases += (cases.empty() ? "" : ",") + json_string(std::string(info->test_suite_name()) + "." + info->name());
       }
     }
-    write_record(seal_record("{\"event\":\"plan\",\"ranks\":" + std::to_string(meeting_.size()) + ",\"cases\":[" + cases + "]}"));
+    write_record(seal_record("{\"event\":\"plan\",\"ranks\":" + std::to_string(world_.size()) + ",\"cases\":[" + cases + "]}"));
   }
 
   void OnTestStart(const ::testing::TestInfo& info) override {
@@ -348,8 +353,11 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     g_in_case = 1;
     const auto spec = suites().find(info.test_suite_name());
     const double limit = timeout_override_ > 0 ? timeout_override_ : spec->second.timeout_seconds;
+    meeting_ = &groups_.at(spec->second.ranks);
+    // Ranks of the group may still be busy with cases of a smaller group: wait asleep.
+    dtrain::CommAccess::rendezvous(*meeting_);
     start_ = dtrain::CommAccess::wall_time();
-    case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate_world());
+    case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate(*meeting_));
     if (g_rank == 0) {
       std::printf("[ RUN      ] %s\n", name_.c_str());
       std::fflush(stdout);
@@ -379,9 +387,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
       messages_ = "the case was skipped; a skipped case counts as failed";
     // The max is a full synchronization: no rank leaves a case before every
     // rank has finished it, so a rank stuck in a collective is caught here.
-    const bool any_failed = dtrain::CommAccess::max_over_ranks(meeting_, messages_.empty() ? 0 : 1) != 0;
-    const auto texts = any_failed ? dtrain::CommAccess::gather_text(meeting_, messages_, 0)
-                                  : std::vector<std::string>(static_cast<size_t>(meeting_.size()));
+    const bool any_failed = dtrain::CommAccess::max_over_ranks(*meeting_, messages_.empty() ? 0 : 1) != 0;
+    const auto texts = any_failed ? dtrain::CommAccess::gather_text(*meeting_, messages_, 0)
+                                  : std::vector<std::string>(static_cast<size_t>(meeting_->size()));
     watchdog_.disarm();
     case_world().reset();
     g_in_case = 0;
@@ -401,7 +409,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     for (const auto& [text, ranks] : grouped) {
       std::stringstream lines(text);
       std::string line;
-      while (std::getline(lines, line)) shown += "    " + rank_label(ranks, meeting_.size()) + " " + line + "\n";
+      while (std::getline(lines, line)) shown += "    " + rank_label(ranks, meeting_->size()) + " " + line + "\n";
     }
     const bool ok = failures.empty();
     (ok ? passed_ : failed_)++;
@@ -415,7 +423,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   }
 
  private:
-  dtrain::Communicator& meeting_;
+  dtrain::Communicator& world_;
+  std::map<int, dtrain::Communicator>& groups_;
+  dtrain::Communicator* meeting_ = nullptr;  // the running case's group, where its ranks meet afterwards
   double timeout_override_;
   Watchdog watchdog_;
   std::string name_, messages_;
@@ -469,20 +479,40 @@ int main(int argc, char** argv) {
     needed[spec->second.ranks].push_back(suite->name());
   }
   if (needed.empty()) return usage_error("no case matches --gtest_filter='" + filter + "'");
-  if (needed.size() > 1 || needed.begin()->first != meeting.size()) {
+  if (needed.rbegin()->first > meeting.size()) {
     if (g_rank == 0) {
       std::fprintf(stderr, "kit_tests: this run has %d rank%s, but the selected cases need:\n", meeting.size(),
                    meeting.size() == 1 ? "" : "s");
       for (const auto& [ranks, names] : needed) {
         std::string list;
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        std::fprintf(stderr, "  tools/kitrun -n %d   for %s\n", ranks, list.c_str());
+        std::fprintf(stderr, "  %d rank%s for %s\n", ranks, ranks == 1 ? "" : "s", list.c_str());
       }
-      std::fprintf(stderr, "Use `make test-partN`, which starts each part with the right -n.\n");
+      std::fprintf(stderr, "Start it with tools/kitrun -n %d, or use `make test-partN`, which does.\n",
+                   needed.rbegin()->first);
     }
     return 2;
   }
+  // Cases of n ranks run on ranks 0..n-1 of the job, so one job runs cases of
+  // every size: each group is split off once, and each rank runs only the
+  // cases of the groups it belongs to (gtest's filter, per rank).
+  std::map<int, dtrain::Communicator> groups;
+  for (const auto& entry : needed) {
+    const int size = entry.first;
+    groups.emplace(size, meeting.split(g_rank < size ? 0 : 1, g_rank));
+  }
+  std::string mine;
+  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+    const auto* suite = unit.GetTestSuite(i);
+    const auto spec = suites().find(suite->name());
+    for (int j = 0; j < suite->total_test_count(); ++j) {
+      const std::string name = std::string(suite->name()) + "." + suite->GetTestInfo(j)->name();
+      if (selected_by_filter(filter, name) && g_rank < spec->second.ranks) mine += (mine.empty() ? "" : ":") + name;
+    }
+  }
+  GTEST_FLAG_SET(filter, mine.empty() ? "-*" : mine);
 
+  dtrain::keep_big_blocks_for_reuse();
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);  // a case's orphans come back to us, not to init
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_fatal_signal);
   std::atexit(on_exit_inside_case);
@@ -490,10 +520,11 @@ int main(int argc, char** argv) {
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());
-  auto* listener = new MpiCaseListener(meeting, timeout_override);
+  auto* listener = new MpiCaseListener(meeting, groups, timeout_override);
   listeners.Append(listener);  // gtest owns it from here
 
   const int gtest_status = RUN_ALL_TESTS();
+  dtrain::CommAccess::rendezvous(meeting);  // ranks done early sleep here, not spin
   const long any_failed = dtrain::CommAccess::max_over_ranks(meeting, gtest_status != 0 ? 1 : 0);
   if (g_rank == 0) {
     std::printf("%d passed, %d failed\n", listener->passed(), listener->failed());

@@ -1,6 +1,10 @@
 // zero_test_util.cpp: see zero_test_util.h.
 #include "zero_test_util.h"
 
+#include "idx_dataset.h"
+#include "layers.h"
+#include "zero_model.h"
+
 namespace kit {
 
 Vector expected_shard(const Matrix& full, int idx, int parts) {
@@ -14,6 +18,27 @@ dtrain::ZeroDPStage3FCLayer layer_from_full(Communicator& comm, const Matrix& fu
   return dtrain::ZeroDPStage3FCLayer(comm, static_cast<int>(full_w.rows()), static_cast<int>(full_w.cols()), comm.size(),
                                      expected_shard(full_w, comm.rank(), comm.size()),
                                      expected_shard(full_b, comm.rank(), comm.size()));
+}
+
+double zero_training_accuracy(long train_rows, long test_rows, int global_batch) {
+  const dtrain::Dataset data = dtrain::load_dataset("", train_rows, test_rows);
+  if (data.train.x.rows() != train_rows || data.test.x.rows() != test_rows)
+    throw std::runtime_error("the data set in " + data.dir + " has too few samples: " +
+                             std::to_string(data.train.x.rows()) + " training and " +
+                             std::to_string(data.test.x.rows()) + " test rows, this case needs " +
+                             std::to_string(train_rows) + " and " + std::to_string(test_rows));
+  const int ranks = world().size();
+  const long rows = train_rows / ranks;
+  const Matrix x_local = data.train.x.middleRows(rank() * rows, rows);  // (rows, 784)
+  const Labels y_local = data.train.y.segment(rank() * rows, rows);
+  const dtrain::FullWeights init = dtrain::initial_weights(15442);
+  dtrain::ZeroMLP model(world(), ranks, expected_shard(init.w1, rank(), ranks), expected_shard(init.b1, rank(), ranks),
+                        expected_shard(init.w2, rank(), ranks), expected_shard(init.b2, rank(), ranks));
+  dtrain::TrainOptions options;
+  options.global_batch = global_batch;
+  const dtrain::ZeroTrainResult result =
+      dtrain::train_zero(model, world(), x_local, y_local, data.test.x, data.test.y, options);
+  return result.test_accuracy.back();
 }
 
 }  // namespace kit

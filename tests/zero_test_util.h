@@ -16,6 +16,13 @@ Vector expected_shard(const Matrix& full, int idx, int parts);
 // without the student's partition_flat_tensor.
 dtrain::ZeroDPStage3FCLayer layer_from_full(Communicator& comm, const Matrix& full_w, const Matrix& full_b);
 
+// Trains the ZeRO-3 model over kit::world() for one epoch of the first
+// `train_rows` training samples (split evenly over the ranks) with this
+// global batch, from initial_weights(15442) cut into shards by the test,
+// and returns the accuracy on the first `test_rows` test samples. Only the
+// student's parts 8 (forward/backward) and 9 (Adam) take part. Collective.
+double zero_training_accuracy(long train_rows, long test_rows, int global_batch);
+
 // What a call left allocated, beyond what it was allowed to keep.
 struct KeptMemory {
   std::int64_t heap = 0, resident = 0;

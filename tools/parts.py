@@ -1,10 +1,11 @@
 """The one table of graded parts. `make test-partN`, `make test`, CTest and
 the grader all read it; change points or cases here and nowhere else.
 
-Each part runs one or more (gtest filter, rank count) launches of the kit's
-test binary. A part's points are split over its cases by weight (1 unless a
-pattern in `weights` says otherwise); hidden cases are suites whose names
-start with "Hidden" and match the same filters with the prefix added.
+Each part runs the cases of one or more (gtest filter, rank count) pairs of
+the kit's test binary; all chosen cases share one launch (tools/run_parts.py).
+A part's points are split over its cases by weight (1 unless a pattern in
+`weights` says otherwise); hidden cases are suites whose names start with
+"Hidden" and match the same filters with the prefix added.
 """
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase

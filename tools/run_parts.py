@@ -7,7 +7,9 @@
   --require full     exit 1 unless every chosen part has full points (CTest, CI)
   --require stubs    exit 1 unless every case fails with a not-implemented message
 
-Cases of the same rank count share one MPI job, so a full run starts few jobs.
+All chosen cases share one MPI job with as many ranks as the largest case
+needs (a case of n ranks runs on the job's first n), so a run starts one
+mpirun, plus one more after each case that ends its job.
 """
 import argparse
 import os
@@ -36,28 +38,22 @@ def show_job_death(outcome: CaseOutcome) -> None:
 
 def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False, hidden: bool = False,
             launch_args: Optional[Dict] = None, log: Optional[JobLog] = None):
-    """Runs the chosen parts' cases (public, plus hidden ones if asked), one
-    job per rank count; returns (case -> outcome, errors)."""
-    by_ranks: Dict[int, List[table.Run]] = {}
-    for part in chosen:
-        for run in part.runs if hidden else part.public_runs():
-            by_ranks.setdefault(run.ranks, []).append(run)
-    outcomes: Dict[str, CaseOutcome] = {}
+    """Runs the chosen parts' cases (public, plus hidden ones if asked) in
+    one job; returns (case -> outcome, errors)."""
+    runs = [run for part in chosen for run in (part.runs if hidden else part.public_runs())]
+    ranks = max(run.ranks for run in runs)
+    names = ", ".join(p.key for p in chosen)
+    if not quiet:
+        print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
+    log = log if log is not None else JobLog()
+    launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs), capture=quiet, **(launch_args or {}))
+    outcomes = run_cases(launch, ":".join(r.filter for r in runs), log, on_outcome=None if quiet else show_job_death)
     errors: List[str] = []
-    for ranks, runs in sorted(by_ranks.items()):
-        names = ", ".join(p.key for p in chosen if any(r in runs for r in p.runs))
+    if log.error:
+        errors.append(f"{names}: {log.error}")
         if not quiet:
-            print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
-        log = log if log is not None else JobLog()
-        launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs), capture=quiet, **(launch_args or {}))
-        got = run_cases(launch, ":".join(r.filter for r in runs), log,
-                        on_outcome=None if quiet else show_job_death)
-        outcomes.update(got)
-        if log.error:
-            errors.append(f"{names}: {log.error}")
-            if not quiet:
-                print(f"!! {log.error}", flush=True)
-            log.error = None
+            print(f"!! {log.error}", flush=True)
+        log.error = None
     return outcomes, errors
 
 

@@ -157,7 +157,8 @@ def system_include_dirs(flags: List[str]) -> List[str]:
     return [os.path.realpath(d) for d in dirs]
 
 
-def include_findings(name: str, includes: List[Tuple[int, str]], system_dirs: List[str]) -> List[Finding]:
+def include_findings(name: str, includes: List[Tuple[int, str]], system_dirs: List[str],
+                     framework_dirs: List[str]) -> List[Finding]:
     found = []
     for line, path in includes:
         base = os.path.basename(path)
@@ -168,7 +169,7 @@ def include_findings(name: str, includes: List[Tuple[int, str]], system_dirs: Li
         elif "gtest" in path or "gmock" in path:
             found.append(Finding(name, line, "gtest", "fail", f"includes {base}: the code under test may not "
                                                               "touch the test framework"))
-        elif under(os.path.realpath(FRAMEWORK_DIR)):
+        elif any(under(d) for d in framework_dirs):
             if base in KIT_INTERNAL_HEADERS:
                 found.append(Finding(name, line, "include", "fail", f"includes {base}, which is internal to the kit"))
         elif not any(under(d) for d in system_dirs):
@@ -250,7 +251,11 @@ def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[L
     if status != 0:
         return []  # the compiler will report the error itself
     mine, includes, spoofed = own_lines(output, path)
-    findings = include_findings(name, includes, system_dirs if system_dirs is not None else system_include_dirs(flags))
+    # The framework is what the kit's flags put on the include path (-I), wherever the build was made.
+    framework_dirs = [os.path.realpath(f[2:]) for f in flags if f.startswith("-I") and len(f) > 2]
+    framework_dirs += [os.path.realpath(FRAMEWORK_DIR)]
+    findings = include_findings(name, includes, system_dirs if system_dirs is not None else system_include_dirs(flags),
+                                framework_dirs)
     findings += [Finding(name, line, "line-directive", "fail",
                          "a #line directive that names another file is not allowed") for line in spoofed]
     return findings + token_findings(name, mine)

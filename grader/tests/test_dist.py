@@ -5,13 +5,19 @@ each checked in a scratch copy laid out as its platform lays it out.
 """
 import json
 import os
+import pathlib
 import shutil
 import subprocess
 import sys
 import tarfile
 import zipfile
 
+import pytest
+
 from conftest import KIT, handin
+
+# The tests share dist/: one xdist worker runs them all, in order.
+pytestmark = pytest.mark.xdist_group("dist")
 
 DIST = os.path.join(KIT, "dist")
 
@@ -32,7 +38,8 @@ def test_handout_builds_scores_zero_and_holds_no_solution():
     assert not [n for n in names if "/reference/" in n or "/grader/" in n or n.endswith("check_mutants.py")]
 
 
-def test_autolab_bundle_grades_a_handin(tmp_path):
+def test_autolab_bundle_grades_a_handin(platform_dir):
+    tmp_path = pathlib.Path(platform_dir)
     assert run([sys.executable, "tools/dist.py", "autograder"]).returncode == 0
     shutil.copy(os.path.join(DIST, "autograde.tar"), tmp_path)
     shutil.copy(os.path.join(DIST, "autograde-Makefile"), tmp_path / "Makefile")
@@ -47,7 +54,8 @@ def test_autolab_bundle_grades_a_handin(tmp_path):
     assert last["scoreboard"] == [150.0] and set(last["scores"]) >= {"part1", "part9"}
 
 
-def test_gradescope_bundle_grades_loose_files(tmp_path):
+def test_gradescope_bundle_grades_loose_files(platform_dir):
+    tmp_path = pathlib.Path(platform_dir)
     assert run([sys.executable, "tools/dist.py", "autograder"]).returncode == 0
     source, submission = tmp_path / "source", tmp_path / "submission"
     source.mkdir()

@@ -123,6 +123,7 @@ class Hostile:
     budget: float = 90.0               # seconds, the whole grading
     scores: Dict[str, float] = field(default_factory=dict)  # parts that must score exactly this
     raw: Optional[Callable[[str], str]] = None  # builds the handin file itself
+    gone: Tuple[str, ...] = ()         # paths that must not exist after grading
 
 
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
@@ -185,9 +186,9 @@ GALLERY: List[Hostile] = [
                                                   '[  PASSED  ] 200 tests.\\n200 passed, 0 failed\\n");'})], 10),
     Hostile("forged_result_records_with_honest_tensor_parallel_parts",
             lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
-                         zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS},
+                         zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
                                    prologue=PROLOGUE + "#include <gtest/gtest.h>\n" + FORGE_RESULTS)],
-            100, says=("without a valid seal were ignored",), static="warn",
+            100, says=("without a valid seal were ignored",), static="warn", gone=("/tmp/kit-results.jsonl",),
             scores={"part8_forward": 0, "part8_backward": 0, "part9": 0, "part7": 10}),
     Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "leak();"}, prologue=PROLOGUE + READ_SECRETS)],
@@ -206,7 +207,8 @@ GALLERY: List[Hostile] = [
                          ("student/zero_dp_stage3.cpp", b"",
                           link_to("student/data_parallel_preprocess.cpp", tarfile.LNKTYPE)),
                          ("feedback.txt", b"", device), ("student/fifo", b"", fifo)],
-            10, says=("absolute path", "path with '..'", "link, not extracted", "device or pipe")),
+            10, says=("absolute path", "path with '..'", "link, not extracted", "device or pipe"),
+            gone=("/tmp/kit-gallery-escape.cpp", "/tmp/kit-gallery-absolute.cpp")),
     Hostile("one_gib_sparse_member", None, 10, says=("over the 1048576 byte limit",), raw=sparse_tar, budget=60),
     Hostile("not_a_tarball", None, 0, says=("not a readable tar archive",), raw=not_a_tar, budget=20),
     Hostile("fork_storm",
@@ -221,7 +223,7 @@ GALLERY: List[Hostile] = [
     Hostile("output_flood",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "static bool once = false; if (!once && rank == 0) "
                                                   "{ once = true; std::string line(1 << 20, 'y'); "
-                                                  "for (int i = 0; i < 300; ++i) std::puts(line.c_str()); }"})],
+                                                  "for (int i = 0; i < 200; ++i) std::puts(line.c_str()); }"})],
             10, says=("bytes more than the report keeps",), budget=150),
     Hostile("infinite_loop",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
@@ -233,13 +235,13 @@ GALLERY: List[Hostile] = [
             10, says=("waited",), budget=150),
     Hostile("early_exits_inside_cases",
             lambda tmp: [HONEST_PART1, func_file({
-                "get_info": "std::exit(0);",
-                "naive_collect_forward_input": "std::_Exit(0);",
-                "naive_collect_forward_output": "std::quick_exit(0);",
+                "naive_collect_backward_x": "std::exit(0);",
+                "megatron_collect_backward_output": "std::_Exit(0);",
+                "megatron_collect_forward_output": "std::quick_exit(0);",
                 "megatron_collect_forward_input": "if (mp_comm.rank() == 0) return x; std::exit(0);",
-                "megatron_collect_forward_output": "std::raise(SIGKILL);",
-                "naive_collect_backward_output": "std::abort();",
-                "naive_collect_backward_x": "if (mp_comm.rank() == 0) return grad_x; for (;;) pause();",
+                "collect_weight_grad": "std::raise(SIGKILL);",
+                "megatron_collect_backward_x": "std::abort();",
+                "naive_collect_forward_output": "if (mp_comm.rank() == 0) return out; for (;;) pause();",
             })],
             10, says=("exited in the middle of the case", "no result", "aborted"), budget=150),
     Hostile("refused_by_the_static_rules",
@@ -339,5 +341,5 @@ def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     if report.get("sandbox"):
         uid = [report["sandbox"]["uid"]]
         assert not sandbox_processes(uid), f"{case.name}: processes left behind: {sandbox_processes(uid)}"
-    for escape in ("/tmp/kit-gallery-escape.cpp", "/tmp/kit-gallery-absolute.cpp", "/tmp/kit-results.jsonl"):
-        assert not os.path.exists(escape), f"{case.name}: {escape} was written"
+    for escape in case.gone:
+        assert not os.path.exists(escape), f"{case.name}: {escape} is there after grading"

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""`make bench`: the kit's speed, measured in one run, as a table and a CSV.
+
+  tools/bench.py [--build build] [--csv build/bench.csv] [--repeat 3] [--quick]
+
+Every timing is the median of --repeat runs (3 by default), with min and
+max. Rows:
+  suite, partN     `make test` on the reference (tools/run_parts.py), whole
+                   and per part; the original Python kit took 15 s here
+  mpirun floor     mpirun starting and ending an MPI program that does
+                   nothing (mpi_demo --help) with 1, 4 and 8 ranks; the
+                   public suite is one launch of 8 ranks
+  gemm peak        Eigen on one core, the products of one training
+                   iteration (build/gemm_peak): the yardstick for training
+  train ...        unified_train, one epoch of 60,000 samples: wall time of
+                   the epoch (the program's own clock), samples/s, GFLOP/s
+                   of the FC layers (49.1 GFLOP per epoch, whatever the
+                   split: every rank's share adds up to the same products),
+                   achieved/peak, and the largest rank's peak RSS
+  zero dp4         zero_dp_train, the same figures
+  grade cold/warm  grader/grade on the reference handin, with an empty and a
+                   full object cache
+  batch            grader/grade --batch --jobs 2 on 4 handins: handins/min
+--quick: one run each and 8,000 training samples, to try the script out.
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Dict, List, Optional, Tuple
+
+KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(KIT, "tools"))
+import parts as table  # noqa: E402
+
+KITRUN = os.path.join(KIT, "tools", "kitrun")
+PYTHON = sys.executable
+ORIGINAL_SUITE_SECONDS = 15.0
+CORES = os.cpu_count() or 1
+TRAININGS = [  # (label, ranks, program, flags)
+    ("train mp1 dp1", 1, "unified_train", ["--mp_size", "1", "--dp_size", "1"]),
+    ("train naive mp2 dp4", 8, "unified_train", ["--mp_size", "2", "--dp_size", "4"]),
+    ("train megatron mp4 dp2", 8, "unified_train", ["--mp_size", "4", "--dp_size", "2", "--megatron-mp"]),
+    ("train dp4", 4, "unified_train", ["--mp_size", "1", "--dp_size", "4"]),
+    ("zero dp4", 4, "zero_dp_train", ["--dp_size", "4"]),
+]
+
+
+def fc_gflop(samples: int, din: int = 784, hidden: int = 256, dout: int = 10) -> float:
+    """FC products of one epoch: forward and weight gradients of both layers,
+    and FC2's input gradient (FC1's is never needed)."""
+    return (2 * samples * (din * hidden + hidden * dout) * 2 + 2 * samples * hidden * dout) / 1e9
+
+
+class BenchError(Exception):
+    pass
+
+
+def run(cmd: List[str], timeout: float = 600, env: Optional[Dict] = None) -> Tuple[float, str]:
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=KIT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=timeout, env=env)
+    seconds = time.monotonic() - started
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.splitlines()[-15:])
+        raise BenchError(f"`{' '.join(cmd)}` failed with status {proc.returncode}:\n{tail}")
+    return seconds, proc.stdout
+
+
+class Table:
+    def __init__(self, repeat: int):
+        self.repeat = repeat
+        self.rows: List[Dict] = []
+
+    def add(self, what: str, values: List[float], unit: str, note: str = "") -> float:
+        med = statistics.median(values)
+        self.rows.append({"row": what, "median": med, "min": min(values), "max": max(values), "unit": unit,
+                          "note": note})
+        print(f"  {what:<40} {med:>10.3f} {min(values):>10.3f} {max(values):>10.3f}  {unit:<11} {note}", flush=True)
+        return med
+
+    def timed(self, what: str, cmd: List[str], note: str = "", **kw) -> float:
+        return self.add(what, [run(cmd, **kw)[0] for _ in range(self.repeat)], "s", note)
+
+
+def mpirun_floor(t: Table, build: str) -> Dict[int, float]:
+    floor = {}
+    for ranks in (1, 4, 8):
+        floor[ranks] = t.timed(f"mpirun floor, {ranks} rank{'s' if ranks > 1 else ''}",
+                               [KITRUN, "-n", str(ranks), os.path.join(build, "mpi_demo"), "--help"],
+                               "start and end an MPI program that does nothing")
+    return floor
+
+
+def suite(t: Table, build: str, floor: Dict[int, float]) -> None:
+    ranks = max(run_.ranks for p in table.PARTS for run_ in p.public_runs())
+    t.add("mpirun floor of the suite", [floor[ranks]], "s",
+          f"the suite is one launch of {ranks} ranks (tools/run_parts.py): it can't go below this")
+    base = [PYTHON, os.path.join(KIT, "tools", "run_parts.py"), "--build", build, "--impl", "reference"]
+    med = t.timed("public suite (make test)", base + ["--all"],
+                  f"original Python kit {ORIGINAL_SUITE_SECONDS:.0f} s; target 1.5 s")
+    t.add("  speed-up over the original", [ORIGINAL_SUITE_SECONDS / med], "x", "target >= 10")
+    for key in [f"part{i}" for i in range(1, 10)]:
+        t.timed(f"  {key}", base + [key])
+
+
+def gemm_peak(t: Table, build: str, seconds: float) -> float:
+    values = []
+    for _ in range(t.repeat):
+        _, out = run([os.path.join(build, "gemm_peak"), "--json", "--seconds", str(seconds)])
+        values.append(json.loads(out.strip().splitlines()[-1])["gflops"])
+    return t.add("gemm peak (Eigen, 1 core)", values, "GFLOP/s", "the products of one iteration, batch 60")
+
+
+def trainings(t: Table, build: str, samples: int, peak: float) -> None:
+    gflop = fc_gflop(samples)
+    for label, ranks, program, flags in TRAININGS:
+        epochs, rss = [], []
+        for _ in range(t.repeat):
+            with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
+                report = os.path.join(tmp, "report.json")
+                run([KITRUN, "-n", str(ranks), os.path.join(build, "reference", program), *flags,
+                     "--num_train_samples", str(samples), "--num_test_samples", "2000", "--report", report])
+                with open(report) as f:
+                    r = json.load(f)
+            epochs.append(float(r["epoch_seconds"][0]))
+            rss.append(float(r["peak_rss_bytes"]) / 2**20)
+        t.add(f"{label}: epoch", epochs, "s", f"{ranks} rank{'s' if ranks > 1 else ''}, {samples} samples")
+        t.add(f"{label}: samples/s", [samples / e for e in epochs], "1/s")
+        t.add(f"{label}: FC GFLOP/s", [gflop / e for e in epochs], "GFLOP/s",
+                         f"{gflop:.1f} GFLOP per epoch")
+        usable = peak * min(ranks, CORES)  # the peak of the cores the ranks can use
+        t.add(f"{label}: achieved / peak", [gflop / e / usable for e in epochs], "ratio",
+              "target >= 0.70" if ranks == 1 else f"of {min(ranks, CORES)} x the 1-core peak ({CORES} cores)")
+        t.add(f"{label}: peak RSS per rank", rss, "MiB", "largest rank, data set included")
+
+
+def grading(t: Table, build: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
+        handin = os.path.join(tmp, "reference.tar")
+        run([PYTHON, os.path.join(KIT, "tools", "handin.py"), "--build", build, "--source", "reference",
+             "--output", handin])
+        grade = [PYTHON, os.path.join(KIT, "grader", "grade"), "--build", build, handin]
+        cache = os.path.join(build, "impl_cache")
+        cold = []
+        for _ in range(t.repeat):
+            shutil.rmtree(cache, ignore_errors=True)
+            seconds, out = run(grade)
+            if '"scoreboard": [150.0]' not in out.splitlines()[-1]:
+                raise BenchError(f"the reference did not score 150:\n{out[-2000:]}")
+            cold.append(seconds)
+        t.add("grade one handin, cold cache", cold, "s", "compiles all three files")
+        t.timed("grade one handin, warm", grade, "target <= 20 s")
+        batch_dir = os.path.join(tmp, "batch")
+        os.makedirs(batch_dir)
+        for i in range(4):
+            shutil.copy(handin, os.path.join(batch_dir, f"student{i}.tar"))
+        cmd = [PYTHON, os.path.join(KIT, "grader", "grade"), "--build", build, "--batch", batch_dir, "--jobs", "2",
+               "--csv", os.path.join(tmp, "out", "gradebook.csv")]
+        times = [run(cmd)[0] for _ in range(t.repeat)]
+        t.add("batch --jobs 2 (4 handins)", times, "s")
+        t.add("  throughput", [4 * 60 / s for s in times], "handins/min")
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.environ.get("KIT_BUILD", os.path.join(KIT, "build")))
+    ap.add_argument("--csv", help="default: BUILD/bench.csv")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="one run each, 8000 training samples")
+    args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, got {args.repeat}")
+    build = os.path.abspath(args.build)
+    for binary in ("mpi_demo", "gemm_peak", "reference/unified_train", "reference/zero_dp_train",
+                   "reference/kit_tests"):
+        if not os.access(os.path.join(build, binary), os.X_OK):
+            print(f"bench: {build}/{binary} is missing; run `make build` in a staff copy (with reference/)",
+                  file=sys.stderr)
+            return 2
+    t = Table(1 if args.quick else args.repeat)
+    samples = 8000 if args.quick else 60000
+    started = time.monotonic()
+    print(f"  {'what':<40} {'median':>10} {'min':>10} {'max':>10}  {'unit':<11} note")
+    try:
+        floor = mpirun_floor(t, build)
+        suite(t, build, floor)
+        peak = gemm_peak(t, build, 0.5 if args.quick else 2.0)
+        trainings(t, build, samples, peak)
+        grading(t, build)
+    except (BenchError, subprocess.TimeoutExpired) as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    out = args.csv or os.path.join(build, "bench.csv")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    stamp = datetime.datetime.now().isoformat(timespec="seconds")
+    new = not os.path.exists(out)
+    with open(out, "a", newline="") as f:  # appended: one block per run, to compare over time
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(["date", "row", "median", "min", "max", "unit", "note"])
+        for r in t.rows:
+            writer.writerow([stamp, r["row"].strip(), f"{r['median']:.4f}", f"{r['min']:.4f}", f"{r['max']:.4f}",
+                             r["unit"], r["note"]])
+    print(f"bench: {len(t.rows)} rows in {time.monotonic() - started:.0f} s; appended to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
