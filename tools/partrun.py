@@ -210,6 +210,40 @@ def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subpr
     return proc
 
 
+STARTUP_SECONDS = 30.0   # from launch to the plan record: MPI start-up and static initializers
+QUIET_SECONDS = 150.0    # with no record at all: longer than any case's own limit (120 s)
+
+
+def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]:
+    """Waits for the job to end; returns why it had to be stopped, or None.
+    Besides the job's time limit, a job that writes no record for too long
+    is stuck where no watchdog reaches (before main, or with the watchdog
+    itself blocked), and waiting out the whole limit would only cost time."""
+    started = time.monotonic()
+    last_size, last_change = 0, started
+    while True:
+        elapsed = time.monotonic() - started
+        try:
+            proc.wait(timeout=min(0.1, 0.005 + elapsed / 20))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        try:
+            size = os.path.getsize(results)
+        except OSError:
+            size = last_size
+        if size != last_size:
+            last_size, last_change = size, now
+        if size == 0 and now - started > STARTUP_SECONDS:
+            return (f"the test program did not start its cases within {STARTUP_SECONDS:.0f} s "
+                    "(code that runs before main and never returns?)")
+        if now - last_change > QUIET_SECONDS:
+            return f"the job wrote no result for {QUIET_SECONDS:.0f} s"
+        if now - started > launch.timeout:
+            return f"the job reached its time limit of {launch.timeout:.0f} s"
+
+
 def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
               on_outcome=None) -> Dict[str, CaseOutcome]:
     """Runs every case the filter selects and returns case -> outcome."""
@@ -228,11 +262,8 @@ def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
             proc = _start(launch, pending_filter, results, key)
             tap = OutputTap(proc.stdout) if launch.capture else None
             log.launches += 1
-            try:
-                proc.wait(timeout=launch.timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
+            stopped = _wait(proc, results, launch)
+            timed_out = stopped is not None
             kill_job(proc)  # nothing the job started may outlive it
             if launch.after_job:
                 launch.after_job()
@@ -248,8 +279,7 @@ def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
 
         plans = [r for r in records if r.get("event") == "plan"]
         if not plans:
-            log.error = (f"the test program did not start its cases (exit status {proc.returncode}"
-                         + (", killed after the time limit" if timed_out else "") + ")")
+            log.error = stopped or f"the test program did not start its cases (exit status {proc.returncode})"
             break
         plan = [str(c) for c in plans[0].get("cases", [])]
         if plan_seen is None:
@@ -276,7 +306,7 @@ def run_cases(launch: Launch, gtest_filter: str, log: Optional[JobLog] = None,
         elapsed = time.monotonic() - started
         if timed_out:
             failures.append({"rank": None, "message":
-                             f"the job was stopped after {elapsed:.0f} s without finishing this case "
+                             f"{stopped}: stopped after {elapsed:.0f} s without finishing this case "
                              "(a deadlock or an endless loop?)"})
         elif not failures:
             failures.append({"rank": None, "message":

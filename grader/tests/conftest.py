@@ -6,11 +6,9 @@ reference, the stubs and small edits of them.
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 
 import pytest
 
@@ -79,12 +77,3 @@ def kit_is_built():
     if not os.path.isfile(os.path.join(BUILD, "impl_recipe.json")):
         pytest.fail(f"{BUILD} holds no kit build: run `make build` first")
 
-
-@pytest.fixture
-def platform_dir():
-    """A scratch directory the grader's sandbox user can reach, as a platform's
-    kit directory is (pytest's own tmp_path sits under a 0700 directory)."""
-    path = tempfile.mkdtemp(prefix="kit-platform-", dir="/tmp")
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 
 import pytest
@@ -38,33 +39,30 @@ def test_handout_builds_scores_zero_and_holds_no_solution():
     assert not [n for n in names if "/reference/" in n or "/grader/" in n or n.endswith("check_mutants.py")]
 
 
-def test_autolab_bundle_grades_a_handin(platform_dir):
-    tmp_path = pathlib.Path(platform_dir)
+@pytest.fixture(scope="module")
+def gradescope_built():
+    """The Gradescope bundle unpacked and set up (its setup.sh builds the kit)
+    in <dir>/source, as /autograder/source. The Autolab test then unpacks its
+    own bundle over the same dtrain-kit/, so the two share one build."""
+    root = tempfile.mkdtemp(prefix="kit-platform-", dir="/tmp")
+    os.chmod(root, 0o755)  # the grader's sandbox user must reach the kit
     assert run([sys.executable, "tools/dist.py", "autograder"]).returncode == 0
-    shutil.copy(os.path.join(DIST, "autograde.tar"), tmp_path)
-    shutil.copy(os.path.join(DIST, "autograde-Makefile"), tmp_path / "Makefile")
-    with tarfile.open(tmp_path / "autograde.tar") as tar:
-        assert not [n for n in tar.getnames() if "/reference/" in n]
-    handin(tmp_path, name="handin.tar")
-    # As Autolab runs it: a top-level make, not one nested in `make check`.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
-    proc = run(["make"], cwd=tmp_path, env=env)
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    last = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert last["scoreboard"] == [150.0] and set(last["scores"]) >= {"part1", "part9"}
-
-
-def test_gradescope_bundle_grades_loose_files(platform_dir):
-    tmp_path = pathlib.Path(platform_dir)
-    assert run([sys.executable, "tools/dist.py", "autograder"]).returncode == 0
-    source, submission = tmp_path / "source", tmp_path / "submission"
+    source = pathlib.Path(root) / "source"
     source.mkdir()
-    submission.mkdir()
     with zipfile.ZipFile(os.path.join(DIST, "gradescope.zip")) as z:
         for info in z.infolist():
             z.extract(info, source)
             os.chmod(source / info.filename, (info.external_attr >> 16) or 0o644)
-    assert run(["bash", str(source / "setup.sh")]).returncode == 0
+    proc = run(["bash", str(source / "setup.sh")])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    yield pathlib.Path(root)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_gradescope_bundle_grades_loose_files(gradescope_built):
+    tmp_path = gradescope_built
+    source, submission = tmp_path / "source", tmp_path / "submission"
+    submission.mkdir()
     # Loose files, as a student may upload them, with one bug in part 7.
     for name in ("func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"):
         text = open(os.path.join(KIT, "reference", name)).read()
@@ -81,3 +79,18 @@ def test_gradescope_bundle_grades_loose_files(platform_dir):
     assert part7["score"] < part7["max_score"]
     hidden = [t for t in results["tests"] if t["visibility"] == "after_due_date"]
     assert hidden and all("Hidden" in t["output"] for t in hidden)
+
+
+def test_autolab_bundle_grades_a_handin(gradescope_built):
+    workdir = gradescope_built / "source"  # Autolab's working directory; its dtrain-kit/ is already built
+    shutil.copy(os.path.join(DIST, "autograde.tar"), workdir)
+    shutil.copy(os.path.join(DIST, "autograde-Makefile"), workdir / "Makefile")
+    with tarfile.open(workdir / "autograde.tar") as tar:
+        assert not [n for n in tar.getnames() if "/reference/" in n]
+    handin(workdir, name="handin.tar")
+    # As Autolab runs it: a top-level make, not one nested in `make check`.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    proc = run(["make"], cwd=workdir, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["scoreboard"] == [150.0] and set(last["scores"]) >= {"part1", "part9"}

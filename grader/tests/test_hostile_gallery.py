@@ -99,7 +99,7 @@ std::string slurp(const std::string& path) {
   return text.str().substr(0, 400);
 }
 [[noreturn]] void leak() {
-  const std::string kit = DTRAIN_KIT_DIR;
+  const std::string kit = "KIT_PATH";
   std::ofstream(kit + "/grader/grading.py", std::ios::app) << "# overwritten\n";
   std::ofstream(kit + "/tools/partrun.py", std::ios::app) << "# overwritten\n";
   throw std::runtime_error("LEAK[" + slurp(kit + "/reference/func_impl.cpp") + "|" +
@@ -109,7 +109,7 @@ std::string slurp(const std::string& path) {
 }  // namespace
 """
 
-QUIET_SHAPES = "(void)comm; (void)in_dim;"
+READ_SECRETS = READ_SECRETS.replace("KIT_PATH", KIT)
 
 
 @dataclass
