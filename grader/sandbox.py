@@ -21,12 +21,13 @@ import fcntl
 import functools
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional
+
+from partrun import kill_all, processes  # tools/, on the path the grader sets
 
 SANDBOX_UID_BASE = 61000
 SLOTS = 16  # concurrent graders on one machine, each with a user id of its own
@@ -183,20 +184,11 @@ class Sandbox:
     # ---- afterwards ----
 
     def _own_processes(self) -> List[int]:
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/status") as f:
-                    for line in f:
-                        if line.startswith("Uid:"):
-                            if int(line.split()[1]) == self.uid:
-                                pids.append(int(entry))
-                            break
-            except (OSError, ValueError):
-                continue
-        return pids
+        def owned(status: str) -> bool:
+            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
+            return int(uid_line.split()[1]) == self.uid  # real uid, even for a non-dumpable process
+
+        return processes(owned, "status")
 
     def clean_up(self) -> None:
         """Kills every process of the sandbox user (so nothing a job started,
@@ -205,16 +197,7 @@ class Sandbox:
         the user is the grader's own, and the job's session is all we end."""
         if not self.root:
             return
-        for attempt in range(200):
-            pids = self._own_processes()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            time.sleep(0.01 if attempt < 20 else 0.05)
+        kill_all(self._own_processes, rounds=200)
         for top in SHARED_TMP:
             self._remove_owned(top)
 

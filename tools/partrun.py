@@ -158,38 +158,51 @@ def _read_records(path: str, key: bytes, log: JobLog) -> List[Dict]:
     return records
 
 
-def _session_members(sid: int) -> List[int]:
-    """Processes of session `sid` (mpirun puts each rank in a process group
-    of its own, but all stay in the session the job was started in)."""
-    members = []
-    for entry in os.listdir("/proc"):
+def processes(select: Callable[[str], bool], file: str = "stat") -> List[int]:
+    """Pids whose /proc/<pid>/<file> text `select` accepts."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+            with open(f"/proc/{entry}/{file}") as f:
+                if select(f.read()):
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError, StopIteration):
             continue
-        if int(fields[3]) == sid:  # state, ppid, pgrp, session, ...
-            members.append(int(entry))
-    return members
+    return found
+
+
+def _session_members(sid: int) -> List[int]:
+    """Processes of session `sid` (mpirun puts each rank in a process group
+    of its own, but all stay in the session the job was started in)."""
+    return processes(lambda stat: int(stat.rsplit(")", 1)[1].split()[3]) == sid)  # state, ppid, pgrp, session
+
+
+def kill_all(find: Callable[[], List[int]], rounds: int = 100) -> None:
+    """SIGKILLs what `find` lists until it lists nothing: a process may start
+    another while we look."""
+    for attempt in range(rounds):
+        pids = find()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01 if attempt < 20 else 0.05)
 
 
 def kill_job(proc: subprocess.Popen) -> None:
     """Ends the job: mpirun, every rank, and anything they started in its session."""
     sid = proc.pid  # start_new_session=True: the job's session id is mpirun's pid
-    for attempt in range(50):
-        members = _session_members(sid) if os.path.isdir("/proc") else []
-        if proc.poll() is None and proc.pid not in members:
-            members.append(proc.pid)
-        if not members:
-            break
-        for pid in members:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.02 if attempt < 10 else 0.1)
+
+    def members() -> List[int]:
+        found = _session_members(sid)
+        return found + [proc.pid] if proc.poll() is None and proc.pid not in found else found
+
+    kill_all(members)
     proc.wait()
 
 
