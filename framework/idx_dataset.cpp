@@ -164,10 +164,8 @@ Matrix read_idx_images(const std::string& path, long max_items) {
   const std::string what = "images of " + std::to_string(rows) + "x" + std::to_string(cols);
   const auto bytes = read_payload(in, (keep == items ? items : keep) * rows * cols, keep == items ? items : keep, what);
   if (keep == items) reject_trailing(in);
-  Matrix x(keep, rows * cols);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = bytes[static_cast<size_t>(i)];
-  x /= 255.0;
-  return x;
+  using Bytes = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  return Eigen::Map<const Bytes>(bytes.data(), keep, rows * cols).cast<double>() / 255.0;  // one pass
 }
 
 Labels read_idx_labels(const std::string& path, long max_items) {

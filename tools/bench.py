@@ -129,7 +129,7 @@ def trainings(t: Table, build: str, samples: int, peak: float) -> None:
             with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
                 report = os.path.join(tmp, "report.json")
                 run([KITRUN, "-n", str(ranks), os.path.join(build, "reference", program), *flags,
-                     "--num_train_samples", str(samples), "--num_test_samples", "2000", "--report", report])
+                     "--num_train_samples", str(samples), "--num_test_samples", "1000", "--report", report])
                 with open(report) as f:
                     r = json.load(f)
             epochs.append(float(r["epoch_seconds"][0]))
@@ -194,7 +194,7 @@ def main(argv: List[str]) -> int:
     try:
         floor = mpirun_floor(t, build)
         suite(t, build, floor)
-        peak = gemm_peak(t, build, 0.5 if args.quick else 2.0)
+        peak = gemm_peak(t, build, 0.5 if args.quick else 1.0)
         trainings(t, build, samples, peak)
         grading(t, build)
     except (BenchError, subprocess.TimeoutExpired) as e:
