@@ -136,9 +136,14 @@ def keep_head_tail(text: str, limit: int = OUTPUT_KEEP) -> str:
     return f"{text[:half]}\n... [{len(text) - limit} characters dropped] ...\n{text[-half:]}"
 
 
+def nothing_graded() -> List[PartResult]:
+    """Every part at 0 with no case run: the handin never reached the tests."""
+    return [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
+
+
 def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0) -> Grade:
-    """Grades one handin; `slot` tells concurrent graders apart (each slot
-    has its own sandbox user)."""
+    """Grades one handin. As root it runs as the sandbox user of `slot`, or
+    of the next free slot if another grader holds that one."""
     started = time.monotonic()
     grade = Grade(os.path.basename(handin))
     scratch = tempfile.mkdtemp(prefix="kit-grade-")
@@ -147,7 +152,7 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         received = os.path.join(scratch, "handin")
         os.makedirs(received)
         if not extract(handin, received, grade):
-            grade.parts = [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
+            grade.parts = nothing_graded()
             return grade
         sandbox = Sandbox(KIT_DIR, build_dir, scratch, slot)
         grade.notes += sandbox.notes()
@@ -158,7 +163,7 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
             grade.notes.append(f"the sandbox user (uid {sandbox.uid}) cannot read {', '.join(blocked)}: the kit "
                                "must be readable by other users (chmod o+rx on it and o+x on its parent "
                                "directories), its protected parts excepted; nothing was graded")
-            grade.parts = [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
+            grade.parts = nothing_graded()
             return grade
         impl = os.path.join(sandbox.run_dir, "src")  # the sandbox user compiles from here
         shutil.copytree(received, impl)
@@ -195,7 +200,7 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         if not report["linked"]:
             grade.status = "grader error"
             grade.notes.append("linking the test program failed:\n" + (report["link_errors"] or "")[:3000])
-            grade.parts = [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
+            grade.parts = nothing_graded()
             return grade
         os.chmod(binary, 0o711)  # run, not read: it holds the hidden cases
         log = JobLog()

@@ -25,7 +25,7 @@ import stat
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from partrun import kill_all, processes  # tools/, on the path the grader sets
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -182,6 +183,9 @@ std::vector<pid_t> descendants() {
 // are stopped first, so that a process that keeps forking can't outrun us;
 // this process is their subreaper (see main), so none escapes to init.
 int end_stray_processes() {
+  // The usual case, without reading /proc: no child at all, so no descendant
+  // either (an orphaned grandchild would have become our child).
+  if (::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD) return 0;
   std::set<pid_t> stopped;
   for (int round = 0; round < 500; ++round) {
     bool new_ones = false;
@@ -464,19 +468,26 @@ int main(int argc, char** argv) {
     if (g_results_fd < 0) return usage_error("cannot open --results file '" + results_path + "': " + std::strerror(errno));
   }
 
-  // Which rank counts do the selected cases need?
+  // Which rank counts do the selected cases need, and which of them run on
+  // this rank? Cases of n ranks run on ranks 0..n-1 of the job, so one job
+  // runs cases of every size; gtest's filter, set per rank, skips the rest.
   const std::string filter = GTEST_FLAG_GET(filter);
   std::map<int, std::vector<std::string>> needed;  // ranks -> suites
+  std::string mine;                                // this rank's cases, as a gtest filter
   const auto& unit = *::testing::UnitTest::GetInstance();
   for (int i = 0; i < unit.total_test_suite_count(); ++i) {
     const auto* suite = unit.GetTestSuite(i);
-    bool selected = false;
-    for (int j = 0; j < suite->total_test_count(); ++j)
-      selected |= selected_by_filter(filter, std::string(suite->name()) + "." + suite->GetTestInfo(j)->name());
-    if (!selected) continue;
+    std::vector<std::string> selected;
+    for (int j = 0; j < suite->total_test_count(); ++j) {
+      const std::string name = std::string(suite->name()) + "." + suite->GetTestInfo(j)->name();
+      if (selected_by_filter(filter, name)) selected.push_back(name);
+    }
+    if (selected.empty()) continue;
     const auto spec = suites().find(suite->name());
     if (spec == suites().end()) return usage_error(std::string("suite ") + suite->name() + " has no KIT_SUITE(...) line");
     needed[spec->second.ranks].push_back(suite->name());
+    if (g_rank >= spec->second.ranks) continue;
+    for (const auto& name : selected) mine += (mine.empty() ? "" : ":") + name;
   }
   if (needed.empty()) return usage_error("no case matches --gtest_filter='" + filter + "'");
   if (needed.rbegin()->first > meeting.size()) {
@@ -493,22 +504,11 @@ int main(int argc, char** argv) {
     }
     return 2;
   }
-  // Cases of n ranks run on ranks 0..n-1 of the job, so one job runs cases of
-  // every size: each group is split off once, and each rank runs only the
-  // cases of the groups it belongs to (gtest's filter, per rank).
+  // The ranks 0..n-1 of each size, split off once: cases of n ranks meet there.
   std::map<int, dtrain::Communicator> groups;
   for (const auto& entry : needed) {
     const int size = entry.first;
     groups.emplace(size, meeting.split(g_rank < size ? 0 : 1, g_rank));
-  }
-  std::string mine;
-  for (int i = 0; i < unit.total_test_suite_count(); ++i) {
-    const auto* suite = unit.GetTestSuite(i);
-    const auto spec = suites().find(suite->name());
-    for (int j = 0; j < suite->total_test_count(); ++j) {
-      const std::string name = std::string(suite->name()) + "." + suite->GetTestInfo(j)->name();
-      if (selected_by_filter(filter, name) && g_rank < spec->second.ranks) mine += (mine.empty() ? "" : ":") + name;
-    }
   }
   GTEST_FLAG_SET(filter, mine.empty() ? "-*" : mine);
 

@@ -65,7 +65,6 @@ class Launch:
     extra_args: List[str] = field(default_factory=list)
     results_dir: Optional[str] = None  # where the job may write its results file
     cwd: Optional[str] = None
-    preexec_fn: Optional[Callable[[], None]] = None  # e.g. resource limits
     after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
 
 
@@ -108,12 +107,10 @@ class OutputTap:
 
     def finish(self, timeout: float = 5.0) -> str:
         self._thread.join(timeout)
-        tail = bytes(self.tail[-self._keep:])
-        dropped = self.total - len(self.head) - len(tail)
         text = self.head.decode("utf-8", errors="replace")
-        if dropped > 0:
-            text += f"\n... [{dropped} bytes of output dropped] ...\n"
-        return text + tail.decode("utf-8", errors="replace")
+        if self.dropped > 0:
+            text += f"\n... [{self.dropped} bytes of output dropped] ...\n"
+        return text + bytes(self.tail[-self._keep:]).decode("utf-8", errors="replace")
 
     @property
     def dropped(self) -> int:
@@ -213,7 +210,7 @@ def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subpr
     proc = subprocess.Popen(
         cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE if launch.capture else None,
-        stderr=subprocess.STDOUT if launch.capture else None, preexec_fn=launch.preexec_fn)
+        stderr=subprocess.STDOUT if launch.capture else None)
     try:
         proc.stdin.write(key.hex().encode() + b"\n")
         proc.stdin.close()

@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -183,11 +183,8 @@ def token_findings(name: str, mine: List[Tuple[int, str]]) -> List[Finding]:
     by_name: Dict[str, Rule] = {n: r for r in RULES for n in r.names}
     seen: Set[Tuple[str, str]] = set()
     # Join the file's lines so literals and attributes spanning lines lex whole.
-    starts, text = [], []
-    for line_no, raw in mine:
-        starts.append(line_no)
-        text.append(raw)
-    toks = list(tokens("\n".join(text)))
+    starts = [line_no for line_no, _ in mine]
+    toks = list(tokens("\n".join(raw for _, raw in mine)))
     line_of = lambda offset: starts[min(offset, len(starts) - 1)] if starts else 0  # noqa: E731
 
     def report(rule_key: str, severity: str, what: str, message: str, offset: int) -> None:

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from typing import List, Optional
 
 import pytest
 
@@ -63,10 +64,49 @@ class Graded:
         self.total = sum(self.scores.values())
 
 
+def marked(tmp_path) -> dict:
+    """The environment for a grader run whose processes `left_behind` can
+    find later: the grader passes KIT_* variables on to the jobs it starts."""
+    return dict(os.environ, KIT_TEST_MARK=str(tmp_path))
+
+
+def left_behind(tmp_path, uid: Optional[int] = None) -> List[str]:
+    """Live processes of this test's grader runs, not of the tests running
+    beside it: those that carry this test's mark, and, given `uid`, every
+    process of that sandbox user that carries no other test's mark (a
+    handin may have cleared its environment)."""
+    mine = f"KIT_TEST_MARK={tmp_path}"
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                marks = [v for v in f.read().decode(errors="replace").split("\0") if v.startswith("KIT_TEST_MARK=")]
+            if status["State"].split()[0] == "Z":
+                continue  # a zombie holds nothing and runs nothing
+            if mine in marks or (uid is not None and int(status["Uid"].split()[0]) == uid and not marks):
+                found.append(command_line(int(entry)))
+        except (OSError, KeyError, ValueError, IndexError):
+            continue
+    return found
+
+
+def command_line(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f"{pid}: " + f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return f"{pid}: (gone)"
+
+
 def grade(tmp_path, tarball, *extra_args) -> Graded:
     report_path = str(tmp_path / "report.json")
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball, *extra_args],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+                          env=marked(tmp_path))
     assert proc.returncode == 0, proc.stdout
     with open(report_path) as f:
         return Graded(proc, json.load(f))

@@ -12,15 +12,10 @@ import tarfile
 
 import pytest
 
-from conftest import BUILD, GRADE, KIT, grade, handin
+from conftest import BUILD, GRADE, KIT, grade, handin, left_behind, marked
 
 FULL = {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, "part7": 10,
         "part8_forward": 20, "part8_backward": 20, "part9": 10}
-
-
-def kit_processes():
-    out = subprocess.run(["ps", "-eo", "pid,args"], stdout=subprocess.PIPE, text=True).stdout
-    return [line for line in out.splitlines() if "kit_tests" in line or "mpirun" in line]
 
 
 def test_reference_scores_full_marks(tmp_path):
@@ -70,7 +65,7 @@ def test_a_deadlock_costs_one_case_and_leaves_no_process(tmp_path):
     part7 = next(p for p in g.report["parts"] if p["key"] == "part7")
     assert part7["cases"] - part7["passed"] == 1
     assert "did not finish the case" in g.stdout and "deadlock" in g.stdout
-    assert kit_processes() == []
+    assert left_behind(tmp_path) == []
 
 
 def test_a_crash_costs_one_case(tmp_path):
@@ -134,7 +129,7 @@ def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
     gradebook = tmp_path / "out" / "gradebook.csv"
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2",
                            "--csv", str(gradebook)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=900)
+                          timeout=900, env=marked(tmp_path))
     assert proc.returncode == 0, proc.stdout
     rows = {r["handin"]: r for r in csv.DictReader(gradebook.open())}
     assert rows["alice.tar"]["total"] == "150"
@@ -142,7 +137,7 @@ def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
     assert rows["carol.tar"]["status"] == "not a tar archive"
     for stem in ("alice", "bob", "carol"):
         assert (tmp_path / "out" / f"{stem}.report.txt").exists()
-    assert kit_processes() == []
+    assert left_behind(tmp_path) == []
 
 
 def wrong_answer_mutants():

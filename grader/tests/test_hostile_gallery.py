@@ -12,7 +12,6 @@ runtime defences behind the static ones are tested too.
 """
 import json
 import os
-import stat
 import subprocess
 import sys
 import tarfile
@@ -22,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import BUILD, GRADE, IMPL_FILES, KIT, make_tar, source
+from conftest import BUILD, GRADE, IMPL_FILES, KIT, left_behind, make_tar, marked, source
 
 SANDBOX_UIDS = range(61000, 61016)
 ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
@@ -319,7 +318,7 @@ def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     tarball = case.raw(str(tmp_path)) if case.raw else make_tar(str(tmp_path / f"{case.name}.tar"),
                                                                 case.members(str(tmp_path)))
     report_path = str(tmp_path / "report.json")
-    env = dict(os.environ, KIT_STATIC_CHECKS=case.static)
+    env = dict(marked(tmp_path), KIT_STATIC_CHECKS=case.static)
     started = time.monotonic()
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -338,8 +337,7 @@ def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     for text in case.never:
         assert text not in everything, f"{case.name}: the report leaks {text!r}"
     assert seconds <= case.budget, f"{case.name}: graded in {seconds:.0f} s, over its {case.budget:.0f} s budget"
-    if report.get("sandbox"):
-        uid = [report["sandbox"]["uid"]]
-        assert not sandbox_processes(uid), f"{case.name}: processes left behind: {sandbox_processes(uid)}"
+    uid = report["sandbox"]["uid"] if report.get("sandbox") else None
+    assert not left_behind(tmp_path, uid), f"{case.name}: processes left behind: {left_behind(tmp_path, uid)}"
     for escape in case.gone:
         assert not os.path.exists(escape), f"{case.name}: {escape} is there after grading"
