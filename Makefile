@@ -50,20 +50,28 @@ setup:
 
 # A failed configure must not leave a cache behind, or the next `make` skips
 # configuring and fails with a confusing "No rule to make target 'Makefile'".
+# Ninja, when there is one: it finds nothing to do in 0.02 s where make takes
+# 0.5 s, and every `make test-partN` starts with that check.
+GENERATOR = $(if $(shell command -v ninja 2>/dev/null),-G Ninja,-DCMAKE_RULE_MESSAGES=OFF)
 $(BUILD)/CMakeCache.txt:
-	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DCMAKE_RULE_MESSAGES=OFF > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; rm -f $(BUILD)/CMakeCache.txt; echo "make: configuring failed; missing packages? run 'make setup' (log: $(BUILD)/configure.log)"; exit 1; }
+	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(GENERATOR) > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; rm -f $(BUILD)/CMakeCache.txt; echo "make: configuring failed; missing packages? run 'make setup' (log: $(BUILD)/configure.log)"; exit 1; }
 
 configure: $(BUILD)/CMakeCache.txt
 
-# Quiet when all is well; the compiler's warnings, or the whole log on failure.
-build: $(BUILD)/CMakeCache.txt
-	@cmake --build $(BUILD) -j $(JOBS) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; echo "make: the build failed (log: $(BUILD)/build.log)"; exit 1; }
-	@grep -E -A4 'warning:' $(BUILD)/build.log || true
+# $(call build_targets,TARGETS): quiet when all is well; the compiler's
+# warnings, or the whole log on failure. No TARGETS: everything.
+build_targets = cmake --build $(BUILD) -j $(JOBS) $(if $(1),--target $(1)) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; echo "make: the build failed (log: $(BUILD)/build.log)"; exit 1; }; grep -E -A4 'warning:' $(BUILD)/build.log || true
 
-$(addprefix test-part,$(PART_KEYS)): test-part%: build
+build: $(BUILD)/CMakeCache.txt
+	@$(call build_targets)
+
+# The tests need only their own program: a student's edit relinks nothing else.
+$(addprefix test-part,$(PART_KEYS)): test-part%: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,kit_tests_$(IMPL))
 	@$(RUN_PARTS) part$*
 
-test: build
+test: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,kit_tests_$(IMPL))
 	@$(RUN_PARTS) --all
 
 train: build

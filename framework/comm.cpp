@@ -66,6 +66,15 @@ std::uint64_t ring_bytes(long elements, int n, int passes) {
          static_cast<std::uint64_t>(n);
 }
 
+// Time inside the counted collectives, for the trainers' reports: how much
+// of an epoch is communication (and waiting for the slowest rank).
+double g_collective_seconds = 0;
+
+struct CollectiveClock {
+  const double start = MPI_Wtime();
+  ~CollectiveClock() { g_collective_seconds += MPI_Wtime() - start; }
+};
+
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<Handle> handle) : handle_(std::move(handle)) {}
@@ -107,6 +116,7 @@ int Communicator::size() const { return live(handle_).size; }
 void Communicator::barrier() { check_mpi(MPI_Barrier(live(handle_).comm), "MPI_Barrier"); }
 
 void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op op) {
+  const CollectiveClock clock;
   const MPI_Op mpi_op = to_mpi(op);
   const int n = to_count(count, "allreduce");
   check_mpi(MPI_Allreduce(src, dst, n, MPI_DOUBLE, mpi_op, live(handle_).comm), "MPI_Allreduce");
@@ -114,6 +124,7 @@ void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op
 }
 
 void Communicator::all_gather_raw(const double* src, long count, double* dst) {
+  const CollectiveClock clock;
   const int n = to_count(count, "allgather");
   to_count(count * size(), "allgather");
   check_mpi(MPI_Allgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, live(handle_).comm), "MPI_Allgather");
@@ -121,6 +132,7 @@ void Communicator::all_gather_raw(const double* src, long count, double* dst) {
 }
 
 void Communicator::reduce_scatter_raw(const double* src, double* dst, long block, Op op) {
+  const CollectiveClock clock;
   const MPI_Op mpi_op = to_mpi(op);
   const int n = to_count(block, "reduce_scatter");
   to_count(block * size(), "reduce_scatter");
@@ -259,5 +271,7 @@ long CommAccess::max_over_ranks(Communicator& comm, long value) {
 }
 
 double CommAccess::wall_time() { return MPI_Wtime(); }
+
+double CommAccess::seconds_in_collectives() { return g_collective_seconds; }
 
 }  // namespace dtrain

@@ -42,6 +42,10 @@ struct CommAccess {
 
   // Seconds since an arbitrary point (MPI_Wtime).
   static double wall_time();
+
+  // Seconds this process has spent inside allreduce, allgather and
+  // reduce_scatter, on any communicator, waiting for other ranks included.
+  static double seconds_in_collectives();
 };
 
 }  // namespace dtrain
