@@ -30,10 +30,11 @@ from typing import Dict, List, Optional
 
 GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
 KIT_DIR = os.path.dirname(GRADER_DIR)
+STUBS = os.path.join(KIT_DIR, "student")  # what a missing or refused file is graded as
 sys.path.insert(0, os.path.join(KIT_DIR, "tools"))
 import parts as table  # noqa: E402
 from build_impl import IMPL_FILES, _recipe, build  # noqa: E402
-from partrun import KITRUN, CaseOutcome, JobLog  # noqa: E402
+from partrun import KITRUN, CaseOutcome, JobLog, Launch, run_cases  # noqa: E402
 from run_parts import collect, fmt  # noqa: E402
 from sandbox import Sandbox  # noqa: E402
 from static_checks import check_file, system_include_dirs  # noqa: E402
@@ -145,6 +146,7 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
     """Grades one handin. As root it runs as the sandbox user of `slot`, or
     of the next free slot if another grader holds that one."""
     started = time.monotonic()
+    build_dir = os.path.abspath(build_dir)  # the sandbox runs in a directory of its own
     grade = Grade(os.path.basename(handin))
     scratch = tempfile.mkdtemp(prefix="kit-grade-")
     sandbox: Optional[Sandbox] = None
@@ -179,12 +181,8 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         bin_dir = os.path.join(scratch, "bin")
         os.makedirs(bin_dir, mode=0o711)
         binary = os.path.join(bin_dir, "kit_tests")
-        objs = os.path.join(sandbox.run_dir, "objs")
-        os.makedirs(objs)
-        if sandbox.root:
-            os.chown(objs, sandbox.uid, sandbox.uid)
-        report = build(impl, binary, build_dir, fallback=os.path.join(KIT_DIR, "student"), runner=in_sandbox,
-                       obj_dir=objs, refused=refused)
+        report = build(impl, binary, build_dir, fallback=STUBS, runner=in_sandbox,
+                       obj_dir=sandbox.own_dir("objs"), refused=refused)
         sandbox.clean_up()
         for name, r in report["files"].items():
             if name in refused:
@@ -210,6 +208,12 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
                                    launch_args=launch)
         grade.output = keep_head_tail(log.output)
         grade.notes += errors
+        if not outcomes:  # the handin's fault, or the grader's? The kit's stubs must start.
+            fault = kit_fault(build_dir, sandbox, in_sandbox, launch, bin_dir)
+            if fault:
+                grade.status = "grader error"
+                grade.notes.append("the kit's own stubs did not start their cases either, so the fault is the "
+                                   f"grader's setup, not the handin: {fault}")
         if log.forged:
             grade.notes.append(f"integrity: {log.forged} result record(s) without a valid seal were ignored "
                                "(results are written only by the test harness; forged ones never count)")
@@ -225,6 +229,22 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         if keep:
             shutil.copytree(scratch, keep, dirs_exist_ok=True)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def kit_fault(build_dir: str, sandbox: Sandbox, in_sandbox, launch: Dict, bin_dir: str) -> Optional[str]:
+    """Why the kit's stubs, built and run exactly as a handin is, do not start
+    their cases; None if they do (one part's public cases)."""
+    binary = os.path.join(bin_dir, "control_tests")
+    report = build(STUBS, binary, build_dir, fallback=STUBS, runner=in_sandbox, obj_dir=sandbox.own_dir("control"),
+                   refused={})
+    sandbox.clean_up()
+    if not report["linked"]:
+        return "linking them failed: " + (report["link_errors"] or "")[:1000]
+    os.chmod(binary, 0o711)
+    run = table.PARTS[0].public_runs()[0]
+    log = JobLog()
+    run_cases(Launch(binary, run.ranks, timeout=run.timeout, capture=True, **launch), run.filter, log)
+    return log.error
 
 
 def static_check(impl: str, build_dir: str, runner, grade: Grade) -> Dict[str, str]:

@@ -94,6 +94,14 @@ class Sandbox:
                                          os.path.join(self.kit_dir, "dist"),
                                          self.build_dir) if os.path.isdir(p)]
 
+    def own_dir(self, name: str) -> str:
+        """A new directory of the run directory that the sandbox user owns."""
+        path = os.path.join(self.run_dir, name)
+        os.makedirs(path)
+        if self.root:
+            os.chown(path, self.uid, self.uid)
+        return path
+
     def _claim_slot(self, preferred: int) -> int:
         """A slot no other grader on this machine holds (a lock per slot):
         cleaning up kills every process of the slot's user, so two graders

@@ -3,12 +3,13 @@
 
   tools/check_readme.py            (CI runs it from .ci/run, before make check)
 
-Every line of a ```sh block is a command; `# ...` comments are dropped. Two
+Every line of a ```sh block is a command; `# ...` comments are dropped. Three
 exceptions, both printed:
   - `make check` is CI's own next step, so it is not run twice;
   - the student loop runs on the solution (IMPL=reference is appended to a
     make command that builds on student/), since the stubs are meant to fail;
   - `make bench` runs with BENCH_ARGS=--quick (one run each, 8,000 samples).
+Where the README promises a result (150/150), the output must show it.
 The grading commands need handins: `make handin` (run first, as written)
 writes handin.tar, and handins/ is filled with a copy of it. Whatever the
 commands write at the top of the kit (handin.tar, handins/, out/,
@@ -25,6 +26,13 @@ KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STUDENT_TARGETS = ("test", "mpi-demo", "train", "explore")  # test-partN, train-zero too
 LEFTOVERS = ("handin.tar", "handins", "out", "results.json")
 SKIPPED = {"make check": "CI runs it next"}
+# What a command's output must show, where the README promises a result
+# (a command can exit 0 and still do the wrong thing).
+PROMISED = {
+    "make grade-reference": r"^total\s+150 / 150$",
+    "make test-part1": r"^part1: 10 / 10 points",
+    "make test": r"^total: 150 / 150 points$",
+}
 
 
 def commands(readme: str):
@@ -72,7 +80,12 @@ def main() -> int:
             lines = proc.stdout.rstrip().splitlines()
             print("\n".join("   " + line for line in lines[-4:]))
             print(f"   (exit {proc.returncode}, {time.monotonic() - started:.1f} s)", flush=True)
-            if proc.returncode != 0:
+            promise = PROMISED.get(tail)
+            if promise and not re.search(promise, proc.stdout, re.MULTILINE):
+                print(f"   the output lacks a line matching {promise!r}")
+                failed.append(command)
+                print("\n".join(lines[-40:]))
+            elif proc.returncode != 0:
                 failed.append(command)
                 print("\n".join(lines[-40:]))
     finally:

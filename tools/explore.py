@@ -180,13 +180,15 @@ def main(argv: List[str]) -> int:
             "model_heap_mib": report["model_heap_bytes"] / 2**20,
             "peak_rss_mib": report["peak_rss_bytes"] / 2**20,
             "seconds_per_epoch": sum(report["epoch_seconds"]) / max(1, len(report["epoch_seconds"])),
+            # rank 0's share of the training time inside collectives, waiting included
+            "collective_share": report["collective_seconds"] / max(1e-9, sum(report["epoch_seconds"])),
             "test_accuracy": report["test_accuracy"],
         })
 
     pure_dp = {r["dp_size"]: r["dp_kib_per_iteration"] for r in rows if r["strategy"] == "dp"}
     print()
     header = f"{'configuration':<20} {'ranks':>5} {'MP KiB/it':>10} {'DP KiB/it':>10} {'formula':>10} " \
-             f"{'model MiB':>9} {'RSS MiB':>8} {'s/epoch':>8} {'accuracy':>9}  note"
+             f"{'model MiB':>9} {'RSS MiB':>8} {'s/epoch':>8} {'in coll.':>8} {'accuracy':>9}  note"
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -196,7 +198,7 @@ def main(argv: List[str]) -> int:
         print(f"{r['configuration']:<20} {r['ranks']:>5} {r['mp_kib_per_iteration']:>10.1f} "
               f"{r['dp_kib_per_iteration']:>10.1f} {r['formula_kib_per_iteration']:>10.1f} {r['model_heap_mib']:>9.2f} "
               f"{r['peak_rss_mib']:>8.1f} "
-              f"{r['seconds_per_epoch']:>8.2f} {r['test_accuracy']:>9.4f}  {note}")
+              f"{r['seconds_per_epoch']:>8.2f} {r['collective_share']:>8.0%} {r['test_accuracy']:>9.4f}  {note}")
     csv_path = os.path.join(out, "explore.csv")
     with open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["configuration"])

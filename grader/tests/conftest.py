@@ -102,11 +102,14 @@ def command_line(pid: int) -> str:
         return f"{pid}: (gone)"
 
 
-def grade(tmp_path, tarball, *extra_args) -> Graded:
+def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None) -> Graded:
+    """grader/grade on `tarball`; `path_first` goes before $PATH (a fake tool)."""
     report_path = str(tmp_path / "report.json")
+    env = marked(tmp_path)
+    if path_first:
+        env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball, *extra_args],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
-                          env=marked(tmp_path))
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout
     with open(report_path) as f:
         return Graded(proc, json.load(f))

@@ -8,7 +8,9 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tarfile
+import tempfile
 
 import pytest
 
@@ -55,6 +57,29 @@ def test_a_missing_file_counts_as_its_stub(tmp_path):
     assert g.scores["part1"] == 0
     assert g.scores["part2"] == FULL["part2"]
     assert "data_parallel_preprocess.cpp is missing" in g.stdout
+
+
+def test_an_mpi_that_cannot_start_is_a_grader_error_not_zeros(tmp_path):
+    fake = tempfile.mkdtemp(prefix="kit-fake-mpirun-")  # not under tmp_path: the sandbox user must reach it
+    try:
+        os.chmod(fake, 0o755)
+        with open(os.path.join(fake, "mpirun"), "w") as f:
+            f.write("#!/bin/sh\necho 'mpirun: broken on purpose' >&2\nexit 1\n")
+        os.chmod(os.path.join(fake, "mpirun"), 0o755)
+        g = grade(tmp_path, handin(tmp_path), path_first=fake)
+    finally:
+        shutil.rmtree(fake)
+    assert g.report["status"] == "grader error", g.stdout
+    assert "the kit's own stubs did not start their cases either" in g.stdout
+
+
+def test_a_relative_build_directory(tmp_path):
+    tarball = handin(tmp_path)
+    proc = subprocess.run([sys.executable, GRADE, "--build", os.path.relpath(BUILD, KIT), tarball], cwd=KIT,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
+                          env=marked(tmp_path))
+    assert proc.returncode == 0, proc.stdout
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["scoreboard"] == [150.0], proc.stdout
 
 
 def test_a_deadlock_costs_one_case_and_leaves_no_process(tmp_path):
