@@ -4,7 +4,7 @@
   tools/check_readme.py            (CI runs it from .ci/run, before make check)
 
 Every line of a ```sh block is a command; `# ...` comments are dropped. Three
-exceptions, both printed:
+exceptions, all printed:
   - `make check` is CI's own next step, so it is not run twice;
   - the student loop runs on the solution (IMPL=reference is appended to a
     make command that builds on student/), since the stubs are meant to fail;
@@ -15,6 +15,7 @@ writes handin.tar, and handins/ is filled with a copy of it. Whatever the
 commands write at the top of the kit (handin.tar, handins/, out/,
 results.json) is removed afterwards.
 """
+import argparse
 import os
 import re
 import shutil
@@ -58,7 +59,8 @@ def adjusted(command: str) -> str:
     return command
 
 
-def main() -> int:
+def main(argv) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     readme = os.path.join(KIT, "README.md")
     ran, failed = 0, []
     env = dict(os.environ, CI=os.environ.get("CI", "true"))
@@ -81,11 +83,10 @@ def main() -> int:
             print("\n".join("   " + line for line in lines[-4:]))
             print(f"   (exit {proc.returncode}, {time.monotonic() - started:.1f} s)", flush=True)
             promise = PROMISED.get(tail)
-            if promise and not re.search(promise, proc.stdout, re.MULTILINE):
+            broken = promise is not None and not re.search(promise, proc.stdout, re.MULTILINE)
+            if broken:
                 print(f"   the output lacks a line matching {promise!r}")
-                failed.append(command)
-                print("\n".join(lines[-40:]))
-            elif proc.returncode != 0:
+            if broken or proc.returncode != 0:
                 failed.append(command)
                 print("\n".join(lines[-40:]))
     finally:
@@ -101,4 +102,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

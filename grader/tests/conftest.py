@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import tarfile
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 import pytest
 
@@ -70,12 +70,16 @@ def marked(tmp_path) -> dict:
     return dict(os.environ, KIT_TEST_MARK=str(tmp_path))
 
 
-def left_behind(tmp_path, uid: Optional[int] = None) -> List[str]:
-    """Live processes of this test's grader runs, not of the tests running
-    beside it: those that carry this test's mark, and, given `uid`, every
-    process of that sandbox user that carries no other test's mark (a
-    handin may have cleared its environment)."""
-    mine = f"KIT_TEST_MARK={tmp_path}"
+class Live(NamedTuple):
+    pid: int
+    uid: int
+    marks: List[str]  # its KIT_TEST_MARK=... entries
+    command: str
+
+
+def live_processes() -> List[Live]:
+    """Every process that is not a zombie (a zombie holds nothing and runs
+    nothing), read from /proc."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -83,23 +87,26 @@ def left_behind(tmp_path, uid: Optional[int] = None) -> List[str]:
         try:
             with open(f"/proc/{entry}/status") as f:
                 status = dict(line.split(":", 1) for line in f if ":" in line)
+            if status["State"].split()[0] == "Z":
+                continue
             with open(f"/proc/{entry}/environ", "rb") as f:
                 marks = [v for v in f.read().decode(errors="replace").split("\0") if v.startswith("KIT_TEST_MARK=")]
-            if status["State"].split()[0] == "Z":
-                continue  # a zombie holds nothing and runs nothing
-            if mine in marks or (uid is not None and int(status["Uid"].split()[0]) == uid and not marks):
-                found.append(command_line(int(entry)))
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode(errors="replace")
+            found.append(Live(int(entry), int(status["Uid"].split()[0]), marks, command))
         except (OSError, KeyError, ValueError, IndexError):
-            continue
+            continue  # gone while we looked
     return found
 
 
-def command_line(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f"{pid}: " + f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return f"{pid}: (gone)"
+def left_behind(tmp_path, uid: Optional[int] = None) -> List[str]:
+    """Live processes of this test's grader runs, not of the tests running
+    beside it: those that carry this test's mark, and, given `uid`, every
+    process of that sandbox user that carries no other test's mark (a
+    handin may have cleared its environment)."""
+    mine = f"KIT_TEST_MARK={tmp_path}"
+    return [f"{p.pid}: {p.command}" for p in live_processes()
+            if mine in p.marks or (uid is not None and p.uid == uid and not p.marks)]
 
 
 def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None) -> Graded:

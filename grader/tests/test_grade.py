@@ -7,8 +7,8 @@ import csv
 import json
 import os
 import subprocess
-import sys
 import shutil
+import sys
 import tarfile
 import tempfile
 

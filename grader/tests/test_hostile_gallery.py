@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import BUILD, GRADE, IMPL_FILES, KIT, left_behind, make_tar, marked, source
+from conftest import BUILD, GRADE, IMPL_FILES, KIT, left_behind, live_processes, make_tar, marked, source
 
 SANDBOX_UIDS = range(61000, 61016)
 ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
@@ -269,19 +269,7 @@ GALLERY: List[Hostile] = [
 
 
 def sandbox_processes(uids=SANDBOX_UIDS) -> List[str]:
-    left = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/status") as f:
-                    uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
-                if uid in uids:
-                    with open(f"/proc/{entry}/cmdline", "rb") as f:
-                        command = f.read().replace(b"\0", b" ").decode(errors="replace")
-                    left.append(f"{entry}: {command}")
-            except (OSError, StopIteration, ValueError):
-                continue
-    return left
+    return [f"{p.pid}: {p.command}" for p in live_processes() if p.uid in uids]
 
 
 def kit_snapshot() -> Dict[str, Tuple[int, int, int]]:
