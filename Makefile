@@ -4,7 +4,7 @@
 #
 #   make setup             install what the kit needs (Debian/Ubuntu)
 #   make build             configure and build both variants
-#   make test-partN        one part's public cases and its points (N = 1..9)
+#   make test-partN        one part's public cases and its points (the keys: python3 -m kit parts)
 #   make test              every part, then the score table
 #   make train             unified_train: MP=2 DP=4 (naive), add MEGATRON=1 for Megatron
 #   make train-zero        zero_dp_train: DP=4
@@ -17,7 +17,10 @@
 #   make autograder        staff: dist/autograde.tar + autograde-Makefile (Autolab), dist/gradescope.zip
 #   make hidden-data       staff: re-record the hidden cases' expected values from the reference
 #   make check             the kit's self-test: reference full marks, stubs zero,
-#                          and every known bug (tools/check_mutants.py) caught
+#                          and every known bug (staff/mutants.py) caught
+#
+# The Python commands are the kit's package (kit/, `python3 -m kit --help`);
+# the staff's are staff/ (never shipped to students).
 #   make clean             remove the build directory
 
 IMPL   ?= student
@@ -29,7 +32,8 @@ ifeq ($(filter $(IMPL),student reference),)
 $(error IMPL must be student or reference, got '$(IMPL)')
 endif
 
-RUN_PARTS = $(PYTHON) tools/run_parts.py --build $(BUILD) --impl $(IMPL)
+export KIT_BUILD := $(abspath $(BUILD))
+KIT_TEST = $(PYTHON) -m kit test --impl $(IMPL)
 
 # Training runs: MP x DP ranks; TRAIN_ARGS passes more flags (see --help).
 MP       ?= 1
@@ -39,9 +43,8 @@ CASE     ?= allreduce
 FULL     ?= 0
 TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
-PART_KEYS = 1 2 3 4 5 6 7 8 9
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data handout autograder bench $(addprefix test-part,$(PART_KEYS))
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data handout autograder bench
 
 all: build
 
@@ -66,13 +69,14 @@ build: $(BUILD)/CMakeCache.txt
 	@$(call build_targets)
 
 # The tests need only their own program: a student's edit relinks nothing else.
-$(addprefix test-part,$(PART_KEYS)): test-part%: $(BUILD)/CMakeCache.txt
+# Any key of the parts table works (test-part3, test-part8, test-part8_forward).
+test-part%: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))
-	@$(RUN_PARTS) part$*
+	@$(KIT_TEST) part$*
 
 test: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))
-	@$(RUN_PARTS) --all
+	@$(KIT_TEST) --all
 
 train: build
 	tools/kitrun -n $$(( $(MP) * $(DP) )) $(BUILD)/$(IMPL)/unified_train --mp_size $(MP) --dp_size $(DP) $(MEGATRON_FLAG) $(TRAIN_ARGS)
@@ -84,41 +88,46 @@ mpi-demo: build
 	tools/kitrun -n 8 $(BUILD)/mpi_demo --case $(CASE)
 
 explore: build
-	$(PYTHON) tools/explore.py --build $(BUILD) --impl $(IMPL) $(if $(filter 1 yes true,$(FULL)),--full)
+	$(PYTHON) -m kit explore --impl $(IMPL) $(if $(filter 1 yes true,$(FULL)),--full)
 
 handin: build
-	@$(PYTHON) tools/handin.py --build $(BUILD)
+	@$(PYTHON) -m kit handin
 
 grade: build
 	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
-	@$(PYTHON) grader/grade --build $(BUILD) $(HANDIN)
+	@$(PYTHON) grader/grade $(HANDIN)
+
+STAFF_ONLY = @test -d reference -a -d staff || { echo "make $@: staff only (this copy has no reference/ or staff/)"; exit 2; }
 
 grade-reference: build
-	@test -d reference || { echo "make grade-reference: staff only (this copy has no reference/)"; exit 2; }
-	@$(PYTHON) tools/handin.py --build $(BUILD) --source reference --output $(BUILD)/reference-handin.tar > /dev/null
-	@$(PYTHON) grader/grade --build $(BUILD) $(BUILD)/reference-handin.tar
+	$(STAFF_ONLY)
+	@$(PYTHON) -m kit handin --source reference --output $(BUILD)/reference-handin.tar > /dev/null
+	@$(PYTHON) grader/grade $(BUILD)/reference-handin.tar
 
 handout:
-	@$(PYTHON) tools/dist.py handout
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.dist handout
 
 autograder:
-	@$(PYTHON) tools/dist.py autograder
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.dist autograder
 
 hidden-data: build
-	@test -d reference || { echo "make hidden-data: staff only (this copy has no reference/)"; exit 2; }
-	@$(PYTHON) grader/hidden/generate.py $(BUILD)
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.hidden_data
 	@$(MAKE) --no-print-directory build grade-reference  # the values are compiled in: rebuild, then check
 
-# Speed figures (issue: performance); BENCH_ARGS=--quick tries it out in a minute.
+# Speed figures; BENCH_ARGS=--quick tries it out in a minute.
 bench: build
-	@test -d reference || { echo "make bench: staff only (it times the reference; this copy has no reference/)"; exit 2; }
-	@$(PYTHON) tools/bench.py --build $(BUILD) $(BENCH_ARGS)
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.bench $(BENCH_ARGS)
 
+# The kit's self-test: CTest, then the grader's and the staff tools' pytest suites.
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants'
 	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
 	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
-	  KIT_BUILD=$(abspath $(BUILD)) $$py -m pytest grader/tests -q -p no:cacheprovider $$workers; fi
+	  $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider $$workers; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -2,12 +2,12 @@
 # setup.sh: installs the Debian/Ubuntu packages the kit needs, if any are missing.
 # As root it runs apt-get itself; otherwise it prints the one sudo command to run.
 set -eu
-PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev
+PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev libssl-dev nlohmann-json3-dev
 python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+ (Ninja too, if you can),"
-  echo "OpenMPI, Eigen 3, GoogleTest, zlib, Python 3 with pytest, and the Fashion-MNIST IDX files"
+  echo "OpenMPI, Eigen 3, GoogleTest, zlib, OpenSSL (libcrypto), nlohmann-json, Python 3 with pytest, and the Fashion-MNIST IDX files"
   echo "(put them in data/ of the kit; see README.md)."
   exit 1
 fi

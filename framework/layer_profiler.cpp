@@ -16,7 +16,7 @@ void keep_big_blocks_for_reuse() {
 // Without the heap tracker (memory_tracker.cpp, linked only into the
 // trainers) there is nothing to read: these stand-ins report zero, and the
 // tracker's own definitions replace them where it is linked.
-__attribute__((weak)) std::int64_t heap_live_bytes() { return 0; }
+__attribute__((weak)) std::int64_t tracked_heap_bytes() { return 0; }
 __attribute__((weak)) std::int64_t heap_peak_bytes() { return 0; }
 __attribute__((weak)) void heap_reset_peak() {}
 __attribute__((weak)) std::int64_t heap_high_water() { return 0; }
@@ -28,7 +28,7 @@ void LayerProfiler::begin(const std::string& layer, Phase phase) {
   phase_ = phase;
   open_ = true;
   heap_reset_peak();
-  base_ = heap_live_bytes();
+  base_ = tracked_heap_bytes();
 }
 
 void LayerProfiler::end() {

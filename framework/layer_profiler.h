@@ -13,8 +13,9 @@
 
 namespace dtrain {
 
-// Live and peak bytes of the process heap, from the tracker.
-std::int64_t heap_live_bytes();
+// Live and peak bytes of the process heap, as the malloc tracker counts them
+// (memory_tracker.cpp; tests measure with mallinfo_heap_bytes instead).
+std::int64_t tracked_heap_bytes();
 std::int64_t heap_peak_bytes();
 void heap_reset_peak();  // peak := live
 // A second peak that heap_reset_peak leaves alone, for a whole run's figure

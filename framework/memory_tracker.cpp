@@ -96,7 +96,7 @@ int posix_memalign(void** out, size_t alignment, size_t n) {
 
 namespace dtrain {
 
-std::int64_t heap_live_bytes() { return g_live.load(); }
+std::int64_t tracked_heap_bytes() { return g_live.load(); }
 std::int64_t heap_peak_bytes() { return g_peak.load(); }
 void heap_reset_peak() { g_peak.store(g_live.load()); }
 std::int64_t heap_high_water() { return g_high_water.load(); }

@@ -1,43 +1,45 @@
 """The autograder's engine: one handin in, one report out (grader/grade is
 the command). Standard library only.
 
-Steps for one handin, each in a fresh scratch directory:
-  1. extract only the whitelisted members (student/x.cpp or bare x.cpp, and
-     feedback.txt), refusing absolute paths, '..', links, devices and
-     oversized members, each named in the report;
-  2. check the files statically (tools/static_checks.py): a file that breaks a
-     rule is not compiled;
-  3. compile the three files against the kit's prebuilt framework; a file
-     that is missing, refused or does not compile is replaced by its stub,
-     so it costs only the parts that use it;
-  4. run every part's public and hidden cases under MPI (tools/partrun.py):
-     outcomes come from the sealed results the test binary writes, never
-     from the program's output, and a hang or crash costs only its case;
-  5. score by the parts table (tools/parts.py) and write the reports.
-Steps 2-4 run in the sandbox (sandbox.py): another user, limits, no access
-to the reference or the hidden cases.
+grade_handin runs these steps on one handin, in a fresh scratch directory;
+a step that can't go on ends grading with every part it did not reach at 0:
+  extract   only the whitelisted members (student/x.cpp or bare x.cpp, and
+            feedback.txt), refusing absolute paths, '..', links, devices and
+            oversized members, each named in the report;
+  stage     claim a sandbox (sandbox.py) and hand it the files;
+  check     the static rules (kit/static_checks.py): a file that breaks one
+            is not compiled;
+  compile   each file against the kit's prebuilt framework; a file that is
+            missing, refused or does not compile is replaced by its stub, so
+            it costs only the parts that use it;
+  run       every part's public and hidden cases under MPI (kit/jobs.py):
+            outcomes come from sealed records, never from the program's
+            output, and a hang or crash costs only its case;
+  diagnose  whose fault it is when no case ran, and what the records say of
+            the run's integrity;
+  score     by the parts table (kit/parts.py).
+check, compile and run happen in the sandbox: another user, limits, no
+access to the reference or the hidden cases.
 """
 import json
 import os
 import posixpath
 import shutil
-import sys
 import tarfile
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
-GRADER_DIR = os.path.dirname(os.path.abspath(__file__))
-KIT_DIR = os.path.dirname(GRADER_DIR)
-STUBS = os.path.join(KIT_DIR, "student")  # what a missing or refused file is graded as
-sys.path.insert(0, os.path.join(KIT_DIR, "tools"))
-import parts as table  # noqa: E402
-from build_impl import IMPL_FILES, _recipe, build  # noqa: E402
-from partrun import KITRUN, CaseOutcome, JobLog, Launch, run_cases  # noqa: E402
-from run_parts import collect, fmt  # noqa: E402
-from sandbox import Sandbox  # noqa: E402
-from static_checks import check_file, system_include_dirs  # noqa: E402
+from grader.sandbox import Sandbox
+from kit import parts as table
+from kit.build import build
+from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
+from kit.parts import IMPL_FILES
+from kit.paths import KIT_DIR, KITRUN, STUBS_DIR
+from kit.report import fmt
+from kit.static_checks import check_files
+from kit.suite import collect
 
 ACCEPTED = set(IMPL_FILES) | {"feedback.txt"}
 MAX_MEMBER_BYTES = 1 << 20
@@ -77,7 +79,7 @@ class Grade:
         return {p.key: got.get(p.key, 0.0) for p in table.PARTS}
 
 
-def extract(handin: str, dest: str, grade: Grade) -> bool:
+def extract_members(handin: str, dest: str, grade: Grade) -> bool:
     """Writes the accepted members into dest/ (flat); returns False if the
     handin is not a tar archive at all."""
     try:
@@ -142,131 +144,165 @@ def nothing_graded() -> List[PartResult]:
     return [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
 
 
+@dataclass
+class Grading:
+    """One handin on its way through the steps."""
+    handin: str
+    build_dir: str
+    scratch: str
+    grade: Grade
+    slot: int = 0
+    sandbox: Optional[Sandbox] = None
+    received: str = ""                     # the extracted files, as the grader's user
+    impl: str = ""                         # the same files, where the sandbox user compiles them
+    refused: Dict[str, str] = field(default_factory=dict)  # file -> why the static checks refused it
+    binary: str = ""
+    launch: Dict = field(default_factory=dict)
+    outcomes: Dict[str, CaseOutcome] = field(default_factory=dict)
+    tally: JobTally = field(default_factory=JobTally)
+
+    def in_sandbox(self, cmd, timeout):
+        proc = self.sandbox.run(cmd, timeout)
+        return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
+
+    def stop(self, status: str, note: str) -> bool:
+        self.grade.status = status
+        self.grade.notes.append(note)
+        return False
+
+
+def extract(g: Grading) -> bool:
+    g.received = os.path.join(g.scratch, "handin")
+    os.makedirs(g.received)
+    return extract_members(g.handin, g.received, g.grade)
+
+
+def stage(g: Grading) -> bool:
+    g.sandbox = Sandbox(KIT_DIR, g.build_dir, g.scratch, g.slot)
+    g.grade.notes += g.sandbox.notes()
+    blocked = g.sandbox.unreachable([os.path.join(KIT_DIR, "framework", "comm.h"), KITRUN,
+                                     os.path.join(STUBS_DIR, IMPL_FILES[0])])
+    if blocked:
+        return g.stop("grader error", f"the sandbox user (uid {g.sandbox.uid}) cannot read {', '.join(blocked)}: "
+                                      "the kit must be readable by other users (chmod o+rx on it and o+x on its "
+                                      "parent directories), its protected parts excepted; nothing was graded")
+    g.impl = os.path.join(g.sandbox.run_dir, "src")  # the sandbox user compiles from here
+    shutil.copytree(g.received, g.impl)
+    if g.sandbox.root:
+        for path in [g.impl] + [os.path.join(g.impl, f) for f in os.listdir(g.impl)]:
+            os.chown(path, g.sandbox.uid, g.sandbox.uid)
+    return True
+
+
+def check(g: Grading) -> bool:
+    """Runs the static rules on each handed-in file, records every finding,
+    and refuses the files that break a rule."""
+    paths = [os.path.join(g.impl, name) for name in IMPL_FILES if os.path.isfile(os.path.join(g.impl, name))]
+    for path, findings in check_files(paths, g.build_dir, runner=g.in_sandbox).items():
+        name = os.path.basename(path)
+        if findings:
+            g.grade.files.setdefault(name, {})["findings"] = [str(f) for f in findings]
+        fails = [str(f) for f in findings if f.severity == "fail"]
+        if fails and os.environ.get("KIT_STATIC_CHECKS") == "warn":
+            g.grade.notes.append(f"{name}: static-check failures only warned about (KIT_STATIC_CHECKS=warn)")
+        elif fails:
+            g.refused[name] = "refused by the static checks (graded as the stub):\n" + "\n".join(fails)
+    return True
+
+
+def compile_files(g: Grading) -> bool:
+    bin_dir = os.path.join(g.scratch, "bin")
+    os.makedirs(bin_dir, mode=0o711)
+    g.binary = os.path.join(bin_dir, "kit_tests")
+    report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
+                   obj_dir=g.sandbox.own_dir("objs"), refused=g.refused)
+    g.sandbox.clean_up()
+    for name, r in report["files"].items():
+        if name in g.refused:
+            state = "refused by the static checks"
+        elif r["compiled"]:
+            state = "compiled"
+        elif r["errors"] and r["errors"].endswith("missing"):
+            state = "missing"
+        else:
+            state = "does not compile"
+        g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
+    if not report["linked"]:
+        return g.stop("grader error", "linking the test program failed:\n" + (report["link_errors"] or "")[:3000])
+    os.chmod(g.binary, 0o711)  # run, not read: it holds the hidden cases
+    return True
+
+
+def run(g: Grading) -> bool:
+    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.run_dir,
+                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up)
+    g.outcomes, errors = collect(g.binary, table.PARTS, g.grade.handin, quiet=True, hidden=True, tally=g.tally,
+                                 launch_args=g.launch)
+    g.grade.output = keep_head_tail(g.tally.output)
+    g.grade.notes += errors
+    return True
+
+
+def diagnose(g: Grading) -> bool:
+    if not g.outcomes:  # the handin's fault, or the grader's? The kit's stubs must start.
+        fault = kit_fault(g)
+        if fault:
+            g.grade.status = "grader error"
+            g.grade.notes.append("the kit's own stubs did not start their cases either, so the fault is the "
+                                 f"grader's setup, not the handin: {fault}")
+    if g.tally.forged:
+        g.grade.notes.append(f"integrity: {g.tally.forged} result record(s) without a valid seal were ignored "
+                             "(results are written only by the test harness; forged ones never count)")
+    if g.tally.dropped:
+        g.grade.notes.append(f"the test program printed {g.tally.dropped} bytes more than the report keeps")
+    return True
+
+
+def score(g: Grading) -> bool:
+    g.grade.parts = [score_part(part, g.outcomes, g.grade.files) for part in table.PARTS]
+    return True
+
+
+STEPS: List[Callable[[Grading], bool]] = [extract, stage, check, compile_files, run, diagnose, score]
+
+
 def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0) -> Grade:
     """Grades one handin. As root it runs as the sandbox user of `slot`, or
     of the next free slot if another grader holds that one."""
     started = time.monotonic()
-    build_dir = os.path.abspath(build_dir)  # the sandbox runs in a directory of its own
-    grade = Grade(os.path.basename(handin))
-    scratch = tempfile.mkdtemp(prefix="kit-grade-")
-    sandbox: Optional[Sandbox] = None
+    g = Grading(handin, os.path.abspath(build_dir), tempfile.mkdtemp(prefix="kit-grade-"),
+                Grade(os.path.basename(handin)), slot)
     try:
-        received = os.path.join(scratch, "handin")
-        os.makedirs(received)
-        if not extract(handin, received, grade):
-            grade.parts = nothing_graded()
-            return grade
-        sandbox = Sandbox(KIT_DIR, build_dir, scratch, slot)
-        grade.notes += sandbox.notes()
-        blocked = sandbox.unreachable([os.path.join(KIT_DIR, "framework", "comm.h"), KITRUN,
-                                       os.path.join(KIT_DIR, "student", IMPL_FILES[0])])
-        if blocked:
-            grade.status = "grader error"
-            grade.notes.append(f"the sandbox user (uid {sandbox.uid}) cannot read {', '.join(blocked)}: the kit "
-                               "must be readable by other users (chmod o+rx on it and o+x on its parent "
-                               "directories), its protected parts excepted; nothing was graded")
-            grade.parts = nothing_graded()
-            return grade
-        impl = os.path.join(sandbox.run_dir, "src")  # the sandbox user compiles from here
-        shutil.copytree(received, impl)
-        if sandbox.root:
-            for path in [impl] + [os.path.join(impl, f) for f in os.listdir(impl)]:
-                os.chown(path, sandbox.uid, sandbox.uid)
-
-        def in_sandbox(cmd, timeout):
-            proc = sandbox.run(cmd, timeout)
-            return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
-
-        refused = static_check(impl, build_dir, in_sandbox, grade)
-        bin_dir = os.path.join(scratch, "bin")
-        os.makedirs(bin_dir, mode=0o711)
-        binary = os.path.join(bin_dir, "kit_tests")
-        report = build(impl, binary, build_dir, fallback=STUBS, runner=in_sandbox,
-                       obj_dir=sandbox.own_dir("objs"), refused=refused)
-        sandbox.clean_up()
-        for name, r in report["files"].items():
-            if name in refused:
-                state = "refused by the static checks"
-            elif r["compiled"]:
-                state = "compiled"
-            elif r["errors"] and r["errors"].endswith("missing"):
-                state = "missing"
-            else:
-                state = "does not compile"
-            grade.files.setdefault(name, {}).update(
-                state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
-        if not report["linked"]:
-            grade.status = "grader error"
-            grade.notes.append("linking the test program failed:\n" + (report["link_errors"] or "")[:3000])
-            grade.parts = nothing_graded()
-            return grade
-        os.chmod(binary, 0o711)  # run, not read: it holds the hidden cases
-        log = JobLog()
-        launch = dict(prefix=sandbox.prefix() + [KITRUN], env=sandbox.env(), results_dir=sandbox.run_dir,
-                      cwd=sandbox.run_dir, after_job=sandbox.clean_up)
-        outcomes, errors = collect(binary, table.PARTS, grade.handin, quiet=True, hidden=True, log=log,
-                                   launch_args=launch)
-        grade.output = keep_head_tail(log.output)
-        grade.notes += errors
-        if not outcomes:  # the handin's fault, or the grader's? The kit's stubs must start.
-            fault = kit_fault(build_dir, sandbox, in_sandbox, launch, bin_dir)
-            if fault:
-                grade.status = "grader error"
-                grade.notes.append("the kit's own stubs did not start their cases either, so the fault is the "
-                                   f"grader's setup, not the handin: {fault}")
-        if log.forged:
-            grade.notes.append(f"integrity: {log.forged} result record(s) without a valid seal were ignored "
-                               "(results are written only by the test harness; forged ones never count)")
-        if log.dropped:
-            grade.notes.append(f"the test program printed {log.dropped} bytes more than the report keeps")
-        grade.parts = [score_part(part, outcomes, grade.files) for part in table.PARTS]
-        return grade
+        for step in STEPS:
+            if not step(g):
+                break
+        if not g.grade.parts:
+            g.grade.parts = nothing_graded()
+        return g.grade
     finally:
-        if sandbox:
-            grade.sandbox = {"uid": sandbox.uid, "namespaces": sandbox.isolated_fs, "root": sandbox.root}
-            sandbox.release()
-        grade.seconds = time.monotonic() - started
+        if g.sandbox:
+            g.grade.sandbox = {"uid": g.sandbox.uid, "namespaces": g.sandbox.isolated_fs, "root": g.sandbox.root}
+            g.sandbox.release()
+        g.grade.seconds = time.monotonic() - started
         if keep:
-            shutil.copytree(scratch, keep, dirs_exist_ok=True)
-        shutil.rmtree(scratch, ignore_errors=True)
+            shutil.copytree(g.scratch, keep, dirs_exist_ok=True)
+        shutil.rmtree(g.scratch, ignore_errors=True)
 
 
-def kit_fault(build_dir: str, sandbox: Sandbox, in_sandbox, launch: Dict, bin_dir: str) -> Optional[str]:
+def kit_fault(g: Grading) -> Optional[str]:
     """Why the kit's stubs, built and run exactly as a handin is, do not start
     their cases; None if they do (one part's public cases)."""
-    binary = os.path.join(bin_dir, "control_tests")
-    report = build(STUBS, binary, build_dir, fallback=STUBS, runner=in_sandbox, obj_dir=sandbox.own_dir("control"),
-                   refused={})
-    sandbox.clean_up()
+    binary = os.path.join(os.path.dirname(g.binary), "control_tests")
+    report = build(STUBS_DIR, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
+                   obj_dir=g.sandbox.own_dir("control"), refused={})
+    g.sandbox.clean_up()
     if not report["linked"]:
         return "linking them failed: " + (report["link_errors"] or "")[:1000]
     os.chmod(binary, 0o711)
-    run = table.PARTS[0].public_runs()[0]
-    log = JobLog()
-    run_cases(Launch(binary, run.ranks, timeout=run.timeout, capture=True, **launch), run.filter, log)
-    return log.error
-
-
-def static_check(impl: str, build_dir: str, runner, grade: Grade) -> Dict[str, str]:
-    """Runs the static rules on each handed-in file; returns the refused
-    files (name -> why) and records every finding in the report."""
-    recipe = _recipe(build_dir)
-    flags = [recipe["compiler"]] + recipe["compile_flags"]
-    dirs = system_include_dirs(flags)
-    refused: Dict[str, str] = {}
-    for name in IMPL_FILES:
-        path = os.path.join(impl, name)
-        if not os.path.isfile(path):
-            continue
-        findings = check_file(path, flags, runner=runner, system_dirs=dirs, name=name)
-        if findings:
-            grade.files.setdefault(name, {})["findings"] = [str(f) for f in findings]
-        fails = [str(f) for f in findings if f.severity == "fail"]
-        if fails and os.environ.get("KIT_STATIC_CHECKS") == "warn":
-            grade.notes.append(f"{name}: static-check failures only warned about (KIT_STATIC_CHECKS=warn)")
-        elif fails:
-            refused[name] = "refused by the static checks (graded as the stub):\n" + "\n".join(fails)
-    return refused
+    run_ = table.PARTS[0].public_runs()[0]
+    tally = JobTally()
+    run_cases(Launch(binary, run_.ranks, timeout=run_.job_seconds, capture=True, **g.launch), run_.filter, tally)
+    return tally.error
 
 
 def score_part(part: table.Part, outcomes: Dict[str, CaseOutcome], files: Dict[str, Dict]) -> PartResult:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List
 
-from partrun import kill_all, processes  # tools/, on the path the grader sets
+from kit.processes import kill_all, processes
 
 SANDBOX_UID_BASE = 61000
 SLOTS = 16  # concurrent graders on one machine, each with a user id of its own

@@ -1,10 +1,13 @@
 // run_report.h: the one-line JSON summary a training program writes with
-// --report PATH, read by the configuration explorer (tools/explore.py).
+// --report PATH, read by the configuration explorer (kit/explore.py) and the
+// bench (staff/bench.py).
 #pragma once
 
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,7 @@ struct RunReport {
   long train_rows = 0, test_rows = 0;
   double model_heap_bytes = 0;  // the largest rank's heap rise for the model and its training
   double collective_seconds = 0;  // rank 0's time inside the collectives, waiting for others included
+  std::string data_dir;           // where the data set was read from
 };
 
 // The heap a rank uses for the model and its training: the highest the heap
@@ -30,7 +34,7 @@ struct RunReport {
 // the model.
 class ModelHeap {
  public:
-  ModelHeap() : base_(heap_live_bytes()) { heap_reset_high_water(); }
+  ModelHeap() : base_(tracked_heap_bytes()) { heap_reset_high_water(); }
   double max_over_ranks(Communicator& world) const {
     return static_cast<double>(CommAccess::max_over_ranks(world, static_cast<long>(heap_high_water() - base_)));
   }
@@ -41,8 +45,10 @@ class ModelHeap {
 
 // The fields every trainer fills the same way.
 inline RunReport common_report(const std::vector<double>& test_accuracy, const std::vector<double>& epoch_seconds,
-                               long iterations, long train_rows, long test_rows, double model_heap_bytes) {
+                               long iterations, long train_rows, long test_rows, double model_heap_bytes,
+                               const std::string& data_dir) {
   RunReport r;
+  r.data_dir = data_dir;
   r.iterations = iterations;
   r.epoch_seconds = epoch_seconds;
   r.test_accuracy = test_accuracy.empty() ? 0.0 : test_accuracy.back();
@@ -60,24 +66,33 @@ inline double max_rss_over_ranks(Communicator& world) {
   return static_cast<double>(CommAccess::max_over_ranks(world, usage.ru_maxrss)) * 1024.0;  // ru_maxrss is in KiB
 }
 
+// The report as JSON (nlohmann::json escapes every string, a data path with
+// quotes or backslashes included).
+inline nlohmann::json report_json(const RunReport& r, double peak_rss_bytes) {
+  return {{"strategy", r.strategy},
+          {"mp_size", r.mp_size},
+          {"dp_size", r.dp_size},
+          {"ranks", r.mp_size * r.dp_size},
+          {"iterations", r.iterations},
+          {"mp_bytes_per_iteration", r.mp_bytes_per_iteration},
+          {"dp_bytes_per_iteration", r.dp_bytes_per_iteration},
+          {"epoch_seconds", r.epoch_seconds},
+          {"test_accuracy", r.test_accuracy},
+          {"peak_rss_bytes", peak_rss_bytes},
+          {"model_heap_bytes", r.model_heap_bytes},
+          {"train_rows", r.train_rows},
+          {"test_rows", r.test_rows},
+          {"collective_seconds", r.collective_seconds},
+          {"data_dir", r.data_dir}};
+}
+
 // Writes the report on rank 0; returns false (with a message) if it cannot.
 inline bool write_report(const std::string& path, const RunReport& r, double peak_rss_bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) {
-    std::perror(("cannot write --report " + path).c_str());
-    return false;
-  }
-  std::string seconds;
-  for (double s : r.epoch_seconds) seconds += (seconds.empty() ? "" : ", ") + std::to_string(s);
-  std::fprintf(f,
-               "{\"strategy\": \"%s\", \"mp_size\": %d, \"dp_size\": %d, \"ranks\": %d, \"iterations\": %ld, "
-               "\"mp_bytes_per_iteration\": %.3f, \"dp_bytes_per_iteration\": %.3f, \"epoch_seconds\": [%s], "
-               "\"test_accuracy\": %.6f, \"peak_rss_bytes\": %.0f, \"model_heap_bytes\": %.0f, \"train_rows\": %ld, "
-               "\"test_rows\": %ld, \"collective_seconds\": %.6f}\n",
-               r.strategy.c_str(), r.mp_size, r.dp_size, r.mp_size * r.dp_size, r.iterations, r.mp_bytes_per_iteration,
-               r.dp_bytes_per_iteration, seconds.c_str(), r.test_accuracy, peak_rss_bytes, r.model_heap_bytes, r.train_rows,
-               r.test_rows, r.collective_seconds);
-  return std::fclose(f) == 0;
+  std::ofstream out(path);
+  out << report_json(r, peak_rss_bytes).dump() << "\n";
+  out.close();
+  if (!out) std::fprintf(stderr, "cannot write --report %s\n", path.c_str());
+  return static_cast<bool>(out);
 }
 
 // Rank 0's per-layer table of LayerProfiler's peaks.

@@ -79,7 +79,7 @@ int run(Communicator& world, int argc, char** argv) {
     std::printf("\n");
   }
   RunReport report = common_report(result.test_accuracy, result.epoch_seconds, result.iterations, usable,
-                                   static_cast<long>(data.test.x.rows()), model_heap_bytes);
+                                   static_cast<long>(data.test.x.rows()), model_heap_bytes, data.dir);
   report.strategy = mp_size == 1 ? "dp" : megatron ? "megatron" : "naive";
   report.mp_size = mp_size;
   report.dp_size = dp_size;

@@ -75,7 +75,7 @@ int run(Communicator& world, int argc, char** argv) {
     print_layer_peaks(profiler);
   }
   RunReport report = common_report(result.test_accuracy, result.epoch_seconds, result.iterations, usable,
-                                   static_cast<long>(data.test.x.rows()), model_heap_bytes);
+                                   static_cast<long>(data.test.x.rows()), model_heap_bytes, data.dir);
   report.strategy = "zero3";
   report.dp_size = dp_size;
   report.dp_bytes_per_iteration =

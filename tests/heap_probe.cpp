@@ -10,7 +10,7 @@
 
 namespace kit {
 
-std::int64_t live_heap_bytes() {
+std::int64_t mallinfo_heap_bytes() {
   const struct mallinfo2 info = mallinfo2();
   return static_cast<std::int64_t>(info.uordblks + info.hblkhd);
 }

@@ -7,7 +7,7 @@
 namespace kit {
 
 // Bytes of malloc'd blocks in use, over every arena (glibc mallinfo2).
-std::int64_t live_heap_bytes();
+std::int64_t mallinfo_heap_bytes();
 // Resident bytes of the process (Linux /proc/self/statm; 0 elsewhere). Also
 // sees memory that never went through malloc, such as a static array.
 std::int64_t resident_bytes();

@@ -1,4 +1,4 @@
-// kit_test.cpp: the helpers of kit_test.h (matrices, comparisons, suite registry).
+// kit_test.cpp: the helpers of kit_test.h (matrices, comparisons).
 #include "kit_test.h"
 
 #include <cmath>
@@ -8,11 +8,6 @@
 #include "harness.h"
 
 namespace kit {
-
-bool register_suite(const char* suite, int ranks, double timeout_seconds) {
-  harness::suites()[suite] = harness::SuiteSpec{ranks, timeout_seconds};
-  return true;
-}
 
 Communicator& world() {
   auto& current = harness::case_world();

@@ -2,9 +2,9 @@
 // main (tests/mpi_test_main.cpp) runs each case on every rank and reports a
 // failure on any rank on rank 0, naming the rank.
 //
-// A test file declares the rank count of each of its suites once:
-//   KIT_SUITE(Part3NaiveForward, 4);
-// and then writes ordinary TEST(Part3NaiveForward, ...) cases.
+// A test file writes ordinary TEST(Part3NaiveForward, ...) cases. How many
+// ranks a case runs on and how long it may take come from the run of the
+// parts table (kit/parts.py) whose filter selects it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,10 +21,6 @@ using dtrain::Communicator;
 using dtrain::Labels;
 using dtrain::Matrix;
 using dtrain::Vector;
-
-// Registers the number of ranks a suite needs, and how long one of its cases
-// may run before the harness ends the job (a deadlock, most likely).
-bool register_suite(const char* suite, int ranks, double timeout_seconds = 5.0);
 
 // All ranks of the job, for tests to hand to student code: a fresh copy of
 // the world communicator for each case.
@@ -47,9 +43,6 @@ Matrix arange(int rows, int cols, double start = 0.0);
 std::string describe(const Matrix& m);  // "(2, 3) [[1, 2, 3], [4, 5, 6]]", elided when large
 
 }  // namespace kit
-
-#define KIT_SUITE(suite, ...) \
-  static const bool kit_suite_registered_##suite = ::kit::register_suite(#suite, __VA_ARGS__)
 
 #define EXPECT_MATRIX_NEAR(actual, expected) EXPECT_PRED_FORMAT2(::kit::matrices_near, actual, expected)
 #define ASSERT_MATRIX_NEAR(actual, expected) ASSERT_PRED_FORMAT2(::kit::matrices_near, actual, expected)

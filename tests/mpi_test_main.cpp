@@ -3,16 +3,14 @@
 // Run a part through make (`make test-part3`), or by hand:
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
 // Flags besides gtest's:
-//   --results=PATH          append one JSON line per event (plan, case result,
-//                           abort) to PATH; the part runner and the grader read it,
-//                           trusting a plan or a result only with a valid seal
-//                           (results_seal.h)
+//   --results=PATH          append the records of tests/records.h to PATH; the
+//                           part runner and the grader read them, trusting a plan
+//                           or a result only with a valid seal (results_seal.h)
 //   --case-timeout=SECONDS  override every suite's per-case time limit
 //   --record=PATH           staff only: write the values of recorded cases
 //                           (tests/recorded.h) to PATH instead of checking them
 //
-// A case of a suite declared with n ranks (KIT_SUITE) runs on ranks 0..n-1
-// of the job, so one job with enough ranks runs cases of every size; the
+// A case of a run of n ranks in the parts table runs on ranks 0..n-1 of the job, so one job with enough ranks runs cases of every size; the
 // other ranks sleep meanwhile. After a case its ranks meet on a private
 // communicator and rank 0 prints and records the outcome, with each
 // failing rank's messages. A rank that fails writes its messages to the
@@ -22,6 +20,7 @@
 // recorded too. The runner then starts the remaining cases in a new job.
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -48,13 +47,36 @@
 #include "layer_profiler.h"
 #include "kit_test.h"
 #include "recorded.h"
+#include "records.h"
 #include "results_seal.h"
 
 namespace harness {
 
-std::map<std::string, SuiteSpec>& suites() {
-  static std::map<std::string, SuiteSpec> registry;
-  return registry;
+namespace {
+
+bool any_match(const std::string& patterns, const std::string& name) {
+  std::stringstream list(patterns);
+  std::string one;
+  while (std::getline(list, one, ':'))
+    if (!one.empty() && ::fnmatch(one.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+bool selected_by_filter(const std::string& filter, const std::string& name) {
+  const size_t dash = filter.find('-');
+  std::string positive = filter.substr(0, dash);
+  const std::string negative = dash == std::string::npos ? "" : filter.substr(dash + 1);
+  if (positive.empty()) positive = "*";
+  if (name.find("DISABLED_") != std::string::npos) return false;
+  return any_match(positive, name) && !any_match(negative, name);
+}
+
+const TableRun* run_of(const std::string& case_name) {
+  for (const TableRun& run : kTableRuns)
+    if (selected_by_filter(run.filter, case_name)) return &run;
+  return nullptr;
 }
 
 // Each case hands student code a fresh copy of the world communicator, so
@@ -69,28 +91,6 @@ namespace {
 int g_results_fd = -1;
 int g_rank = 0;
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 // One record is one write() of one line, so records of different ranks
 // never interleave inside a line (O_APPEND).
 void write_record(const std::string& line) {
@@ -102,13 +102,11 @@ void write_record(const std::string& line) {
 
 // ---- what a case that never finishes, crashes or exits leaves behind ----
 
-char g_abort_prefix[1024];  // {"event":"abort","case":...,"rank":R,"why":"   (set per case)
+char g_abort_prefix[1024];  // records::abort_prefix of the running case
 volatile sig_atomic_t g_in_case = 0;
 
 void arm_abort_prefix(const std::string& name) {
-  const std::string prefix =
-      "{\"event\":\"abort\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(g_rank) + ",\"why\":\"";
-  std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", prefix.c_str());
+  std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", records::abort_prefix(name, g_rank).c_str());
 }
 
 // Async-signal-safe: only memcpy/strlen/write.
@@ -116,7 +114,7 @@ void write_abort(const char* why) {
   if (g_results_fd < 0) return;
   char line[1400];
   size_t n = 0;
-  for (const char* part : {static_cast<const char*>(g_abort_prefix), why, "\"}\n"}) {
+  for (const char* part : {static_cast<const char*>(g_abort_prefix), why, records::kAbortSuffix}) {
     const size_t len = std::strlen(part);
     if (n + len >= sizeof line) break;
     std::memcpy(line + n, part, len);
@@ -284,32 +282,6 @@ class Watchdog {
   std::thread thread_;
 };
 
-// ---- gtest filter, to know before running which suites are selected ----
-
-bool glob_match(const char* pattern, const char* text) {
-  if (*pattern == '\0') return *text == '\0';
-  if (*pattern == '*') return glob_match(pattern + 1, text) || (*text && glob_match(pattern, text + 1));
-  if (*text && (*pattern == '?' || *pattern == *text)) return glob_match(pattern + 1, text + 1);
-  return false;
-}
-
-bool any_match(const std::string& patterns, const std::string& name) {
-  std::stringstream list(patterns);
-  std::string one;
-  while (std::getline(list, one, ':'))
-    if (glob_match(one.c_str(), name.c_str())) return true;
-  return false;
-}
-
-bool selected_by_filter(const std::string& filter, const std::string& name) {
-  const size_t dash = filter.find('-');
-  std::string positive = filter.substr(0, dash);
-  const std::string negative = dash == std::string::npos ? "" : filter.substr(dash + 1);
-  if (positive.empty()) positive = "*";
-  if (name.find("DISABLED_") != std::string::npos) return false;
-  return any_match(positive, name) && !any_match(negative, name);
-}
-
 // "[rank 2]", "[ranks 0,3]", or "[all ranks]".
 std::string rank_label(const std::vector<int>& ranks, int world_size) {
   if (static_cast<int>(ranks.size()) == world_size && world_size > 1) return "[all ranks]";
@@ -338,16 +310,15 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
 
   void OnTestProgramStart(const ::testing::UnitTest& unit) override {
     if (g_rank != 0) return;
-    std::string cases;
+    std::vector<std::string> cases;
     for (int i = 0; i < unit.total_test_suite_count(); ++i) {
       const auto* suite = unit.GetTestSuite(i);
       for (int j = 0; j < suite->total_test_count(); ++j) {
         const auto* info = suite->GetTestInfo(j);
-        if (!info->should_run()) continue;
-        cases += (cases.empty() ? "" : ",") + json_string(std::string(info->test_suite_name()) + "." + info->name());
+        if (info->should_run()) cases.push_back(std::string(info->test_suite_name()) + "." + info->name());
       }
     }
-    write_record(seal_record("{\"event\":\"plan\",\"ranks\":" + std::to_string(world_.size()) + ",\"cases\":[" + cases + "]}"));
+    write_record(seal_record(records::plan(world_.size(), cases)));
   }
 
   void OnTestStart(const ::testing::TestInfo& info) override {
@@ -355,9 +326,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     messages_.clear();
     arm_abort_prefix(name_);
     g_in_case = 1;
-    const auto spec = suites().find(info.test_suite_name());
-    const double limit = timeout_override_ > 0 ? timeout_override_ : spec->second.timeout_seconds;
-    meeting_ = &groups_.at(spec->second.ranks);
+    const TableRun* run = run_of(name_);  // main checked that every selected case has one
+    const double limit = timeout_override_ > 0 ? timeout_override_ : run->case_seconds;
+    meeting_ = &groups_.at(run->ranks);
     // Ranks of the group may still be busy with cases of a smaller group: wait asleep.
     dtrain::CommAccess::rendezvous(*meeting_);
     start_ = dtrain::CommAccess::wall_time();
@@ -377,9 +348,8 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     std::string text = where + result.message();
     while (!text.empty() && text.back() == '\n') text.pop_back();
     messages_ += (messages_.empty() ? "" : "\n") + text;
-    write_record("{\"event\":\"rank_failure\",\"case\":" + json_string(name_) + ",\"rank\":" + std::to_string(g_rank) +
-                 ",\"message\":" + json_string(text) + "}");
-    watchdog_.shorten(2.0);
+    write_record(records::rank_failure(name_, g_rank, text));
+    watchdog_.shorten(kFailedGraceSeconds);
   }
 
   void OnTestEnd(const ::testing::TestInfo& info) override {
@@ -399,12 +369,11 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     g_in_case = 0;
     if (g_rank != 0) return;
     const double seconds = dtrain::CommAccess::wall_time() - start_;
-    std::string failures;
+    std::vector<std::pair<int, std::string>> failures;
     std::vector<std::pair<std::string, std::vector<int>>> grouped;  // identical messages, with their ranks
     for (size_t r = 0; r < texts.size(); ++r) {
       if (texts[r].empty()) continue;
-      failures += std::string(failures.empty() ? "" : ",") + "{\"rank\":" + std::to_string(r) +
-                  ",\"message\":" + json_string(texts[r]) + "}";
+      failures.emplace_back(static_cast<int>(r), texts[r]);
       auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == texts[r]; });
       if (same == grouped.end()) same = grouped.insert(grouped.end(), {texts[r], {}});
       same->second.push_back(static_cast<int>(r));
@@ -417,10 +386,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     }
     const bool ok = failures.empty();
     (ok ? passed_ : failed_)++;
-    char timing[64];
-    std::snprintf(timing, sizeof timing, "%.3f", seconds);
-    write_record(seal_record("{\"event\":\"result\",\"case\":" + json_string(name_) + ",\"status\":\"" +
-                             (ok ? "pass" : "fail") + "\",\"seconds\":" + timing + ",\"failures\":[" + failures + "]}"));
+    write_record(seal_record(records::result(name_, ok, seconds, failures)));
     std::printf("%s%s%s (%.0f ms)\n", shown.c_str(), ok ? "[       OK ] " : "[  FAILED  ] ", name_.c_str(),
                 seconds * 1000);
     std::fflush(stdout);
@@ -477,17 +443,15 @@ int main(int argc, char** argv) {
   const auto& unit = *::testing::UnitTest::GetInstance();
   for (int i = 0; i < unit.total_test_suite_count(); ++i) {
     const auto* suite = unit.GetTestSuite(i);
-    std::vector<std::string> selected;
     for (int j = 0; j < suite->total_test_count(); ++j) {
       const std::string name = std::string(suite->name()) + "." + suite->GetTestInfo(j)->name();
-      if (selected_by_filter(filter, name)) selected.push_back(name);
+      if (!selected_by_filter(filter, name)) continue;
+      const TableRun* run = run_of(name);
+      if (run == nullptr) return usage_error("no run of the parts table (kit/parts.py) selects " + name);
+      auto& names = needed[run->ranks];
+      if (std::find(names.begin(), names.end(), suite->name()) == names.end()) names.push_back(suite->name());
+      if (g_rank < run->ranks) mine += (mine.empty() ? "" : ":") + name;
     }
-    if (selected.empty()) continue;
-    const auto spec = suites().find(suite->name());
-    if (spec == suites().end()) return usage_error(std::string("suite ") + suite->name() + " has no KIT_SUITE(...) line");
-    needed[spec->second.ranks].push_back(suite->name());
-    if (g_rank >= spec->second.ranks) continue;
-    for (const auto& name : selected) mine += (mine.empty() ? "" : ":") + name;
   }
   if (needed.empty()) return usage_error("no case matches --gtest_filter='" + filter + "'");
   if (needed.rbegin()->first > meeting.size()) {

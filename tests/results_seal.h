@@ -3,7 +3,7 @@
 //
 // A sealed record is the JSON object with one more member, "mac": the
 // HMAC-SHA-256 (hex) of the unsealed record under a per-job key that only
-// rank 0's harness holds. tools/partrun.py trusts a plan or a pass only if
+// rank 0's harness holds. kit/records.py trusts a plan or a pass only if
 // its seal verifies; the threat model is in grader/README.md.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace harness {
 // when the job was started without a key (a run by hand).
 std::string seal_record(const std::string& record);
 
-// Exposed for the known-answer test (tests/test_kit_results_seal.cpp).
+// Exposed for the known-answer test (tests/test_results_seal.cpp).
 std::string hmac_sha256_hex(const uint8_t* key, size_t key_len, const std::string& message);
 
 }  // namespace harness

@@ -12,8 +12,6 @@ using namespace kit;
 using dtrain::MLP;
 using dtrain::ParallelConfig;
 
-KIT_SUITE(KitTrainingAgreement, 4);
-
 namespace {
 
 constexpr int kBatch = 8, kSteps = 4;

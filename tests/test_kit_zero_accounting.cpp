@@ -9,8 +9,6 @@
 
 using namespace kit;
 
-KIT_SUITE(KitZeroAccounting, 4);
-
 namespace {
 dtrain::ZeroMLP model_from_seed(Communicator& comm) {
   const dtrain::FullWeights w = dtrain::initial_weights(7);

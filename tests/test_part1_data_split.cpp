@@ -7,8 +7,6 @@
 using namespace kit;
 using dtrain::split_data;
 
-KIT_SUITE(Part1DataSplit, 1);
-
 namespace {
 
 // The seed's data: 8 rows of 2 features (note the repeated 6) and labels 1..8.

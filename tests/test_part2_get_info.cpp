@@ -7,8 +7,6 @@
 using namespace kit;
 using dtrain::ParallelInfo;
 
-KIT_SUITE(Part2GetInfo, 8);
-
 namespace {
 
 struct Layer {

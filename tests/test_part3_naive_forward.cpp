@@ -6,8 +6,6 @@
 
 using namespace kit;
 
-KIT_SUITE(Part3NaiveForward, 4);
-
 namespace {
 
 using Collect = Matrix (*)(const Matrix&, dtrain::Communicator&, int);

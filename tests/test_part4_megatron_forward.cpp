@@ -6,8 +6,6 @@
 
 using namespace kit;
 
-KIT_SUITE(Part4MegatronForward, 4);
-
 namespace {
 Matrix block_of(int r, int rows, int cols) { return arange(rows, cols, static_cast<double>(rows * cols * r)); }
 }  // namespace

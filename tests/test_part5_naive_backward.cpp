@@ -6,8 +6,6 @@
 
 using namespace kit;
 
-KIT_SUITE(Part5NaiveBackward, 4);
-
 namespace {
 
 // Rank r's partial grad_x holds rows*cols*r + (0, 1, ...).

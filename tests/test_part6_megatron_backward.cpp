@@ -6,8 +6,6 @@
 
 using namespace kit;
 
-KIT_SUITE(Part6MegatronBackward, 4);
-
 // Seed cases: every rank passes the same output_grad and its own index.
 TEST(Part6MegatronBackward, OutputGradOneRowIsKept) {
   EXPECT_MATRIX_NEAR(dtrain::megatron_collect_backward_output(arange(1, 16), rank(), 4), arange(1, 16));

@@ -6,8 +6,6 @@
 
 using namespace kit;
 
-KIT_SUITE(Part7WeightGrad, 4);
-
 namespace {
 
 void expect_average(const Matrix& w, const Matrix& b, Communicator& dp_comm, const Matrix& w_sum, const Matrix& b_sum) {

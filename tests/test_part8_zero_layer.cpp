@@ -12,10 +12,6 @@
 using namespace kit;
 using dtrain::ZeroDPStage3FCLayer;
 
-KIT_SUITE(Part8Partition, 1);
-KIT_SUITE(Part8Forward, 4);
-KIT_SUITE(Part8Backward, 4);
-
 namespace {
 
 void expect_partition(const Matrix& tensor, int parts) {

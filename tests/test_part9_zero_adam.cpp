@@ -12,8 +12,6 @@ using namespace kit;
 using dtrain::ZeroDPAdam;
 using dtrain::ZeroDPStage3FCLayer;
 
-KIT_SUITE(Part9Adam, 4);
-
 namespace {
 
 // Two padded layers over 4 ranks: (3, 5) weights are 15 values in shards of 4,

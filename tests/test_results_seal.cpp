@@ -1,6 +1,6 @@
 // The seal of the test binary's records (tests/results_seal.cpp): one process, no MPI.
 //   build/framework_tests --gtest_filter='ResultsSeal*'   (CTest: framework/idx_dataset)
-// The Python side (tools/partrun.py) verifies with the standard hmac module,
+// The Python side (kit/records.py) verifies with the standard hmac module,
 // so these published answers tie the two implementations together.
 #include <gtest/gtest.h>
 

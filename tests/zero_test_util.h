@@ -58,9 +58,9 @@ template <typename Call>
 ::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes,
                                                 std::int64_t allowed_bytes, Call&& call) {
   const BigBlocksToSystem measuring;
-  const std::int64_t heap_before = live_heap_bytes(), resident_before = resident_bytes();
+  const std::int64_t heap_before = mallinfo_heap_bytes(), resident_before = resident_bytes();
   call();
-  const std::int64_t heap_kept = live_heap_bytes() - heap_before - allowed_bytes;
+  const std::int64_t heap_kept = mallinfo_heap_bytes() - heap_before - allowed_bytes;
   const std::int64_t resident_kept = resident_before ? resident_bytes() - resident_before - allowed_bytes : 0;
   if (heap_kept <= kHeapSlack && resident_kept <= kResidentSlack) return ::testing::AssertionSuccess();
   const std::int64_t kept = std::max(heap_kept, resident_kept);

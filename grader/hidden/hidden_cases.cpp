@@ -15,19 +15,6 @@ using namespace kit;
 using dtrain::ZeroDPAdam;
 using dtrain::ZeroDPStage3FCLayer;
 
-KIT_SUITE(HiddenPart1DataSplit, 1);
-KIT_SUITE(HiddenPart2GetInfo, 8);
-KIT_SUITE(HiddenPart3NaiveForward, 8);
-KIT_SUITE(HiddenPart4MegatronForward, 8);
-KIT_SUITE(HiddenPart5NaiveBackward, 8);
-KIT_SUITE(HiddenPart6MegatronBackward, 8);
-KIT_SUITE(HiddenPart7WeightGrad, 8);
-KIT_SUITE(HiddenPart8Partition, 1);
-KIT_SUITE(HiddenPart8Forward, 8);
-KIT_SUITE(HiddenPart8Backward, 8);
-KIT_SUITE(HiddenPart9Adam, 8);
-KIT_SUITE(HiddenPart9Training, 4, 120.0);
-
 namespace {
 
 Matrix row(const Vector& v) { return v.transpose(); }

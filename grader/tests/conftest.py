@@ -13,10 +13,11 @@ from typing import List, NamedTuple, Optional
 
 import pytest
 
-KIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("KIT_BUILD", os.path.join(KIT, "build"))
+from kit.parts import IMPL_FILES
+from kit.paths import KIT_DIR as KIT, build_dir
+
+BUILD = build_dir()
 GRADE = os.path.join(KIT, "grader", "grade")
-IMPL_FILES = ["func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"]
 
 
 def source(impl: str, name: str) -> bytes:

@@ -16,8 +16,16 @@ import pytest
 
 from conftest import BUILD, GRADE, KIT, grade, handin, left_behind, marked
 
+from kit import parts as table
+from staff.mutants import MUTANTS, WRONG_ANSWERS_FROM
+
+# A copy of the table's points, so that a change to the table shows here too.
 FULL = {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, "part7": 10,
         "part8_forward": 20, "part8_backward": 20, "part9": 10}
+
+
+def test_the_table_has_the_points_of_the_spec():
+    assert {p.key: p.points for p in table.PARTS} == FULL and table.TOTAL_POINTS == 150
 
 
 def test_reference_scores_full_marks(tmp_path):
@@ -166,8 +174,6 @@ def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
 
 
 def wrong_answer_mutants():
-    sys.path.insert(0, os.path.join(KIT, "tools"))
-    from check_mutants import MUTANTS, WRONG_ANSWERS_FROM
     names = [m.name for m in MUTANTS]
     return MUTANTS[names.index(WRONG_ANSWERS_FROM):]
 

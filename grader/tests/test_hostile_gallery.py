@@ -100,7 +100,7 @@ std::string slurp(const std::string& path) {
 [[noreturn]] void leak() {
   const std::string kit = "KIT_PATH";
   std::ofstream(kit + "/grader/grading.py", std::ios::app) << "# overwritten\n";
-  std::ofstream(kit + "/tools/partrun.py", std::ios::app) << "# overwritten\n";
+  std::ofstream(kit + "/kit/jobs.py", std::ios::app) << "# overwritten\n";
   throw std::runtime_error("LEAK[" + slurp(kit + "/reference/func_impl.cpp") + "|" +
                            slurp(kit + "/grader/hidden/expected.txt") + "|" +
                            slurp(kit + "/build/reference/kit_tests") + "]");
@@ -195,7 +195,7 @@ GALLERY: List[Hostile] = [
             never=("ParallelInfo get_info(Communicator& comm", "6 5 0.5 1.5 2.5", "ELF")),
     Hostile("ships_files_named_like_the_grader",
             lambda tmp: [HONEST_PART1, ("grader/grade", b"#!/bin/sh\necho 150\n"),
-                         ("grader/grading.py", b"raise SystemExit(0)\n"), ("tools/partrun.py", b"x = 1\n"),
+                         ("grader/grading.py", b"raise SystemExit(0)\n"), ("kit/jobs.py", b"x = 1\n"),
                          ("tests/test_part2_get_info.cpp", b"int main() { return 0; }\n"),
                          ("build/student/kit_tests", b"#!/bin/sh\n"), FEEDBACK],
             10, says=("grader/grading.py: not one of the handed-in files",)),

@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """`make bench`: the kit's speed, measured in one run, as a table and a CSV.
 
-  tools/bench.py [--build build] [--csv build/bench.csv] [--repeat 3] [--quick]
+  python3 -m staff.bench [--build build] [--csv build/bench.csv] [--repeat 3] [--quick]
 
 Every timing is the median of --repeat runs (3 by default), with min and
 max. Rows:
   suite, partN     `make test` on the reference (a warm build), whole, and
-                   each part (tools/run_parts.py partN); the original Python
+                   each part (python3 -m kit test partN); the original Python
                    kit took 15 s here
   mpirun floor     mpirun starting and ending an MPI program that does
                    nothing (mpi_demo --help) with 1, 4 and 8 ranks; the
@@ -43,11 +42,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(KIT, "tools"))
-import parts as table  # noqa: E402
-
-KITRUN = os.path.join(KIT, "tools", "kitrun")
+from kit import parts as table
+from kit.paths import KIT_DIR as KIT, KITRUN, build_dir
 PYTHON = sys.executable
 ORIGINAL_SUITE_SECONDS = 15.0
 CORES = os.cpu_count() or 1
@@ -111,13 +107,13 @@ def mpirun_floor(t: Table, build: str) -> Dict[int, float]:
 def suite(t: Table, build: str, floor: Dict[int, float]) -> None:
     ranks = max(run_.ranks for p in table.PARTS for run_ in p.public_runs())
     t.add("mpirun floor of the suite", [floor[ranks]], "s",
-          f"the suite is one launch of {ranks} ranks (tools/run_parts.py): it can't go below this")
+          f"the suite is one launch of {ranks} ranks (kit/suite.py): it can't go below this")
     med = t.timed("public suite (make test)", ["make", "--no-print-directory", "test", "IMPL=reference",
                                                 f"BUILD={build}", f"PYTHON={PYTHON}"],
                   f"original Python kit {ORIGINAL_SUITE_SECONDS:.0f} s; target 1.5 s")
     t.add("  speed-up over the original", [ORIGINAL_SUITE_SECONDS / med], "x", "target >= 10")
-    base = [PYTHON, os.path.join(KIT, "tools", "run_parts.py"), "--build", build, "--impl", "reference"]
-    for key in [f"part{i}" for i in range(1, 10)]:
+    base = [PYTHON, "-m", "kit", "test", "--build", build, "--impl", "reference"]
+    for key in dict.fromkeys(p.key.split("_")[0] for p in table.PARTS):
         t.timed(f"  {key}", base + [key])
 
 
@@ -170,16 +166,15 @@ def trainings(t: Table, build: str, samples: int, peak: float) -> None:
 def grading(t: Table, build: str) -> None:
     with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
         handin = os.path.join(tmp, "reference.tar")
-        run([PYTHON, os.path.join(KIT, "tools", "handin.py"), "--build", build, "--source", "reference",
-             "--output", handin])
+        run([PYTHON, "-m", "kit", "handin", "--build", build, "--source", "reference", "--output", handin])
         grade = [PYTHON, os.path.join(KIT, "grader", "grade"), "--build", build, handin]
         cache = os.path.join(build, "impl_cache")
         cold = []
         for _ in range(t.repeat):
             shutil.rmtree(cache, ignore_errors=True)
             seconds, out = run(grade)
-            if '"scoreboard": [150.0]' not in out.splitlines()[-1]:
-                raise BenchError(f"the reference did not score 150:\n{out[-2000:]}")
+            if json.loads(out.splitlines()[-1])["scoreboard"] != [float(table.TOTAL_POINTS)]:
+                raise BenchError(f"the reference did not score {table.TOTAL_POINTS}:\n{out[-2000:]}")
             cold.append(seconds)
         t.add("grade one handin, cold cache", cold, "s", "compiles all three files")
         t.timed("grade one handin, warm", grade, "target <= 20 s")
@@ -217,14 +212,14 @@ def verdicts(t: Table) -> List[str]:
 
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default=os.environ.get("KIT_BUILD", os.path.join(KIT, "build")))
+    ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     ap.add_argument("--csv", help="default: BUILD/bench.csv")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="one run each, 8000 training samples")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
-    build = os.path.abspath(args.build)
+    build = build_dir(args.build)
     for binary in ("mpi_demo", "gemm_peak", "reference/unified_train", "reference/zero_dp_train",
                    "reference/kit_tests"):
         if not os.access(os.path.join(build, binary), os.X_OK):

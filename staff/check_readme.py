@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """Runs every command of the top-level README.md, so that none can rot.
 
-  tools/check_readme.py            (CI runs it from .ci/run, before make check)
+  python3 -m staff.check_readme            (CI runs it from .ci/run, before make check)
 
 Every line of a ```sh block is a command; `# ...` comments are dropped. Three
 exceptions, all printed:
@@ -23,16 +22,18 @@ import subprocess
 import sys
 import time
 
-KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from kit.parts import TOTAL_POINTS, PARTS
+from kit.paths import KIT_DIR as KIT
+
 STUDENT_TARGETS = ("test", "mpi-demo", "train", "explore")  # test-partN, train-zero too
 LEFTOVERS = ("handin.tar", "handins", "out", "results.json")
 SKIPPED = {"make check": "CI runs it next"}
 # What a command's output must show, where the README promises a result
 # (a command can exit 0 and still do the wrong thing).
 PROMISED = {
-    "make grade-reference": r"^total\s+150 / 150$",
-    "make test-part1": r"^part1: 10 / 10 points",
-    "make test": r"^total: 150 / 150 points$",
+    "make grade-reference": rf"^total\s+{TOTAL_POINTS} / {TOTAL_POINTS}$",
+    f"make test-{PARTS[0].key}": rf"^{PARTS[0].key}: {PARTS[0].points} / {PARTS[0].points} points",
+    "make test": rf"^total: {TOTAL_POINTS} / {TOTAL_POINTS} points$",
 }
 
 

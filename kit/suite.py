@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
-"""Runs parts of the public test suite and prints each case and the points.
+"""`make test-partN` and `make test`: runs parts of the public test suite and
+prints each case and the points.
 
-  tools/run_parts.py part3                 one part (what `make test-part3` runs)
-  tools/run_parts.py --all                 every part, then the score table (`make test`)
-  tools/run_parts.py --impl reference ...  the staff solution instead of student/
+  python3 -m kit test part3                 one part (what `make test-part3` runs)
+  python3 -m kit test --all                 every part, then the score table (`make test`)
+  python3 -m kit test --impl reference ...  the staff solution instead of student/
   --require full     exit 1 unless every chosen part has full points (CTest, CI)
   --require stubs    exit 1 unless every case fails with a not-implemented message
 
@@ -15,17 +15,14 @@ import argparse
 import os
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import parts as table  # noqa: E402
-from partrun import CaseOutcome, JobLog, Launch, default_build_dir, run_cases, test_binary  # noqa: E402
+from kit import parts as table
+from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
+from kit.paths import build_dir, test_binary
+from kit.report import fmt
 
 NOT_IMPLEMENTED = "is not implemented yet"
-
-
-def fmt(points: float) -> str:
-    return str(int(points)) if abs(points - round(points)) < 1e-9 else f"{points:.1f}"
 
 
 def show_job_death(outcome: CaseOutcome) -> None:
@@ -37,7 +34,8 @@ def show_job_death(outcome: CaseOutcome) -> None:
 
 
 def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False, hidden: bool = False,
-            launch_args: Optional[Dict] = None, log: Optional[JobLog] = None):
+            launch_args: Optional[Dict] = None, tally: Optional[JobTally] = None
+            ) -> Tuple[Dict[str, CaseOutcome], List[str]]:
     """Runs the chosen parts' cases (public, plus hidden ones if asked) in
     one job; returns (case -> outcome, errors)."""
     runs = [run for part in chosen for run in (part.runs if hidden else part.public_runs())]
@@ -45,24 +43,37 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
     names = ", ".join(p.key for p in chosen)
     if not quiet:
         print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
-    log = log if log is not None else JobLog()
-    launch = Launch(binary, ranks, timeout=sum(r.timeout for r in runs), capture=quiet, **(launch_args or {}))
-    outcomes = run_cases(launch, ":".join(r.filter for r in runs), log, on_outcome=None if quiet else show_job_death)
+    tally = tally if tally is not None else JobTally()
+    launch = Launch(binary, ranks, timeout=sum(r.job_seconds for r in runs), capture=quiet, **(launch_args or {}))
+    outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally,
+                         on_outcome=None if quiet else show_job_death)
     errors: List[str] = []
-    if log.error:
-        errors.append(f"{names}: {log.error}")
+    if tally.error:
+        errors.append(f"{names}: {tally.error}")
         if not quiet:
-            print(f"!! {log.error}", flush=True)
-        log.error = None
+            print(f"!! {tally.error}", flush=True)
+        tally.error = None
     return outcomes, errors
 
 
+def stub_problems(outcomes: Dict[str, CaseOutcome], cases: List[str]) -> List[str]:
+    """Why these cases don't look like the kit's stubs: each must fail saying so."""
+    problems = []
+    for c in cases:
+        text = "\n".join(outcomes[c].summary(max_lines=100))
+        if outcomes[c].passed or NOT_IMPLEMENTED not in text:
+            got = "a pass" if outcomes[c].passed else text.splitlines()[0] if text else "nothing"
+            problems.append(f"stub check: {c} should fail with '{NOT_IMPLEMENTED}', got: {got}")
+    return problems
+
+
 def main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python3 -m kit test", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parts", nargs="*", help="part keys, e.g. part3 or part8")
     ap.add_argument("--all", action="store_true", help="every part, then the score table")
     ap.add_argument("--impl", choices=["student", "reference"], default="student")
-    ap.add_argument("--build", default=default_build_dir(), help="the CMake build directory")
+    ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     ap.add_argument("--require", choices=["none", "full", "stubs"], default="none")
     args = ap.parse_args(argv)
     if not args.all and not args.parts:
@@ -71,9 +82,9 @@ def main(argv: List[str]) -> int:
         chosen = table.PARTS if args.all else table.find(args.parts)
     except KeyError as e:
         ap.error(str(e.args[0]))
-    binary = test_binary(args.build, args.impl)
+    binary = test_binary(build_dir(args.build), args.impl)
     if not os.access(binary, os.X_OK):
-        print(f"run_parts: {binary} is not built; run `make build` first", file=sys.stderr)
+        print(f"kit test: {binary} is not built; run `make build` first", file=sys.stderr)
         return 2
 
     started = time.monotonic()
@@ -81,9 +92,9 @@ def main(argv: List[str]) -> int:
     print()
     exit_code = 0
     total = 0.0
+    passed_by_case = {c: o.passed for c, o in outcomes.items()}
     for part in chosen:
         cases = [c for c in outcomes if part.owns(c)]
-        passed_by_case = {c: o.passed for c, o in outcomes.items()}
         got = part.score(passed_by_case)
         total += got
         passed = sum(outcomes[c].passed for c in cases)
@@ -101,12 +112,9 @@ def main(argv: List[str]) -> int:
         if args.require == "full" and (not cases or passed != len(cases)):
             exit_code = 1
         if args.require == "stubs":
-            for c in cases:
-                text = "\n".join(outcomes[c].summary(max_lines=100))
-                if outcomes[c].passed or NOT_IMPLEMENTED not in text:
-                    print(f"  stub check: {c} should fail with '{NOT_IMPLEMENTED}', got: "
-                          f"{'a pass' if outcomes[c].passed else text.splitlines()[0] if text else 'nothing'}")
-                    exit_code = 1
+            for problem in stub_problems(outcomes, cases):
+                print(f"  {problem}")
+                exit_code = 1
             if got != 0 or not cases:
                 exit_code = 1
     if len(chosen) > 1:
@@ -117,6 +125,3 @@ def main(argv: List[str]) -> int:
         exit_code = exit_code or 1
     return exit_code
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""Staff only (`make hidden-data`): records the expected values of the hidden
+"""`make hidden-data` (staff): records the expected values of the hidden
 cases from the reference into grader/hidden/expected.txt. The values are
 compiled into the test binary, so `make hidden-data` then rebuilds and grades
 the reference, which must pass every hidden case against the new file.
@@ -12,16 +11,14 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-KIT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(KIT, "tools"))
-import parts as table  # noqa: E402
-from partrun import KITRUN, default_build_dir  # noqa: E402
+from kit import parts as table
+from kit.paths import KIT_DIR as KIT, KITRUN, build_dir, test_binary
+
+EXPECTED = os.path.join(KIT, "grader", "hidden", "expected.txt")
 
 
 def main() -> int:
-    build = sys.argv[1] if len(sys.argv) > 1 else default_build_dir()
-    binary = os.path.join(build, "reference", "kit_tests")
+    binary = test_binary(build_dir(sys.argv[1] if len(sys.argv) > 1 else None), "reference")
     by_ranks = {}
     for part in table.PARTS:
         for run in part.runs:
@@ -39,7 +36,7 @@ def main() -> int:
             lines = sorted(f.readlines())
     finally:
         os.unlink(raw)
-    out = os.path.join(HERE, "expected.txt")
+    out = EXPECTED
     with open(out, "w") as f:
         f.writelines(lines)
     print(f"generate: {len(lines)} recorded values in {os.path.relpath(out, KIT)}")

@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """The kit's proof that its tests bite: each mutant is the reference with one
 known bug; it must lose points in the parts the bug touches and keep full
 points everywhere else.
 
-  tools/check_mutants.py [--build build] [NAME ...]
+  python3 -m staff.mutants [--build build] [NAME ...]
 
 A mutant names the file, a piece of the reference's text and its
 replacement; if the text is no longer in the reference, the check fails
@@ -17,11 +16,12 @@ import tempfile
 import time
 from typing import List, NamedTuple, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import parts as table  # noqa: E402
-from build_impl import IMPL_FILES, build  # noqa: E402
-from partrun import KIT_DIR  # noqa: E402
-from run_parts import collect, fmt  # noqa: E402
+from kit import parts as table
+from kit.build import build
+from kit.parts import IMPL_FILES
+from kit.paths import REFERENCE_DIR, build_dir
+from kit.report import fmt
+from kit.suite import collect
 
 
 WRONG_ANSWERS_FROM = "data split by rank instead of by data-parallel group"  # the first of the list's second half
@@ -97,7 +97,7 @@ def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
     impl = os.path.join(scratch, "impl")
     os.makedirs(impl)
     for f in IMPL_FILES:
-        shutil.copy(os.path.join(KIT_DIR, "reference", f), impl)
+        shutil.copy(os.path.join(REFERENCE_DIR, f), impl)
     path = os.path.join(impl, mutant.file)
     with open(path) as f:
         text = f.read()
@@ -131,8 +131,9 @@ def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help="run only mutants whose name contains one of these words")
-    ap.add_argument("--build", default=os.path.join(KIT_DIR, "build"))
+    ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     args = ap.parse_args(argv)
+    args.build = build_dir(args.build)
     chosen = [m for m in MUTANTS if not args.names or any(n in m.name for n in args.names)]
     failed = 0
     for mutant in chosen:

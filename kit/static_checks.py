@@ -1,6 +1,6 @@
 """Static checks on the three student files, before anything is compiled.
 
-  tools/static_checks.py student/*.cpp       (prints the findings; `make handin` runs it too)
+  python3 -m kit static-check student/*.cpp    (prints the findings; `make handin` runs it too)
 
 Each file is run through the compiler's preprocessor with the kit's own
 flags, so a macro can't hide a name and a comment can't trigger a rule; the
@@ -15,13 +15,11 @@ and costs nothing by itself.
 import os
 import re
 import subprocess
-import sys
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-FRAMEWORK_DIR = os.path.join(KIT_DIR, "framework")
+from kit.build import recipe
+from kit.paths import FRAMEWORK_DIR, build_dir
 # Framework headers that only the kit's own programs and tests may use.
 KIT_INTERNAL_HEADERS = {"comm_runtime.h", "layer_profiler.h", "memory_tracker.h"}
 
@@ -258,18 +256,24 @@ def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[L
     return findings + token_findings(name, mine)
 
 
-def main(argv: List[str]) -> int:
-    from build_impl import _recipe  # noqa: E402
-    recipe = _recipe(os.environ.get("KIT_BUILD", os.path.join(KIT_DIR, "build")))
-    flags = [recipe["compiler"]] + recipe["compile_flags"]
+
+def check_files(paths: List[str], build: str, runner=None) -> Dict[str, List[Finding]]:
+    """Findings per file, with the build's compile flags (`make handin`,
+    `make test-partN` and the grader all check this way)."""
+    how = recipe(build)
+    flags = [how["compiler"]] + how["compile_flags"]
     dirs = system_include_dirs(flags)
+    return {path: check_file(path, flags, runner=runner, system_dirs=dirs) for path in paths}
+
+
+def main(argv: List[str]) -> int:
+    """Prints the findings of each file named; exit 1 if any would be refused."""
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python3 -m kit static-check FILE.cpp ...   (uses $KIT_BUILD or build/ for the flags)")
+        return 0 if argv else 2
     worst = 0
-    for path in argv:
-        for f in check_file(path, flags, system_dirs=dirs):
+    for findings in check_files(argv, build_dir()).values():
+        for f in findings:
             print(f)
             worst = max(worst, 1 if f.severity == "fail" else 0)
     return worst
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,42 +1,45 @@
-#!/usr/bin/env python3
-"""Builds the kit's test binary from a directory holding the three
-implementation files, against an existing build: only those three files are
-compiled; the framework and the tests are linked from the build as they are.
-
-  tools/build_impl.py DIR OUTPUT [--build build]
+"""Builds the kit's test binary from a directory holding the student files,
+against an existing build: only those files are compiled; the framework and
+the tests are linked from the build as they are (the grader, `make handin`
+and the known-bug checks use it).
 
 Each file compiles separately, so the caller learns which one failed; with
---fallback DIR2, a file that does not compile is replaced by DIR2's copy
-(the grader passes the stubs). Prints a JSON report on stdout with --json.
+a fallback directory, a file that does not compile is replaced by that
+directory's copy (the grader passes the stubs).
 """
-import argparse
 import hashlib
 import json
 import os
 import shlex
 import shutil
 import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
-IMPL_FILES = ["func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"]
+from kit.parts import IMPL_FILES
 
 
-def _recipe(build: str) -> Dict:
+class NotBuilt(Exception):
+    """The build directory holds no configured kit build."""
+
+
+def recipe(build: str) -> Dict:
+    """How this build compiles a student file and links the test binary:
+    CMake writes impl_recipe.json, and the compile flags are those of
+    student/func_impl.cpp in compile_commands.json."""
     path = os.path.join(build, "impl_recipe.json")
     try:
         with open(path) as f:
-            recipe = json.load(f)
+            how = json.load(f)
         with open(os.path.join(build, "compile_commands.json")) as f:
             commands = json.load(f)
     except (OSError, ValueError) as e:
-        raise SystemExit(f"build_impl: {build} is not a configured kit build ({e}); run `make build` first")
-    template = next((c for c in commands if os.path.realpath(c["file"]) == os.path.realpath(recipe["compile_template"])),
+        raise NotBuilt(f"{build} is not a configured kit build ({e}); run `make build` first")
+    template = next((c for c in commands if os.path.realpath(c["file"]) == os.path.realpath(how["compile_template"])),
                     None)
     if template is None:
-        raise SystemExit(f"build_impl: no compile command for {recipe['compile_template']} in {build}")
+        raise NotBuilt(f"no compile command for {how['compile_template']} in {build}")
     args = template.get("arguments") or shlex.split(template["command"])
     # Drop the source, the output and -c; keep flags, defines and include paths.
     flags, skip = [], False
@@ -50,8 +53,8 @@ def _recipe(build: str) -> Dict:
         if a == "-c" or os.path.realpath(a) == os.path.realpath(template["file"]):
             continue
         flags.append(a)
-    recipe["compile_flags"] = flags
-    recipe["cache_dir"] = os.path.join(build, "impl_cache")
+    how["compile_flags"] = flags
+    how["cache_dir"] = os.path.join(build, "impl_cache")
     # The kit's headers go into every object: a change to one must miss the cache.
     digest = hashlib.sha256()
     for flag in flags:
@@ -60,8 +63,8 @@ def _recipe(build: str) -> Dict:
                 if name.endswith(".h"):
                     with open(os.path.join(flag[2:], name), "rb") as f:
                         digest.update(name.encode() + f.read())
-    recipe["header_digest"] = digest.hexdigest()
-    return recipe
+    how["header_digest"] = digest.hexdigest()
+    return how
 
 
 def run_plainly(cmd: List[str], timeout: float) -> Tuple[int, str]:
@@ -69,7 +72,7 @@ def run_plainly(cmd: List[str], timeout: float) -> Tuple[int, str]:
     return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
 
 
-def compile_one(recipe: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly) -> Optional[str]:
+def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly) -> Optional[str]:
     """Returns None on success, else the compiler's messages. An object
     compiled before from the same text with the same flags is reused (the
     stubs, the reference's other files), from a cache beside the recipe."""
@@ -78,9 +81,9 @@ def compile_one(recipe: Dict, source: str, obj: str, timeout: float = 120, runne
             text = f.read()
     except OSError as e:
         return f"{os.path.basename(source)}: cannot read: {e.strerror}"
-    flags = [recipe["compiler"]] + recipe["compile_flags"]
-    cache_dir = recipe.get("cache_dir")
-    key = hashlib.sha256(text + "\0".join(flags + [recipe.get("header_digest", "")]).encode()).hexdigest()
+    flags = [how["compiler"]] + how["compile_flags"]
+    cache_dir = how.get("cache_dir")
+    key = hashlib.sha256(text + "\0".join(flags + [how.get("header_digest", "")]).encode()).hexdigest()
     cached = os.path.join(cache_dir, key + ".o") if cache_dir else None
     if cached and os.path.exists(cached):
         shutil.copyfile(cached, obj)
@@ -104,7 +107,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all."""
-    recipe = _recipe(build_dir)
+    how = recipe(build_dir)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     obj_dir = obj_dir or output + ".objs"
     os.makedirs(obj_dir, exist_ok=True)
@@ -119,10 +122,10 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         elif not os.path.isfile(source):
             errors = f"{name}: missing"
         else:
-            errors = compile_one(recipe, source, obj, runner=runner)
+            errors = compile_one(how, source, obj, runner=runner)
         used = "submitted"
         if errors is not None and fallback:
-            alt = compile_one(recipe, os.path.join(fallback, name), obj, runner=runner)
+            alt = compile_one(how, os.path.join(fallback, name), obj, runner=runner)
             used = "fallback" if alt is None else "none"
         elif errors is not None:
             used = "none"
@@ -133,36 +136,12 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
             report["files"][name] = result
     objects = [r["object"] for r in report["files"].values() if r["used"] != "none"]
     if len(objects) == len(IMPL_FILES):
-        cmd = [recipe["compiler"]] + shlex.split(recipe["link_flags"]) + \
-            [i for i in recipe["link_inputs"] if i.endswith(".o")] + objects + \
-            [i for i in recipe["link_inputs"] if not i.endswith(".o")] + ["-o", output]
+        cmd = [how["compiler"]] + shlex.split(how["link_flags"]) + \
+            [i for i in how["link_inputs"] if i.endswith(".o")] + objects + \
+            [i for i in how["link_inputs"] if not i.endswith(".o")] + ["-o", output]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         report["linked"] = proc.returncode == 0
         if not report["linked"]:
             report["link_errors"] = proc.stdout.decode("utf-8", errors="replace")
     return report
 
-
-def main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("impl_dir")
-    ap.add_argument("output")
-    ap.add_argument("--build", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build"))
-    ap.add_argument("--fallback", help="directory whose copy replaces a file that does not compile")
-    ap.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = ap.parse_args(argv)
-    report = build(args.impl_dir, args.output, args.build, args.fallback)
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        for name, r in report["files"].items():
-            print(f"{name}: {'ok' if r['compiled'] else 'FAILED'}" + ("" if r["compiled"] else f" (using {r['used']})"))
-            if r["errors"]:
-                print(r["errors"][:3000])
-        if report["link_errors"]:
-            print(report["link_errors"][:3000])
-    return 0 if report["linked"] else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

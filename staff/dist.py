@@ -1,13 +1,14 @@
-#!/usr/bin/env python3
 """Cuts the kit's distributions (course staff).
 
-  tools/dist.py handout      dist/handout.tar.gz: what students get, then verified
-  tools/dist.py autograder   dist/autograde.tar + dist/autograde-Makefile (Autolab)
-                             and dist/gradescope.zip (Gradescope)
+  python3 -m staff.dist handout      dist/handout.tar.gz: what students get, then verified
+  python3 -m staff.dist autograder   dist/autograde.tar + dist/autograde-Makefile (Autolab)
+                                     and dist/gradescope.zip (Gradescope)
 
-Both are built from explicit lists of paths: nothing is shipped by accident.
-The student handout has no reference/, no grader/ and no staff tools; the
-autograder bundles have the grader and the hidden cases but no reference/.
+What ships is decided by folder. Students get the kit's build, framework,
+stubs, public tests, programs, its Python package (kit/) and the shell
+helpers (tools/), with handout/README.md as their README. The autograder
+bundles add grader/ (without its own tests). Nothing under reference/,
+staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
 """
 import argparse
 import io
@@ -21,18 +22,17 @@ import time
 import zipfile
 from typing import List
 
-KIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from kit.parts import IMPL_FILES, TOTAL_POINTS
+from kit.paths import KIT_DIR as KIT
+
 DIST = os.path.join(KIT, "dist")
 
+# Folders ship whole; these files of the top level ship too.
 COMMON = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
-          "framework", "student", "tests", "programs", "handout/README.md",
-          "tools/kitrun", "tools/find_python", "tools/parts.py", "tools/partrun.py", "tools/run_parts.py",
-          "tools/build_impl.py", "tools/static_checks.py", "tools/handin.py", "tools/explore.py", "tools/check_handout.py"]
-STUDENT_ONLY = []  # the handout's README.md is written from handout/README.md
-GRADER = ["grader/grade", "grader/grading.py", "grader/sandbox.py",
-          "grader/hidden/hidden_cases.cpp", "grader/hidden/expected.txt",
-          "grader/README.md"]
-NEVER = ("reference/", "grader/hidden/generate.py", "tools/check_mutants.py", ".ci/")
+          "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
+GRADER = ["grader"]
+LEFT_OUT = ("grader/tests/",)  # the grader's own test suite needs the reference
+NEVER = ("reference/", "staff/", ".ci/")
 
 
 def files_of(paths: List[str]) -> List[str]:
@@ -43,6 +43,7 @@ def files_of(paths: List[str]) -> List[str]:
             for root, dirs, names in os.walk(full):
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__")
                 out += [os.path.relpath(os.path.join(root, n), KIT) for n in sorted(names) if not n.endswith(".pyc")]
+            out = [f for f in out if not f.startswith(LEFT_OUT)]
         elif os.path.isfile(full):
             out.append(p)
         else:
@@ -99,8 +100,8 @@ def verify_handout(tarball: str) -> int:
         else:
             test = run(["make", "test"], kit)
             lines = test.stdout.splitlines()
-            if "total: 0 / 150 points" not in lines:
-                problems.append("make test does not end at 0 / 150:\n" + "\n".join(lines[-15:]))
+            if f"total: 0 / {TOTAL_POINTS} points" not in lines:
+                problems.append(f"make test does not end at 0 / {TOTAL_POINTS}:\n" + "\n".join(lines[-15:]))
             if "is not implemented yet" not in test.stdout:
                 problems.append("the stubs do not say they are not implemented")
             # No symbol of the solution may be in the built binaries either.
@@ -147,7 +148,7 @@ handin=$(find "$SUB" -maxdepth 1 -name '*.tar' | head -n 1)
 if [ -z "$handin" ]; then
   handin="$ROOT/packed-handin.tar"
   members=()
-  for f in func_impl.cpp data_parallel_preprocess.cpp zero_dp_stage3.cpp feedback.txt; do
+  for f in {impl_files} feedback.txt; do
     found=$(find "$SUB" -name "$f" -type f | head -n 1)
     [ -n "$found" ] && members+=("-C" "$(dirname "$found")" "$f")
   done
@@ -171,7 +172,8 @@ def autograder() -> int:
             info = zipfile.ZipInfo.from_file(os.path.join(KIT, f), arcname=f"dtrain-kit/{f}")
             with open(os.path.join(KIT, f), "rb") as data:
                 z.writestr(info, data.read())
-        for name, text in (("setup.sh", GRADESCOPE_SETUP), ("run_autograder", GRADESCOPE_RUN)):
+        run_autograder = GRADESCOPE_RUN.replace("{impl_files}", " ".join(IMPL_FILES))
+        for name, text in (("setup.sh", GRADESCOPE_SETUP), ("run_autograder", run_autograder)):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             z.writestr(info, text)

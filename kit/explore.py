@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 """The configuration explorer (Part 10, `make explore`): trains the MLP under
 every parallel strategy the kit offers, then prints one table, writes it as
 CSV and draws a PNG chart of communication volume and peak memory.
 
-  tools/explore.py [--impl student|reference] [--full] [--out DIR]
+  python3 -m kit explore [--impl student|reference] [--full] [--out DIR]
 
 By default each run uses the first 6000 training and 1000 test samples (one
 short epoch); --full trains on all 60000. Every measured byte count is
@@ -15,12 +14,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from typing import Dict, List, NamedTuple, Optional
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from partrun import KITRUN, default_build_dir  # noqa: E402
+from kit.paths import KITRUN, build_dir
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
 GLOBAL_BATCH = 60
@@ -147,14 +144,15 @@ unset multiplot
 
 
 def main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python3 -m kit explore", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impl", choices=["student", "reference"], default="student")
-    ap.add_argument("--build", default=default_build_dir())
+    ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     ap.add_argument("--full", action="store_true", help="train on all 60000 samples, test on all 10000")
     ap.add_argument("--out", help="where to write the table, the chart and the logs (default BUILD/explore)")
     ap.add_argument("--check", type=float, metavar="ACCURACY",
                     help="exit 1 unless every run reaches this test accuracy and matches the formula (the kit's CI)")
     args = ap.parse_args(argv)
+    args.build = build_dir(args.build)
     out = args.out or os.path.join(args.build, "explore")
     os.makedirs(out, exist_ok=True)
     train_rows, test_rows = (60000, 10000) if args.full else (6000, 1000)
@@ -218,6 +216,3 @@ def main(argv: List[str]) -> int:
         print(f"check passed: every configuration reached {args.check} and matched the formula")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

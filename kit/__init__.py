@@ -1,0 +1,19 @@
+"""The kit's runtime in Python (standard library only, so it runs unchanged
+on Autolab and Gradescope images): the parts table, building student files,
+running cases and reading their sealed records, the static checks, and the
+student commands. `python3 -m kit --help` lists the commands; the Makefile
+calls them.
+
+  parts          the table of parts, files, rank counts and time limits
+  paths          the kit's directory and the build directory
+  records        the results file's format (defined in tests/records.h)
+  jobs           one MPI job of the test binary; its records as outcomes
+  processes      finding and ending processes
+  build          compiling student files against a build, linking the tests
+  static_checks  the rules a student file must follow
+  suite          `make test`, `make test-partN`
+  handin         `make handin`
+  explore        `make explore`
+  check_handout  the handout agrees with the headers, the Makefile and the table
+  report         formatting shared by the runner and the grader
+"""

@@ -1,0 +1,24 @@
+"""The kit's commands: python3 -m kit COMMAND [ARGS], run from the kit's top.
+
+  test           run parts' public cases and print the points (make test, make test-partN)
+  handin         check the student files and write handin.tar (make handin)
+  explore        train under every strategy, table and chart (make explore)
+  static-check   print the static findings of the files named
+  check-handout  check the handout against the headers, the Makefile and the table
+  parts          print the parts table
+"""
+import importlib
+import sys
+
+COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore",
+            "static-check": "kit.static_checks", "check-handout": "kit.check_handout", "parts": "kit.parts"}
+
+
+def main(argv) -> int:
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print(__doc__.strip())
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+
+
+sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,93 @@
+"""`make handin`: writes handin.tar for submission.
+
+  python3 -m kit handin [--source reference --output PATH]
+
+The tarball holds exactly the student files and feedback.txt, after a
+check that each exists, compiles against the framework and passes the
+grader's static rules (a file that breaks one would be graded as its stub).
+It warns when feedback.txt is still the template, and lists the tarball.
+"""
+import argparse
+import os
+import stat
+import tarfile
+import tempfile
+from typing import List
+
+from kit.build import compile_one, recipe
+from kit.parts import IMPL_FILES
+from kit.paths import KIT_DIR, build_dir
+from kit.static_checks import check_files
+
+FEEDBACK = "feedback.txt"
+MEMBERS = [f"student/{name}" for name in IMPL_FILES] + [FEEDBACK]
+TEMPLATE_MARK = "1. How difficult was the assignment (1 = easy, 5 = very hard)?\n\n2."
+
+
+def refused_files(source: str, build: str, label: str = "") -> List[str]:
+    """Prints every static finding of the student files in `source`;
+    returns the files the grader would refuse (and grade as the stub)."""
+    refused = []
+    paths = [os.path.join(source, name) for name in IMPL_FILES if os.path.isfile(os.path.join(source, name))]
+    for path, findings in check_files(paths, build).items():
+        for finding in findings:
+            print(f"  {label}{finding}")
+            if finding.severity == "fail" and os.path.basename(path) not in refused:
+                refused.append(os.path.basename(path))
+    return refused
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m kit handin", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
+    ap.add_argument("--output", default=os.path.join(KIT_DIR, "handin.tar"))
+    ap.add_argument("--source", default="student",
+                    help="the directory of the student files, packed as student/ (staff: reference)")
+    args = ap.parse_args(argv)
+    build = build_dir(args.build)
+    source = os.path.join(KIT_DIR, args.source)
+
+    def path_of(member: str) -> str:
+        return os.path.join(source, os.path.basename(member)) if member.startswith("student/") else \
+            os.path.join(KIT_DIR, member)
+
+    missing = [m for m in MEMBERS if not os.path.isfile(path_of(m))]
+    if missing:
+        print(f"handin: missing {', '.join(missing)}; nothing written")
+        return 1
+    how = recipe(build)
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="kit-handin-") as scratch:
+        for name in IMPL_FILES:
+            errors = compile_one(how, os.path.join(source, name), os.path.join(scratch, name + ".o"))
+            print(f"  compiles: {args.source}/{name}" if errors is None else f"  DOES NOT COMPILE: {args.source}/{name}")
+            if errors is not None:
+                failed.append(name)
+                print("\n".join(errors.splitlines()[:20]))
+    if failed:
+        print("handin: fix the compile errors above first; nothing written")
+        return 1
+    refused = refused_files(source, build)
+    if refused:
+        print(f"handin: the grader would refuse {', '.join(refused)} (graded as the stub); "
+              "fix the lines above first; nothing written")
+        return 1
+    with open(os.path.join(KIT_DIR, FEEDBACK)) as f:
+        if TEMPLATE_MARK in f.read():
+            print(f"handin: note: {FEEDBACK} is still the empty template (it is not graded, but we read it)")
+
+    tmp = args.output + ".tmp"
+    with tarfile.open(tmp, "w") as tar:
+        for member in MEMBERS:
+            info = tar.gettarinfo(path_of(member), arcname=member)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with open(path_of(member), "rb") as f:
+                tar.addfile(info, f)
+    os.replace(tmp, args.output)
+    print(f"handin: wrote {os.path.relpath(args.output)}:")
+    with tarfile.open(args.output) as tar:
+        for info in tar.getmembers():
+            print(f"  {stat.filemode(info.mode | stat.S_IFREG)} {info.size:>8} {info.name}")
+    return 0

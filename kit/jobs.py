@@ -1,0 +1,245 @@
+"""Runs test cases of the kit's test binary under MPI and gives one outcome
+per case, whatever the student code does.
+
+A job is one mpirun of the test binary. It appends records to a results
+file (tests/records.h): a plan, a result per case, and, from any rank, its
+failures at once and an abort record when a case can't finish. When a job
+ends before its plan is done, the case in flight is failed with what the
+ranks recorded, and a new job runs the cases after it. Outcomes come only
+from that file, never from the program's output, and a plan or a result
+counts only with the seal of the job's key, which this module writes to
+mpirun's standard input and nowhere else.
+"""
+import os
+import secrets
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from kit import parts as table
+from kit import records as rec
+from kit.paths import KITRUN
+from kit.processes import kill_session
+
+
+@dataclass
+class CaseOutcome:
+    case: str
+    passed: bool
+    seconds: float = 0.0
+    failures: List[Dict] = field(default_factory=list)  # {"rank": r or None, "message": text}
+    ended_job: bool = False  # the job died in this case, so the binary never reported it
+
+    def summary(self, max_lines: int = 12) -> List[str]:
+        """The failure messages, one line each, identical ones merged across ranks."""
+        grouped: Dict[str, List] = {}
+        for f in self.failures:
+            grouped.setdefault(str(f["message"]), []).append(f.get("rank"))
+        lines: List[str] = []
+        for message, ranks in grouped.items():
+            known = sorted(r for r in ranks if r is not None)
+            who = ("[rank %s] " if len(known) == 1 else "[ranks %s] ") % ",".join(map(str, known)) if known else ""
+            for line in message.splitlines() or [""]:
+                lines.append(who + line)
+        if len(lines) > max_lines:
+            lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
+        return lines
+
+
+@dataclass
+class Launch:
+    """How to start a job; the grader swaps in its sandboxed prefix."""
+    binary: str
+    ranks: int
+    timeout: float
+    prefix: List[str] = field(default_factory=lambda: [KITRUN])
+    env: Optional[Dict[str, str]] = None
+    capture: bool = False          # False: the job's output goes to ours
+    results_dir: Optional[str] = None  # where the job may write its results file
+    cwd: Optional[str] = None
+    after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
+
+
+@dataclass
+class JobTally:
+    """What the jobs of one run_cases call add up to, besides the outcomes."""
+    output: str = ""               # captured stdout+stderr of all jobs (capture=True)
+    launches: int = 0
+    error: Optional[str] = None    # the binary could not run at all
+    forged: int = 0                # plan or result records whose seal did not verify
+    dropped: int = 0               # bytes of output not kept (see OutputTap)
+
+
+class OutputTap:
+    """Drains a job's output as it comes, keeping only its first and last
+    `keep` bytes, so a job that prints gigabytes neither blocks nor fills
+    the grader's memory."""
+
+    def __init__(self, stream, keep: int = 20000):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._keep = keep
+        self._thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _run(self, stream) -> None:
+        while True:
+            chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+            if not chunk:
+                break
+            self.total += len(chunk)
+            room = self._keep - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > 2 * self._keep:
+                    del self.tail[:-self._keep]
+
+    def finish(self, timeout: float = 5.0) -> str:
+        self._thread.join(timeout)
+        text = self.head.decode("utf-8", errors="replace")
+        if self.dropped > 0:
+            text += f"\n... [{self.dropped} bytes of output dropped] ...\n"
+        return text + bytes(self.tail[-self._keep:]).decode("utf-8", errors="replace")
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.total - len(self.head) - min(len(self.tail), self._keep))
+
+
+def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subprocess.Popen:
+    cmd = launch.prefix + ["-n", str(launch.ranks), launch.binary,
+                           f"--gtest_filter={gtest_filter}", f"--results={results}"]
+    env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin")
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE if launch.capture else None,
+        stderr=subprocess.STDOUT if launch.capture else None)
+    try:
+        proc.stdin.write(key.hex().encode() + b"\n")
+        proc.stdin.close()
+    except OSError:
+        pass  # the job died at once; its missing plan says so
+    proc.stdin = None
+    return proc
+
+
+def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]:
+    """Waits for the job to end; returns why it had to be stopped, or None.
+    Besides the job's time limit, a job that writes no record for too long
+    is stuck where no watchdog reaches (before main, or with the watchdog
+    itself blocked), and waiting out the whole limit would only cost time."""
+    started = time.monotonic()
+    last_size, last_change = 0, started
+    while True:
+        elapsed = time.monotonic() - started
+        try:
+            proc.wait(timeout=min(0.1, 0.005 + elapsed / 20))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        try:
+            size = os.path.getsize(results)
+        except OSError:
+            size = last_size
+        if size != last_size:
+            last_size, last_change = size, now
+        if size == 0 and now - started > table.STARTUP_SECONDS:
+            return (f"the test program did not start its cases within {table.STARTUP_SECONDS:.0f} s "
+                    "(code that runs before main and never returns?)")
+        if now - last_change > table.QUIET_SECONDS:
+            return f"the job wrote no result for {table.QUIET_SECONDS:.0f} s"
+        if now - started > launch.timeout:
+            return f"the job reached its time limit of {launch.timeout:.0f} s"
+
+
+@dataclass
+class Job:
+    """One finished job: its records, and how it ended."""
+    records: rec.Records
+    stopped: Optional[str]   # why the runner had to stop it, or None
+    returncode: int
+    seconds: float
+
+
+def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
+    """Starts one job on the cases `gtest_filter` selects and waits for it;
+    nothing the job started outlives it."""
+    fd, results = tempfile.mkstemp(prefix="kit-results-", suffix=".jsonl", dir=launch.results_dir)
+    os.close(fd)
+    if launch.results_dir:
+        os.chmod(results, 0o666)  # the sandbox user's job writes it
+    try:
+        started = time.monotonic()
+        key = secrets.token_bytes(32)  # a fresh key per job: no record can be replayed into another
+        proc = _start(launch, gtest_filter, results, key)
+        tap = OutputTap(proc.stdout) if launch.capture else None
+        tally.launches += 1
+        stopped = _wait(proc, results, launch)
+        kill_session(proc)
+        if launch.after_job:
+            launch.after_job()
+        if tap:
+            tally.output += tap.finish()
+            tally.dropped += tap.dropped
+        records = rec.read(results, key)
+        tally.forged += records.forged
+        return Job(records, stopped, proc.returncode, time.monotonic() - started)
+    finally:
+        try:
+            os.unlink(results)
+        except OSError:
+            pass  # the job may have removed it; its cases then have no result
+
+
+def outcomes_of(job: Job, done: Dict[str, CaseOutcome]) -> List[CaseOutcome]:
+    """The job's records as outcomes of the cases of its plan that `done`
+    does not hold yet: its results, then the case it died in, if it did."""
+    plan = job.records.plan or []
+    new: List[CaseOutcome] = []
+    for r in job.records.results:
+        case = r["case"]
+        if case in plan and case not in done and case not in (o.case for o in new):
+            ok = r["status"] == "pass" and not r["failures"]
+            new.append(CaseOutcome(case, ok, float(r["seconds"]), [] if ok else list(r["failures"])))
+    finished = {o.case for o in new} | set(done)
+    missing = [c for c in plan if c not in finished]
+    if missing:
+        in_flight = missing[0]
+        failures = list(job.records.failures.get(in_flight, []))
+        if job.stopped:
+            failures.append({"rank": None, "message": f"{job.stopped}: stopped after {job.seconds:.0f} s without "
+                                                      "finishing this case (a deadlock or an endless loop?)"})
+        elif not failures:
+            failures.append({"rank": None, "message": f"the job ended during this case with exit status "
+                                                      f"{job.returncode} and no result (a rank exited early or "
+                                                      "was killed?)"})
+        new.append(CaseOutcome(in_flight, False, job.seconds, failures, ended_job=True))
+    return new
+
+
+def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = None,
+              on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> Dict[str, CaseOutcome]:
+    """Runs every case the filter selects, in as many jobs as it takes, and
+    returns case -> outcome."""
+    tally = tally if tally is not None else JobTally()
+    outcomes: Dict[str, CaseOutcome] = {}
+    pending = gtest_filter
+    while pending:
+        job = run_job(launch, pending, tally)
+        if job.records.plan is None:
+            tally.error = job.stopped or f"the test program did not start its cases (exit status {job.returncode})"
+            break
+        for outcome in outcomes_of(job, outcomes):
+            outcomes[outcome.case] = outcome
+            if on_outcome:
+                on_outcome(outcome)
+        pending = ":".join(c for c in job.records.plan if c not in outcomes)
+    return outcomes

@@ -1,0 +1,221 @@
+"""The one table of graded parts, and the kit's other facts about its cases.
+
+`make test-partN`, `make test`, CTest, the grader, the test binary and the
+staff tools all read it; change points, cases, rank counts, time limits or
+files here and nowhere else.
+  - CMake runs `python3 -m kit.parts --cmake FILE --cpp FILE` when it
+    configures: the part keys, the student files and the test sources for
+    the build, and each run's rank count and per-case time limit for the
+    test binary (a case runs on as many ranks as the run that selects it).
+  - A part's points are split evenly over its cases; hidden cases are
+    suites whose names start with "Hidden", selected by their own runs.
+
+  python3 -m kit.parts            prints the table
+"""
+import argparse
+import sys
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Dict, List, Tuple
+
+# The three files a student edits and hands in (in handin order).
+FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
+IMPL_FILES: Tuple[str, ...] = (FUNC, SPLIT, ZERO)
+
+# Time limits, in seconds.
+CASE_SECONDS = 5.0            # one case, unless its run says otherwise: a deadlock is stopped after this
+FAILED_GRACE_SECONDS = 2.0    # a rank that failed waits this long for the others before ending the job
+JOB_SECONDS = 60.0            # one run's share of a job's wall-clock budget
+STARTUP_SECONDS = 30.0        # from launch to the plan record: MPI start-up and static initializers
+QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck where no watchdog reaches
+
+
+@dataclass(frozen=True)
+class Run:
+    filter: str                         # gtest filter of the cases, e.g. "Part3*"
+    ranks: int                          # the cases run on ranks 0..ranks-1 of the job
+    case_seconds: float = CASE_SECONDS
+    job_seconds: float = JOB_SECONDS
+    hidden: bool = False                # the grader's cases (grader/hidden/), not shipped to students
+
+
+@dataclass(frozen=True)
+class Part:
+    key: str
+    title: str
+    points: int
+    runs: Tuple[Run, ...]
+    handout: str                 # its section of handout/README.md
+    files: Tuple[str, ...]       # the student files its cases use
+    tests: Tuple[str, ...]       # its public test sources
+    # Case globs that gate the part: if one of them fails, the part scores 0
+    # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
+    gates: Tuple[str, ...] = ()
+
+    def public_runs(self) -> Tuple[Run, ...]:
+        return tuple(r for r in self.runs if not r.hidden)
+
+    def owns(self, case: str) -> bool:
+        return any(matches(run.filter, case) for run in self.runs)
+
+    def score(self, results: Dict[str, bool]) -> float:
+        """Points for case -> passed of this part's cases (others are ignored)."""
+        mine = {c: ok for c, ok in results.items() if self.owns(c)}
+        if self.gate_failed(mine) or not mine:
+            return 0.0
+        return self.points * sum(mine.values()) / len(mine)
+
+    def gate_failed(self, results: Dict[str, bool]) -> List[str]:
+        return [c for c, ok in results.items() if self.owns(c) and not ok
+                and any(fnmatchcase(c, g) for g in self.gates)]
+
+
+def matches(gtest_filter: str, case: str) -> bool:
+    """gtest's filter syntax: positive patterns, then '-' and negative ones."""
+    positive, _, negative = gtest_filter.partition("-")
+    hit = any(fnmatchcase(case, p) for p in (positive or "*").split(":") if p)
+    return hit and not any(fnmatchcase(case, p) for p in negative.split(":") if p)
+
+
+def hidden(run: Run, ranks: int) -> Run:
+    """The hidden twin of a public run: suites named Hidden<...>."""
+    return Run("Hidden" + run.filter, ranks, run.case_seconds, run.job_seconds, hidden=True)
+
+
+def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=()) -> Part:
+    """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one per run)."""
+    runs = tuple(runs)
+    return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
+                tuple(files), tuple(tests), tuple(gates))
+
+
+def test_file(name: str) -> str:
+    return f"tests/{name}"
+
+
+PARTS: List[Part] = [
+    part("part1", "data split", 10, [Run("Part1*", 1)], [1], [SPLIT], [test_file("test_part1_data_split.cpp")],
+         "Part 1"),
+    part("part2", "layer initialization", 20, [Run("Part2*", 8)], [8], [FUNC],
+         [test_file("test_part2_get_info.cpp")], "Part 2"),
+    part("part3", "naive TP forward", 15, [Run("Part3*", 4)], [8], [FUNC],
+         [test_file("test_part3_naive_forward.cpp")], "Part 3"),
+    part("part4", "Megatron TP forward", 15, [Run("Part4*", 4)], [8], [FUNC],
+         [test_file("test_part4_megatron_forward.cpp")], "Part 4"),
+    part("part5", "naive TP backward", 20, [Run("Part5*", 4)], [8], [FUNC],
+         [test_file("test_part5_naive_backward.cpp")], "Part 5"),
+    part("part6", "Megatron TP backward", 10, [Run("Part6*", 4)], [8], [FUNC],
+         [test_file("test_part6_megatron_backward.cpp")], "Part 6"),
+    part("part7", "DP gradient averaging", 10, [Run("Part7*", 4)], [8], [FUNC],
+         [test_file("test_part7_weight_grad.cpp")], "Part 7"),
+    part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition*", 1), Run("Part8Forward*", 4)], [1, 8],
+         [ZERO], [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"]),
+    part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward*", 4)], [8], [ZERO],
+         [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"]),
+    part("part9", "ZeRO-3 sharded Adam", 10,
+         [Run("Part9Adam*", 4), Run("Part9Training*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
+         [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9"),
+]
+
+TOTAL_POINTS = sum(p.points for p in PARTS)
+
+# The kit's own checks that are no part (CTest runs them on the reference,
+# as reference/<name>).
+KIT_CHECKS: Dict[str, Run] = {"training_agreement": Run("KitTrainingAgreement*", 4),
+                              "zero_accounting": Run("KitZeroAccounting*", 4)}
+KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test_file("test_kit_zero_accounting.cpp"))
+
+
+def all_runs() -> List[Run]:
+    return [run for p in PARTS for run in p.runs] + list(KIT_CHECKS.values())
+
+
+def find(keys: List[str]) -> List[Part]:
+    """Parts by key; 'part8' stands for both of its halves."""
+    chosen: List[Part] = []
+    for key in keys:
+        group = [p for p in PARTS if p.key == key or p.key.startswith(key + "_")]
+        if not group:
+            raise KeyError(f"unknown part '{key}'; the parts are: {', '.join(p.key for p in PARTS)}")
+        chosen += [p for p in group if p not in chosen]
+    return chosen
+
+
+def make_keys() -> List[str]:
+    """What `make test-partN` accepts: every key, and the group of a split part."""
+    keys: List[str] = []
+    for p in PARTS:
+        for k in (p.key.split("_")[0], p.key):
+            if k not in keys:
+                keys.append(k)
+    return keys
+
+
+# ---- what CMake reads when it configures ----
+
+def cmake_text() -> str:
+    tests: List[str] = []
+    for f in [t for p in PARTS for t in p.tests] + list(KIT_TESTS):
+        if f not in tests:
+            tests.append(f)
+    return ("# Generated from kit/parts.py when CMake configures; edit the table, not this file.\n"
+            f"set(KIT_PART_KEYS {' '.join(p.key for p in PARTS)})\n"
+            f"set(KIT_IMPL_FILES {' '.join(IMPL_FILES)})\n"
+            f"set(KIT_PART_TEST_SOURCES {' '.join(tests)})\n"
+            f"set(KIT_SELF_CHECKS {' '.join(f'{n}={r.filter}={r.ranks}' for n, r in KIT_CHECKS.items())})\n")
+
+
+def cpp_text() -> str:
+    rows = "\n".join(f'    {{"{r.filter}", {r.ranks}, {r.case_seconds!r}}},' for r in all_runs())
+    return f"""// Generated from kit/parts.py when CMake configures; edit the table, not this file.
+#pragma once
+
+namespace harness {{
+
+struct TableRun {{
+  const char* filter;  // gtest filter; a case runs with the first run whose filter selects it
+  int ranks;
+  double case_seconds;
+}};
+
+inline constexpr TableRun kTableRuns[] = {{
+{rows}
+}};
+
+inline constexpr double kFailedGraceSeconds = {FAILED_GRACE_SECONDS!r};
+
+}}  // namespace harness
+"""
+
+
+def write_if_changed(path: str, text: str) -> None:
+    """Unchanged files keep their time stamps, so nothing rebuilds for nothing."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return
+    except OSError:
+        pass
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cmake", metavar="FILE", help="write the CMake variables")
+    ap.add_argument("--cpp", metavar="FILE", help="write the test binary's table of runs")
+    args = ap.parse_args(argv)
+    if args.cmake:
+        write_if_changed(args.cmake, cmake_text())
+    if args.cpp:
+        write_if_changed(args.cpp, cpp_text())
+    if not (args.cmake or args.cpp):
+        for p in PARTS:
+            runs = ", ".join(f"{r.filter} on {r.ranks}" + (" (hidden)" if r.hidden else "") for r in p.runs)
+            print(f"{p.key:<15} {p.points:>3}  {p.title:<22} {'/'.join(p.files):<30} {runs}")
+        print(f"{'total':<15} {TOTAL_POINTS:>3}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

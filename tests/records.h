@@ -1,0 +1,45 @@
+// records.h: the format of the results file, the one channel from the test
+// binary (tests/mpi_test_main.cpp writes) to the runner (kit/records.py reads).
+//
+// One JSON object per line. Each record is written with one write() to a file
+// opened with O_APPEND, so records of different ranks never share a line.
+// "event" names the kind:
+//
+//   plan          rank 0, sealed, once per job before the first case
+//                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...]}
+//   result        rank 0, sealed, after every case all its ranks finished
+//                 {"event":"result","case":C,"status":"pass"|"fail","seconds":S,
+//                  "failures":[{"rank":R,"message":M}, ...]}
+//   rank_failure  any rank, the moment one of its checks fails
+//                 {"event":"rank_failure","case":C,"rank":R,"message":M}
+//   abort         any rank, when a case can't finish: a crash, exit() or the
+//                 watchdog; written from a signal handler, so its text is
+//                 fixed before the case starts (abort_prefix) and closed with
+//                 kAbortSuffix. {"event":"abort","case":C,"rank":R,"why":W}
+//
+// Sealed records end with ,"mac":"<64 hex digits>"} (results_seal.h); only
+// they can make a case pass. The others can only fail one, so they need none.
+// tests/test_records.cpp writes one record of every kind, and
+// staff/tests/test_records.py reads them back with kit/records.py.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace records {
+
+// A JSON string literal (quotes included) for any bytes of text.
+std::string json_string(const std::string& text);
+
+std::string plan(int ranks, const std::vector<std::string>& cases);
+std::string result(const std::string& name, bool passed, double seconds,
+                   const std::vector<std::pair<int, std::string>>& failures);  // (rank, message)
+std::string rank_failure(const std::string& name, int rank, const std::string& message);
+
+// An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
+// text without quotes, backslashes or control characters.
+std::string abort_prefix(const std::string& name, int rank);
+inline constexpr const char* kAbortSuffix = "\"}\n";
+
+}  // namespace records

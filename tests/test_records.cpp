@@ -1,0 +1,50 @@
+// The results file's records (tests/records.h): one process, no MPI.
+//   build/framework_tests --gtest_filter='Records*'   (CTest: framework/idx_dataset)
+// With KIT_RECORDS_OUT=PATH (and a key on standard input, as the runner
+// gives one: KIT_RESULTS_KEY=stdin) the last case also writes one record of
+// every kind to PATH, sealed where the format says so; the staff suite
+// (staff/tests/test_records.py) reads them back with kit/records.py.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "records.h"
+#include "results_seal.h"
+
+namespace {
+
+// Text that breaks a JSON writer that does not escape: a data path or a
+// failure message can hold any of these.
+const std::string kAwkward = "quote \" backslash \\ newline\n tab\t bell\a end";
+
+TEST(Records, EscapesEveryCharacterJsonForbids) {
+  EXPECT_EQ(records::json_string(kAwkward),
+            "\"quote \\\" backslash \\\\ newline\\n tab\\t bell\\u0007 end\"");
+}
+
+TEST(Records, BuildEachKind) {
+  EXPECT_EQ(records::plan(4, {"A.b", "C.d"}), "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"A.b\",\"C.d\"]}");
+  EXPECT_EQ(records::result("A.b", false, 0.25, {{2, "no"}}),
+            "{\"event\":\"result\",\"case\":\"A.b\",\"status\":\"fail\",\"seconds\":0.250,"
+            "\"failures\":[{\"rank\":2,\"message\":\"no\"}]}");
+  EXPECT_EQ(records::rank_failure("A.b", 3, "x"), "{\"event\":\"rank_failure\",\"case\":\"A.b\",\"rank\":3,\"message\":\"x\"}");
+  EXPECT_EQ(records::abort_prefix("A.b", 1) + "hung" + records::kAbortSuffix,
+            "{\"event\":\"abort\",\"case\":\"A.b\",\"rank\":1,\"why\":\"hung\"}\n");
+}
+
+TEST(Records, WriteEveryKindForTheRunner) {
+  const char* path = std::getenv("KIT_RECORDS_OUT");
+  if (path == nullptr) GTEST_SKIP() << "KIT_RECORDS_OUT is not set: nothing to write";
+  std::ofstream out(path);
+  out << harness::seal_record(records::plan(8, {"Suite.One", "Suite." + kAwkward})) << "\n"
+      << harness::seal_record(records::result("Suite.One", true, 1.5, {})) << "\n"
+      << harness::seal_record(records::result("Suite." + kAwkward, false, 0.125, {{0, kAwkward}, {7, "second"}}))
+      << "\n"
+      << records::rank_failure("Suite.One", 5, kAwkward) << "\n"
+      << records::abort_prefix("Suite.One", 6) << "crashed with SIGSEGV" << records::kAbortSuffix;
+  ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+}  // namespace
