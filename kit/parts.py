@@ -32,7 +32,7 @@ QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck w
 
 @dataclass(frozen=True)
 class Run:
-    filter: str                         # gtest filter of the cases, e.g. "Part3*"
+    filter: str                         # gtest filter of the cases: a suite, "Part3NaiveForward.*"
     ranks: int                          # the cases run on ranks 0..ranks-1 of the job
     case_seconds: float = CASE_SECONDS
     job_seconds: float = JOB_SECONDS
@@ -94,26 +94,26 @@ def test_file(name: str) -> str:
 
 
 PARTS: List[Part] = [
-    part("part1", "data split", 10, [Run("Part1*", 1)], [1], [SPLIT], [test_file("test_part1_data_split.cpp")],
+    part("part1", "data split", 10, [Run("Part1DataSplit.*", 1)], [1], [SPLIT], [test_file("test_part1_data_split.cpp")],
          "Part 1"),
-    part("part2", "layer initialization", 20, [Run("Part2*", 8)], [8], [FUNC],
+    part("part2", "layer initialization", 20, [Run("Part2GetInfo.*", 8)], [8], [FUNC],
          [test_file("test_part2_get_info.cpp")], "Part 2"),
-    part("part3", "naive TP forward", 15, [Run("Part3*", 4)], [8], [FUNC],
+    part("part3", "naive TP forward", 15, [Run("Part3NaiveForward.*", 4)], [8], [FUNC],
          [test_file("test_part3_naive_forward.cpp")], "Part 3"),
-    part("part4", "Megatron TP forward", 15, [Run("Part4*", 4)], [8], [FUNC],
+    part("part4", "Megatron TP forward", 15, [Run("Part4MegatronForward.*", 4)], [8], [FUNC],
          [test_file("test_part4_megatron_forward.cpp")], "Part 4"),
-    part("part5", "naive TP backward", 20, [Run("Part5*", 4)], [8], [FUNC],
+    part("part5", "naive TP backward", 20, [Run("Part5NaiveBackward.*", 4)], [8], [FUNC],
          [test_file("test_part5_naive_backward.cpp")], "Part 5"),
-    part("part6", "Megatron TP backward", 10, [Run("Part6*", 4)], [8], [FUNC],
+    part("part6", "Megatron TP backward", 10, [Run("Part6MegatronBackward.*", 4)], [8], [FUNC],
          [test_file("test_part6_megatron_backward.cpp")], "Part 6"),
-    part("part7", "DP gradient averaging", 10, [Run("Part7*", 4)], [8], [FUNC],
+    part("part7", "DP gradient averaging", 10, [Run("Part7WeightGrad.*", 4)], [8], [FUNC],
          [test_file("test_part7_weight_grad.cpp")], "Part 7"),
-    part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition*", 1), Run("Part8Forward*", 4)], [1, 8],
+    part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition.*", 1), Run("Part8Forward.*", 4)], [1, 8],
          [ZERO], [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"]),
-    part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward*", 4)], [8], [ZERO],
+    part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward.*", 4)], [8], [ZERO],
          [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"]),
     part("part9", "ZeRO-3 sharded Adam", 10,
-         [Run("Part9Adam*", 4), Run("Part9Training*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
+         [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
          [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9"),
 ]
 
@@ -121,8 +121,8 @@ TOTAL_POINTS = sum(p.points for p in PARTS)
 
 # The kit's own checks that are no part (CTest runs them on the reference,
 # as reference/<name>).
-KIT_CHECKS: Dict[str, Run] = {"training_agreement": Run("KitTrainingAgreement*", 4),
-                              "zero_accounting": Run("KitZeroAccounting*", 4)}
+KIT_CHECKS: Dict[str, Run] = {"training_agreement": Run("KitTrainingAgreement.*", 4),
+                              "zero_accounting": Run("KitZeroAccounting.*", 4)}
 KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test_file("test_kit_zero_accounting.cpp"))
 
 
@@ -173,7 +173,7 @@ def cpp_text() -> str:
 namespace harness {{
 
 struct TableRun {{
-  const char* filter;  // gtest filter; a case runs with the first run whose filter selects it
+  const char* filter;  // gtest filter; exactly one run may select a case
   int ranks;
   double case_seconds;
 }};

@@ -10,8 +10,9 @@
 namespace harness {
 
 // The run of the parts table that selects this case ("Suite.Case"): how many
-// ranks it runs on and how long it may take. Null if no run selects it.
-const TableRun* run_of(const std::string& case_name);
+// ranks it runs on and how long it may take. Null if no run selects it; if
+// more than one does, `also` (when given) is set to the second.
+const TableRun* run_of(const std::string& case_name, const TableRun** also = nullptr);
 
 // gtest's filter syntax (positive patterns, then '-' and negative ones),
 // matched with fnmatch(3) like the runner's Python fnmatch.

@@ -73,10 +73,18 @@ bool selected_by_filter(const std::string& filter, const std::string& name) {
   return any_match(positive, name) && !any_match(negative, name);
 }
 
-const TableRun* run_of(const std::string& case_name) {
-  for (const TableRun& run : kTableRuns)
-    if (selected_by_filter(run.filter, case_name)) return &run;
-  return nullptr;
+const TableRun* run_of(const std::string& case_name, const TableRun** also) {
+  const TableRun* found = nullptr;
+  for (const TableRun& run : kTableRuns) {
+    if (!selected_by_filter(run.filter, case_name)) continue;
+    if (found == nullptr) {
+      found = &run;
+    } else if (also != nullptr) {
+      *also = &run;
+      break;
+    }
+  }
+  return found;
 }
 
 // Each case hands student code a fresh copy of the world communicator, so
@@ -446,8 +454,12 @@ int main(int argc, char** argv) {
     for (int j = 0; j < suite->total_test_count(); ++j) {
       const std::string name = std::string(suite->name()) + "." + suite->GetTestInfo(j)->name();
       if (!selected_by_filter(filter, name)) continue;
-      const TableRun* run = run_of(name);
+      const TableRun* second = nullptr;
+      const TableRun* run = run_of(name, &second);
       if (run == nullptr) return usage_error("no run of the parts table (kit/parts.py) selects " + name);
+      if (second != nullptr)
+        return usage_error("two runs of the parts table (kit/parts.py) select " + name + ": '" + run->filter +
+                           "' and '" + second->filter + "'; make their filters name whole suites");
       auto& names = needed[run->ranks];
       if (std::find(names.begin(), names.end(), suite->name()) == names.end()) names.push_back(suite->name());
       if (g_rank < run->ranks) mine += (mine.empty() ? "" : ":") + name;

@@ -1,0 +1,191 @@
+"""Follows the README's recipe "Add a part" in a scratch copy of the kit, and
+checks that the new part shows everywhere a part shows: `make test`'s
+table, the stubs' message, the grader's report, the Autolab line, the
+Gradescope JSON, and the handout cut. CTest runs it (staff/add_part).
+
+  python3 -m staff.add_part [--keep DIR]
+
+The toy part, part11, sums a matrix over the ranks. The recipe may touch
+only the files in RECIPE_FILES; the check fails if it needed any other.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from typing import List
+
+from kit.paths import KIT_DIR
+
+KEY, POINTS, TITLE, SECTION = "part11", 5, "toy sum", "Part 11"
+RECIPE_FILES = {"kit/parts.py", "tests/test_part11_toy.cpp", "student/func_impl.cpp", "reference/func_impl.cpp",
+                "grader/hidden/hidden_cases.cpp", "handout/README.md"}
+SKIPPED = {".git", "build", "dist", "__pycache__", "handin.tar"}
+
+DECLARATION = "namespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm);  // (B, D) -> (B, D)\n}\n"
+EDITS = {
+    # 1. the table row
+    "kit/parts.py": ("\n]\n\nTOTAL_POINTS",
+                     f'\n    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part11Toy.*", 2)], [4], [FUNC],\n'
+                     f'         [test_file("test_part11_toy.cpp")], "{SECTION}"),\n]\n\nTOTAL_POINTS'),
+    # 3. the stub and the solution
+    "student/func_impl.cpp": None, "reference/func_impl.cpp": None,
+    # 4. a hidden case
+    "grader/hidden/hidden_cases.cpp": None,
+    # 5. the handout's section
+    "handout/README.md": ("\n## Debugging\n",
+                          f"\n## {SECTION} — {TITLE} ({POINTS} points)\n\n"
+                          "Implement `toy_sum` in `func_impl.cpp`: every rank passes a matrix and gets the sum "
+                          "over the ranks. Test it with `make test-part11`.\n\n## Debugging\n"),
+}
+APPENDED = {
+    "student/func_impl.cpp": "\nnamespace dtrain {\nMatrix toy_sum([[maybe_unused]] const Matrix& x, "
+                             "[[maybe_unused]] Communicator& comm) {\n"
+                             f"  throw NotImplemented(\"toy_sum\", \"{SECTION}\");\n}}\n}}  // namespace dtrain\n",
+    "reference/func_impl.cpp": "\nnamespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm) {\n"
+                               "  Matrix total(x.rows(), x.cols());\n  comm.allreduce(x, total, Op::Sum);\n"
+                               "  return total;\n}\n}  // namespace dtrain\n",
+    "grader/hidden/hidden_cases.cpp": "\n" + DECLARATION + "\nTEST(HiddenPart11Toy, FourRanksSumTheirNumbers) {\n"
+                                      "  const Matrix got = dtrain::toy_sum(arange(1, 3, 10.0 * rank()), world());\n"
+                                      "  EXPECT_MATRIX_NEAR(got, mat(1, 3, {60, 64, 68}));\n}\n",
+}
+# 2. the test file
+TEST_FILE = ("// Part 11, the toy part of the README's recipe. Two ranks.\n//   make test-part11\n"
+             "#include \"func_impl.h\"\n#include \"kit_test.h\"\n\nusing namespace kit;\n\n" + DECLARATION +
+             "\nTEST(Part11Toy, TwoRanksSumTheirRows) {\n"
+             "  const Matrix got = dtrain::toy_sum(arange(2, 2, 4.0 * rank()), world());\n"
+             "  EXPECT_MATRIX_NEAR(got, mat(2, 2, {4, 6, 8, 10}));\n}\n\n"
+             "TEST(Part11Toy, TheSumHasTheInputsShape) {\n"
+             "  EXPECT_EQ(dtrain::toy_sum(arange(3, 1), world()).rows(), 3);\n}\n")
+
+
+def copy_kit(dest: str) -> None:
+    def ignore(_dir, names):
+        return [n for n in names if n in SKIPPED or n.endswith(".pyc")]
+    shutil.copytree(KIT_DIR, dest, ignore=ignore, symlinks=True)
+
+
+def git(kit: str, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=kit", "-c", "user.email=kit@localhost", *args], cwd=kit,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=True).stdout
+
+
+def follow_recipe(kit: str) -> None:
+    for path, edit in EDITS.items():
+        full = os.path.join(kit, path)
+        with open(full) as f:
+            text = f.read()
+        if edit:
+            old, new = edit
+            if old not in text:
+                raise SystemExit(f"add_part: {path} no longer has the text the recipe edits: {old!r}")
+            text = text.replace(old, new, 1)
+        text += APPENDED.get(path, "")
+        with open(full, "w") as f:
+            f.write(text)
+    with open(os.path.join(kit, "tests", "test_part11_toy.cpp"), "w") as f:
+        f.write(TEST_FILE)
+
+
+def make(kit: str, problems: List[str], *args: str) -> str:
+    """The output of a make command in the copy; a failure is a problem."""
+    proc = subprocess.run(["make", "--no-print-directory", *args], cwd=kit, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900,
+                          env={k: v for k, v in os.environ.items() if k != "KIT_BUILD"})
+    print(f"-- make {' '.join(args)}: exit {proc.returncode}", flush=True)
+    if proc.returncode != 0:
+        problems.append(f"make {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}")
+    return proc.stdout
+
+
+def checks(kit: str) -> List[str]:
+    problems: List[str] = []
+    total = 150 + POINTS
+
+    def expect(text: str, pattern: str, where: str) -> None:
+        if not re.search(pattern, text, re.M):
+            problems.append(f"{where}: no line matches {pattern!r}; the output ends:\n" +
+                            "\n".join(text.strip().splitlines()[-12:]))
+
+    touched = {line[3:] for line in git(kit, "status", "--porcelain", "--untracked-files=all").splitlines()}
+    if touched != RECIPE_FILES:
+        problems.append(f"the recipe touched {sorted(touched)}, expected exactly {sorted(RECIPE_FILES)}")
+    built = len(problems)
+    make(kit, problems, "build")
+    if len(problems) > built:
+        return problems
+    solved = make(kit, problems, "test", "IMPL=reference")
+    expect(solved, rf"^{KEY}: {POINTS} / {POINTS} points", "make test IMPL=reference")
+    expect(solved, rf"^total: {total} / {total} points$", "make test IMPL=reference")
+    stubs = make(kit, problems, "test-part11")
+    expect(stubs, rf"^{KEY}: 0 / {POINTS} points", "make test-part11 (stubs)")
+    expect(stubs, r"toy_sum is not implemented yet \(handout: Part 11\)", "make test-part11 (stubs)")
+    graded = make(kit, problems, "grade-reference")
+    expect(graded, rf"^{KEY}\s+{POINTS} / {POINTS}\s+3/3\s+{TITLE}$", "the grader's report (2 public + 1 hidden case)")
+    autolab = json.loads(graded.strip().splitlines()[-1]) if graded.strip() else {}
+    if autolab.get("scores", {}).get(KEY) != POINTS or autolab.get("scoreboard") != [float(total)]:
+        problems.append(f"the Autolab line lacks {KEY} = {POINTS} or the total {total}: {autolab}")
+    results = os.path.join(kit, "gradescope.json")
+    subprocess.run([sys.executable, "grader/grade", os.path.join("build", "reference-handin.tar"),
+                    "--gradescope", results], cwd=kit, stdout=subprocess.DEVNULL, timeout=600)
+    try:
+        with open(results) as f:
+            tests = {t["name"]: t for t in json.load(f)["tests"]}
+        if tests.get(f"{KEY}: {TITLE}", {}).get("score") != POINTS:
+            problems.append(f"Gradescope's results.json has no test '{KEY}: {TITLE}' scoring {POINTS}")
+    except (OSError, ValueError, KeyError) as e:
+        problems.append(f"Gradescope's results.json is missing or malformed: {e}")
+    out = subprocess.run([sys.executable, "-m", "staff.dist", "handout", "--no-verify"], cwd=kit,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    if out.returncode != 0:
+        problems.append("the handout cut failed:\n" + out.stdout[-2000:])
+    else:
+        with tarfile.open(os.path.join(kit, "dist", "handout.tar.gz")) as tar:
+            names = tar.getnames()
+            readme = tar.extractfile("dtrain-kit/README.md").read().decode()
+            stub = tar.extractfile("dtrain-kit/student/func_impl.cpp").read().decode()
+        if "dtrain-kit/tests/test_part11_toy.cpp" not in names:
+            problems.append("the handout lacks tests/test_part11_toy.cpp")
+        if f"## {SECTION}" not in readme or "throw NotImplemented(\"toy_sum\"" not in stub:
+            problems.append("the handout lacks the new section or the new stub")
+        if any("/reference/" in n or "/staff/" in n for n in names):
+            problems.append("the handout ships reference/ or staff/")
+    check = subprocess.run([sys.executable, "-m", "kit", "check-handout"], cwd=kit, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    if check.returncode != 0:
+        problems.append("kit check-handout fails:\n" + check.stdout[-2000:])
+    return problems
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m staff.add_part", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--keep", metavar="DIR", help="copy the scratch kit here afterwards")
+    args = ap.parse_args(argv)
+    scratch = tempfile.mkdtemp(prefix="kit-add-part-")
+    os.chmod(scratch, 0o755)  # the grader's sandbox user must reach the copy
+    kit = os.path.join(scratch, "kit")
+    try:
+        copy_kit(kit)
+        git(kit, "init", "-q")
+        git(kit, "add", "-A")
+        git(kit, "commit", "-qm", "before the recipe")
+        follow_recipe(kit)
+        problems = checks(kit)
+    finally:
+        if args.keep:
+            shutil.copytree(kit, args.keep, dirs_exist_ok=True, symlinks=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    for p in problems:
+        print(f"add_part: {p}")
+    print(f"add_part: {'the new part shows everywhere' if not problems else 'FAILED'}")
+    print(f"{0 if problems else 1} passed, {1 if problems else 0} failed")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
