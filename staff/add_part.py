@@ -91,11 +91,15 @@ def follow_recipe(kit: str) -> None:
         f.write(TEST_FILE)
 
 
+def in_copy(cmd: List[str], kit: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Runs a command in the copy, which uses its own build (never $KIT_BUILD's)."""
+    return subprocess.run(cmd, cwd=kit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                          env={k: v for k, v in os.environ.items() if k != "KIT_BUILD"})
+
+
 def make(kit: str, problems: List[str], *args: str) -> str:
     """The output of a make command in the copy; a failure is a problem."""
-    proc = subprocess.run(["make", "--no-print-directory", *args], cwd=kit, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=900,
-                          env={k: v for k, v in os.environ.items() if k != "KIT_BUILD"})
+    proc = in_copy(["make", "--no-print-directory", *args], kit)
     print(f"-- make {' '.join(args)}: exit {proc.returncode}", flush=True)
     if proc.returncode != 0:
         problems.append(f"make {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}")
@@ -130,8 +134,8 @@ def checks(kit: str) -> List[str]:
     if autolab.get("scores", {}).get(KEY) != POINTS or autolab.get("scoreboard") != [float(total)]:
         problems.append(f"the Autolab line lacks {KEY} = {POINTS} or the total {total}: {autolab}")
     results = os.path.join(kit, "gradescope.json")
-    subprocess.run([sys.executable, "grader/grade", os.path.join("build", "reference-handin.tar"),
-                    "--gradescope", results], cwd=kit, stdout=subprocess.DEVNULL, timeout=600)
+    in_copy([sys.executable, "grader/grade", os.path.join("build", "reference-handin.tar"), "--gradescope", results],
+            kit)
     try:
         with open(results) as f:
             tests = {t["name"]: t for t in json.load(f)["tests"]}
@@ -139,8 +143,7 @@ def checks(kit: str) -> List[str]:
             problems.append(f"Gradescope's results.json has no test '{KEY}: {TITLE}' scoring {POINTS}")
     except (OSError, ValueError, KeyError) as e:
         problems.append(f"Gradescope's results.json is missing or malformed: {e}")
-    out = subprocess.run([sys.executable, "-m", "staff.dist", "handout", "--no-verify"], cwd=kit,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    out = in_copy([sys.executable, "-m", "staff.dist", "handout", "--no-verify"], kit)
     if out.returncode != 0:
         problems.append("the handout cut failed:\n" + out.stdout[-2000:])
     else:
@@ -154,8 +157,7 @@ def checks(kit: str) -> List[str]:
             problems.append("the handout lacks the new section or the new stub")
         if any("/reference/" in n or "/staff/" in n for n in names):
             problems.append("the handout ships reference/ or staff/")
-    check = subprocess.run([sys.executable, "-m", "kit", "check-handout"], cwd=kit, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
+    check = in_copy([sys.executable, "-m", "kit", "check-handout"], kit)
     if check.returncode != 0:
         problems.append("kit check-handout fails:\n" + check.stdout[-2000:])
     return problems
