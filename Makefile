@@ -10,6 +10,7 @@
 #   make train-zero        zero_dp_train: DP=4
 #   make mpi-demo          Part 0's warm-up: CASE=allreduce|allgather|reduce_scatter|split
 #   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
+#   make trace             a short training traced: build/trace.json (Perfetto) and build/trace.png (MP, DP, MEGATRON)
 #   make handin            check and pack handin.tar for submission
 #   make grade HANDIN=x    grade one handin tarball as the autograder does
 #   make grade-reference   pack the reference as a handin and grade it (150/150)
@@ -33,7 +34,8 @@ $(error IMPL must be student or reference, got '$(IMPL)')
 endif
 
 export KIT_BUILD := $(abspath $(BUILD))
-KIT_TEST = $(PYTHON) -m kit test --impl $(IMPL)
+TRACE ?=
+KIT_TEST = $(PYTHON) -m kit test --impl $(IMPL) $(if $(filter 1 yes true,$(TRACE)),--trace-dir $(BUILD)/traces)
 
 # Training runs: MP x DP ranks; TRAIN_ARGS passes more flags (see --help).
 MP       ?= 1
@@ -44,7 +46,7 @@ FULL     ?= 0
 TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore handin grade grade-reference hidden-data handout autograder bench
+.PHONY: all setup build configure test check clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
 
 all: build
 
@@ -89,6 +91,13 @@ mpi-demo: build
 
 explore: build
 	$(PYTHON) -m kit explore --impl $(IMPL) $(if $(filter 1 yes true,$(FULL)),--full)
+
+# A short training with every rank's collectives and phases recorded.
+TRACE_FILE = $(BUILD)/trace.json
+trace: build
+	tools/kitrun -n $$(( $(MP) * $(DP) )) $(BUILD)/$(IMPL)/unified_train --mp_size $(MP) --dp_size $(DP) $(MEGATRON_FLAG) \
+	  --num_train_samples 1200 --num_test_samples 200 --trace $(TRACE_FILE) $(TRAIN_ARGS)
+	@$(PYTHON) -m kit trace $(TRACE_FILE)
 
 handin: build
 	@$(PYTHON) -m kit handin

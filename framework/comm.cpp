@@ -2,12 +2,18 @@
 // only translation unit of the kit that names MPI.
 #include <mpi.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "comm.h"
 #include "comm_runtime.h"
@@ -19,6 +25,11 @@ struct Communicator::Handle {
   bool owned = false;  // false for the world view, which MPI frees itself
   int rank = 0;
   int size = 1;
+  // The ledger's view of it: a name, an id for this process, and how many
+  // collectives this rank has started on it (the sequence number of the last).
+  std::string name = "world";
+  int id = 0;
+  long calls = 0;
 };
 
 namespace {
@@ -49,7 +60,10 @@ int to_count(long count, const char* call) {
 
 [[noreturn]] void size_mismatch(const char* call, const char* what, long expected, long got) {
   std::ostringstream msg;
-  msg << call << ": " << what << " must have " << expected << " elements, got " << got;
+  msg << call;
+  if (const std::string function = ledger::function_now(); !function.empty()) msg << " in " << function;
+  msg << ": " << what << " must have " << expected << " elements, got " << got;
+  if (const std::string args = ledger::arguments_now(); !args.empty()) msg << " (its arguments: " << args << ")";
   throw std::invalid_argument(msg.str());
 }
 
@@ -70,9 +84,182 @@ std::uint64_t ring_bytes(long elements, int n, int passes) {
 // of an epoch is communication (and waiting for the slowest rank).
 double g_collective_seconds = 0;
 
-struct CollectiveClock {
-  const double start = MPI_Wtime();
-  ~CollectiveClock() { g_collective_seconds += MPI_Wtime() - start; }
+// ---- the ledger (comm.h, comm_runtime.h) ----
+
+enum OpCode : std::int64_t { kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier };
+constexpr const char* kOpNames[] = {"", "allreduce", "allgather", "reduce_scatter", "split", "barrier"};
+constexpr const char* kReductionNames[] = {"Sum", "Min", "Max"};
+constexpr std::int64_t kNoReduction = -1;
+
+struct Ledger {
+  std::mutex mu;  // the watchdog thread reads what the main thread writes
+  bool checking = false, tracing = false;
+  // The call in flight.
+  bool active = false;
+  OpCode op = kAllreduce;
+  long seq = 0, count = 0;
+  std::int64_t reduction = kNoReduction;
+  std::string comm;
+  std::string function;
+  // This case's calls, per communicator id: (its name at the last call, calls).
+  std::map<int, std::pair<std::string, long>> per_comm;
+  std::vector<LedgerEntry> kept;
+  std::uint64_t recorded = 0;
+};
+
+Ledger& the_ledger() {
+  static Ledger ledger;
+  return ledger;
+}
+
+std::atomic<const char*> g_function{nullptr};  // the student function running (StudentScope)
+std::vector<ArgShape> g_args;                   // its matrix arguments; main thread only
+int g_next_comm_id = 1;
+
+// A stable id of a function name, the same on every rank (FNV-1a).
+std::int64_t name_hash(const char* name) {
+  std::uint32_t h = 2166136261u;
+  for (const char* p = name ? name : ""; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
+  return h;
+}
+
+std::map<std::int64_t, std::string>& function_names() {  // hash -> name, of the names this rank has seen
+  static std::map<std::int64_t, std::string> names;
+  return names;
+}
+
+std::string plural(long n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// The bookkeeping of one call, apart from the agreement check and MPI, so
+// the bench can time exactly this (ledger::seconds_per_record).
+void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction) {
+  const char* function = g_function.load();
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = true;
+  l.op = op;
+  l.seq = ++h.calls;
+  l.count = count;
+  l.reduction = reduction;
+  l.comm = h.name;
+  l.function = function ? function : "";
+  auto& slot = l.per_comm[h.id];
+  slot.first = h.name;
+  slot.second = h.calls;
+  ++l.recorded;
+}
+
+void note_end(double start, double end, std::uint64_t bytes) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = false;
+  if (l.tracing && end > 0) {  // a call refused by the agreement check never ran
+    LedgerEntry e;
+    e.kind = kOpNames[l.op];
+    e.seq = l.seq;
+    e.count = l.count;
+    e.reduction = l.reduction == kNoReduction ? "" : kReductionNames[l.reduction];
+    e.comm = l.comm;
+    e.function = l.function;
+    e.start = start;
+    e.end = end;
+    e.bytes = bytes;
+    l.kept.push_back(std::move(e));
+  }
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? "," : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// One call of the ledger: recorded when made, checked against the other
+// ranks' calls when checking is on (before MPI sees it), and timed.
+class Call {
+ public:
+  Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed)
+      : timed_(timed) {
+    note_start(h, op, count, reduction);
+    if (the_ledger().checking) {
+      try {
+        agree(h, op, count, reduction);
+      } catch (...) {
+        note_end(0, 0, 0);
+        throw;
+      }
+    }
+    start_ = MPI_Wtime();
+  }
+  void done(std::uint64_t bytes) {
+    const double end = MPI_Wtime();
+    if (timed_) g_collective_seconds += end - start_;
+    note_end(start_, end, bytes);
+    finished_ = true;
+  }
+  ~Call() {
+    if (!finished_) note_end(start_, MPI_Wtime(), 0);  // MPI failed: the call is over all the same
+  }
+
+ private:
+  // Every rank shares (operation, count, reduction, sequence number,
+  // function, rank in MPI's world) of this call; any difference in the first
+  // three is a mismatch. The message names ranks as the rest of the kit's
+  // reports do, by their rank in the world.
+  static void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction) {
+    constexpr int kFields = 6;
+    const char* function = g_function.load();
+    int world_rank = 0;
+    check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
+    const std::int64_t mine[kFields] = {op, count, reduction, h.calls, name_hash(function), world_rank};
+    std::vector<std::int64_t> all(static_cast<size_t>(kFields * h.size));
+    check_mpi(MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, h.comm),
+              "MPI_Allgather (agreement)");
+    auto row = [&](int r) { return all.data() + kFields * r; };
+    bool same = true;
+    for (int r = 1; r < h.size && same; ++r) same = std::equal(row(r), row(r) + 3, row(0));
+    if (same) return;
+    // Group the ranks by what they called; name functions only where they differ.
+    std::vector<std::pair<std::vector<std::int64_t>, std::vector<int>>> groups;
+    for (int r = 0; r < h.size; ++r) {
+      std::vector<std::int64_t> key(row(r), row(r) + 5);
+      key[3] = 0;  // the sequence number is the same at a matched check
+      auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == key; });
+      if (g == groups.end()) g = groups.insert(groups.end(), {key, {}});
+      g->second.push_back(static_cast<int>(row(r)[5]));
+    }
+    std::vector<int> members;
+    for (int r = 0; r < h.size; ++r) members.push_back(static_cast<int>(row(r)[5]));
+    int world_size = 0;
+    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size");
+    const bool functions_differ = std::any_of(groups.begin(), groups.end(),
+                                              [&](const auto& g) { return g.first[4] != groups[0].first[4]; });
+    size_t width = 0;
+    for (const auto& g : groups) width = std::max(width, rank_list(g.second).size() + 1);
+    std::ostringstream msg;
+    msg << "collective #" << h.calls << " on " << h.name;
+    if (h.size < world_size) msg << " (" << rank_list(members) << ")";
+    if (function) msg << " in " << function;
+    msg << ": ranks disagree";
+    for (const auto& [key, ranks] : groups) {
+      std::string who = rank_list(ranks) + ":";
+      who.resize(width, ' ');
+      msg << "\n  " << who << " " << (key[0] >= kAllreduce && key[0] <= kBarrier ? kOpNames[key[0]] : "?");
+      if (key[0] != kSplit && key[0] != kBarrier) msg << ", " << plural(static_cast<long>(key[1]), "element");
+      if (key[2] != kNoReduction && key[2] >= 0 && key[2] < 3) msg << " (" << kReductionNames[key[2]] << ")";
+      if (functions_differ) {
+        const auto name = function_names().find(key[4]);
+        msg << " in " << (name != function_names().end() ? name->second : "another function");
+      }
+    }
+    throw CollectiveMismatch(msg.str());
+  }
+
+  bool timed_;
+  bool finished_ = false;
+  double start_ = 0;
 };
 
 }  // namespace
@@ -105,7 +292,7 @@ Communicator Communicator::world() {
   return Communicator(std::move(handle));
 }
 
-static const Communicator::Handle& live(const std::unique_ptr<Communicator::Handle>& handle) {
+static Communicator::Handle& live(const std::unique_ptr<Communicator::Handle>& handle) {
   if (!handle) throw std::logic_error("this Communicator was moved from; use the one it was moved into");
   return *handle;
 }
@@ -113,32 +300,42 @@ static const Communicator::Handle& live(const std::unique_ptr<Communicator::Hand
 int Communicator::rank() const { return live(handle_).rank; }
 int Communicator::size() const { return live(handle_).size; }
 
-void Communicator::barrier() { check_mpi(MPI_Barrier(live(handle_).comm), "MPI_Barrier"); }
+void Communicator::barrier() {
+  Call call(live(handle_), kBarrier, 0, kNoReduction, false);
+  check_mpi(MPI_Barrier(live(handle_).comm), "MPI_Barrier");
+  call.done(0);
+}
 
 void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op op) {
-  const CollectiveClock clock;
   const MPI_Op mpi_op = to_mpi(op);
   const int n = to_count(count, "allreduce");
+  Call call(live(handle_), kAllreduce, count, static_cast<std::int64_t>(op), true);
   check_mpi(MPI_Allreduce(src, dst, n, MPI_DOUBLE, mpi_op, live(handle_).comm), "MPI_Allreduce");
-  bytes_ += ring_bytes(count, size(), 2);
+  const std::uint64_t bytes = ring_bytes(count, size(), 2);
+  bytes_ += bytes;
+  call.done(bytes);
 }
 
 void Communicator::all_gather_raw(const double* src, long count, double* dst) {
-  const CollectiveClock clock;
   const int n = to_count(count, "allgather");
   to_count(count * size(), "allgather");
+  Call call(live(handle_), kAllgather, count, kNoReduction, true);
   check_mpi(MPI_Allgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, live(handle_).comm), "MPI_Allgather");
-  bytes_ += ring_bytes(count * size(), size(), 1);
+  const std::uint64_t bytes = ring_bytes(count * size(), size(), 1);
+  bytes_ += bytes;
+  call.done(bytes);
 }
 
 void Communicator::reduce_scatter_raw(const double* src, double* dst, long block, Op op) {
-  const CollectiveClock clock;
   const MPI_Op mpi_op = to_mpi(op);
   const int n = to_count(block, "reduce_scatter");
   to_count(block * size(), "reduce_scatter");
+  Call call(live(handle_), kReduceScatter, block, static_cast<std::int64_t>(op), true);
   check_mpi(MPI_Reduce_scatter_block(src, dst, n, MPI_DOUBLE, mpi_op, live(handle_).comm),
             "MPI_Reduce_scatter_block");
-  bytes_ += ring_bytes(block * size(), size(), 1);
+  const std::uint64_t bytes = ring_bytes(block * size(), size(), 1);
+  bytes_ += bytes;
+  call.done(bytes);
 }
 
 // The Matrix and Vector overloads differ only in type; each checks its sizes
@@ -183,8 +380,12 @@ void Communicator::reduce_scatter(const Vector& src, Vector& dst, Op op) {
 Communicator Communicator::split(int color, int key) {
   if (color < 0) throw std::invalid_argument("split: color must be >= 0, got " + std::to_string(color));
   auto handle = std::make_unique<Handle>();
-  check_mpi(MPI_Comm_split(live(handle_).comm, color, key, &handle->comm), "MPI_Comm_split");
+  Call call(live(handle_), kSplit, 0, kNoReduction, false);
+  check_mpi(MPI_Comm_split(handle_->comm, color, key, &handle->comm), "MPI_Comm_split");
+  call.done(0);
   handle->owned = true;
+  handle->id = g_next_comm_id++;
+  handle->name = "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ") of " + handle_->name;
   check_mpi(MPI_Comm_rank(handle->comm, &handle->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(handle->comm, &handle->size), "MPI_Comm_size");
   return Communicator(std::move(handle));
@@ -215,6 +416,8 @@ Communicator CommAccess::duplicate(Communicator& comm) {
   auto handle = std::make_unique<Communicator::Handle>();
   check_mpi(MPI_Comm_dup(live(comm.handle_).comm, &handle->comm), "MPI_Comm_dup");
   handle->owned = true;
+  handle->id = g_next_comm_id++;
+  handle->name = live(comm.handle_).name;
   check_mpi(MPI_Comm_rank(handle->comm, &handle->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(handle->comm, &handle->size), "MPI_Comm_size");
   return Communicator(std::move(handle));
@@ -273,5 +476,128 @@ long CommAccess::max_over_ranks(Communicator& comm, long value) {
 double CommAccess::wall_time() { return MPI_Wtime(); }
 
 double CommAccess::seconds_in_collectives() { return g_collective_seconds; }
+
+void CommAccess::set_name(Communicator& comm, const std::string& name) {
+  Communicator::Handle& h = live(comm.handle_);
+  std::lock_guard<std::mutex> lock(the_ledger().mu);
+  h.name = name;
+}
+
+std::string CommAccess::name(const Communicator& comm) { return live(comm.handle_).name; }
+
+// ---- StudentScope and the ledger's functions (comm_runtime.h) ----
+
+StudentScope::StudentScope(const char* function, Communicator* comm, const char* comm_name,
+                           std::initializer_list<ArgShape> args)
+    : outer_function_(g_function.exchange(function)), comm_(comm_name ? comm : nullptr), outer_args_(g_args) {
+  function_names().emplace(name_hash(function), function);
+  g_args.assign(args.begin(), args.end());
+  if (comm_) {
+    outer_comm_name_ = CommAccess::name(*comm_);
+    CommAccess::set_name(*comm_, comm_name);
+  }
+}
+
+StudentScope::~StudentScope() {
+  g_function.store(outer_function_);
+  g_args = std::move(outer_args_);
+  if (comm_) CommAccess::set_name(*comm_, outer_comm_name_);
+}
+
+namespace ledger {
+
+void set_checking(bool on) { the_ledger().checking = on; }
+bool checking() { return the_ledger().checking; }
+
+void set_tracing(bool on) {
+  std::lock_guard<std::mutex> lock(the_ledger().mu);
+  the_ledger().tracing = on;
+}
+
+void begin_case() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.per_comm.clear();
+  l.kept.clear();
+}
+
+std::string state() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (l.active) {
+    std::string s = std::string("waiting in ") + kOpNames[l.op] + " #" + std::to_string(l.seq) + " on " + l.comm;
+    if (l.op != kSplit && l.op != kBarrier) s += " (" + plural(l.count, "element") + ")";
+    return l.function.empty() ? s : s + " in " + l.function;
+  }
+  if (l.per_comm.empty()) return "without a collective";
+  std::string s = "after ";
+  size_t i = 0;
+  for (const auto& [id, named] : l.per_comm) {
+    s += i == 0 ? "" : i + 1 == l.per_comm.size() ? " and " : ", ";
+    s += i == 0 ? plural(named.second, "collective") + " on " + named.first
+                : std::to_string(named.second) + " on " + named.first;
+    ++i;
+  }
+  return s;
+}
+
+std::string function_now() {
+  const char* f = g_function.load();
+  return f ? f : "";
+}
+
+std::string arguments_now() {
+  std::string out;
+  for (const ArgShape& a : g_args)
+    out += (out.empty() ? "" : ", ") + std::string(a.name) + " (" + std::to_string(a.rows) + ", " +
+           std::to_string(a.cols) + ")";
+  return out;
+}
+
+std::vector<LedgerEntry> take_entries() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return std::move(l.kept);
+}
+
+std::uint64_t calls_recorded() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return l.recorded;
+}
+
+double seconds_per_record(long samples) {
+  Communicator::Handle probe;
+  probe.name = "probe";
+  probe.id = -1;
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < samples; ++i) {
+    note_start(probe, kAllreduce, 1024, 0);
+    note_end(0, 0, 0);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.per_comm.erase(-1);
+  l.recorded -= static_cast<std::uint64_t>(samples);
+  return seconds / static_cast<double>(samples);
+}
+
+Phase::Phase(const char* name) : name_(name), start_(the_ledger().tracing ? MPI_Wtime() : 0) {}
+
+Phase::~Phase() {
+  Ledger& l = the_ledger();
+  if (!l.tracing) return;
+  LedgerEntry e;
+  e.kind = name_;
+  e.collective = false;
+  e.function = function_now();
+  e.start = start_;
+  e.end = MPI_Wtime();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.kept.push_back(std::move(e));
+}
+
+}  // namespace ledger
 
 }  // namespace dtrain

@@ -20,16 +20,34 @@
 //
 // This is the one place the formula is written down; the trainers' reports,
 // the explorer and the tests all read it through bytes_transferred().
+//
+// The ledger. Every rank records each call it makes (its position in this
+// communicator's sequence, the operation, the element count, the reduction,
+// the communicator's name and the student function running), so a hang can
+// be explained (comm_runtime.h). In the tests, and in the trainers with
+// --check-collectives, the ranks first agree on (operation, count, reduction)
+// with one small extra collective; if they disagree, every rank throws
+// CollectiveMismatch naming each rank's call, and MPI never sees the
+// mismatched call. That check is neither counted nor timed.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "tensor.h"
 
 namespace dtrain {
 
 enum class Op { Sum, Min, Max };
+
+// The ranks of a communicator called different collectives at the same point
+// of its sequence (or the same one with different counts or reductions).
+class CollectiveMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class Communicator {
  public:

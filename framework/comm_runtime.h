@@ -2,6 +2,8 @@
 // own programs and test harness need. Student code never includes it.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,88 @@ struct CommAccess {
   // Seconds this process has spent inside allreduce, allgather and
   // reduce_scatter, on any communicator, waiting for other ranks included.
   static double seconds_in_collectives();
+
+  // The name the ledger gives the communicator ("world", "mp_comm", or the
+  // split it came from: "split(color 1, key 0) of world").
+  static void set_name(Communicator& comm, const std::string& name);
+  static std::string name(const Communicator& comm);
 };
+
+// A matrix argument of a student call, by parameter name, for messages.
+struct ArgShape {
+  const char* name;
+  long rows, cols;
+};
+
+// Set around every call into student code (student_calls.h does it for the
+// framework and the tests): the ledger and the error messages name the
+// function, and the communicator it was handed goes by its parameter name
+// (mp_comm, dp_comm, comm) while the call lasts.
+class StudentScope {
+ public:
+  StudentScope(const char* function, Communicator* comm = nullptr, const char* comm_name = nullptr,
+               std::initializer_list<ArgShape> args = {});
+  ~StudentScope();
+  StudentScope(const StudentScope&) = delete;
+  StudentScope& operator=(const StudentScope&) = delete;
+
+ private:
+  const char* outer_function_;
+  Communicator* comm_;
+  std::string outer_comm_name_;
+  std::vector<ArgShape> outer_args_;
+};
+
+// One recorded call of the ledger (kept while tracing) or a phase span.
+struct LedgerEntry {
+  std::string kind;      // "allreduce", "allgather", "reduce_scatter", "split", "barrier", or a phase
+  bool collective = true;
+  long seq = 0;          // position in its communicator's sequence, from 1
+  long count = 0;        // elements: allreduce's src, allgather's src, reduce_scatter's dst
+  std::string reduction; // "Sum", "Min", "Max", or "" when the call reduces nothing
+  std::string comm;      // the communicator's name at the time of the call
+  std::string function;  // the student function running, or ""
+  double start = 0, end = 0;  // CommAccess::wall_time()
+  std::uint64_t bytes = 0;    // what bytes_transferred() counted for it
+};
+
+namespace ledger {
+
+// Agree on every collective before making it (see comm.h). Off by default.
+void set_checking(bool on);
+bool checking();
+// Keep every call with its times, for --trace. Off by default.
+void set_tracing(bool on);
+// Forget the counts of the previous test case.
+void begin_case();
+// What this rank is doing now, in one line, for the roll-call of a hung
+// case: "waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad",
+// or what it did: "after 2 collectives on dp_comm". Safe from another thread.
+std::string state();
+// The student function running now ("" outside student code), and its
+// arguments' shapes as text: "x (2, 3), y (4, 1)".
+std::string function_now();
+std::string arguments_now();
+// The entries kept while tracing, oldest first; they are handed over once.
+std::vector<LedgerEntry> take_entries();
+// Calls recorded by this process, and the mean cost of recording one in
+// seconds (measured on the spot), for the bench's overhead figure.
+std::uint64_t calls_recorded();
+double seconds_per_record(long samples = 200000);
+
+// A span of training (forward, backward, optimizer) for the trace.
+class Phase {
+ public:
+  explicit Phase(const char* name);
+  ~Phase();
+  Phase(const Phase&) = delete;
+  Phase& operator=(const Phase&) = delete;
+
+ private:
+  const char* name_;
+  double start_;
+};
+
+}  // namespace ledger
 
 }  // namespace dtrain

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "random.h"
+#include "student_calls.h"
 
 namespace dtrain {
 
@@ -31,7 +32,7 @@ FullWeights initial_weights(std::uint64_t seed) {
 
 FCLayer::FCLayer(Communicator& world, const ParallelConfig& config, bool fc1, int in_dim, int out_dim,
                  const Matrix& full_w, const Matrix& full_b)
-    : info(get_info(world, world.rank(), config.mp_size, config.dp_size, fc1, config.megatron, in_dim, out_dim)),
+    : info(student::get_info(world, world.rank(), config.mp_size, config.dp_size, fc1, config.megatron, in_dim, out_dim)),
       is_fc1(fc1),
       megatron(config.megatron),
       mp_size(config.mp_size) {
@@ -56,20 +57,20 @@ const Matrix& FCLayer::forward(const Matrix& x) {
   if (is_fc1) {
     x_ = x;
   } else if (megatron) {
-    x_ = megatron_collect_forward_input(x, info.mp_comm, mp_size);
+    x_ = student::megatron_collect_forward_input(x, info.mp_comm, mp_size);
   } else {
-    x_ = naive_collect_forward_input(x, info.mp_comm, mp_size);
+    x_ = student::naive_collect_forward_input(x, info.mp_comm, mp_size);
   }
   out_.noalias() = x_ * w;
   if (is_fc1) {
     out_.rowwise() += b.row(0);
   } else if (megatron) {
     // Each rank holds a partial sum; the bias is added once, after the sum.
-    out_ = megatron_collect_forward_output(out_, info.mp_comm, mp_size);
+    out_ = student::megatron_collect_forward_output(out_, info.mp_comm, mp_size);
     out_.rowwise() += b.row(0);
   } else {
     out_.rowwise() += b.row(0);
-    out_ = naive_collect_forward_output(out_, info.mp_comm, mp_size);
+    out_ = student::naive_collect_forward_output(out_, info.mp_comm, mp_size);
   }
   return out_;
 }
@@ -77,8 +78,8 @@ const Matrix& FCLayer::forward(const Matrix& x) {
 const Matrix& FCLayer::backward(const Matrix& output_grad) {
   Matrix collected;  // FC2's share of the output gradient; FC1's is the whole of it, used in place
   if (!is_fc1)
-    collected = megatron ? megatron_collect_backward_output(output_grad, info.mp_idx, mp_size)
-                         : naive_collect_backward_output(output_grad, info.mp_idx, mp_size);
+    collected = megatron ? student::megatron_collect_backward_output(output_grad, info.mp_idx, mp_size)
+                         : student::naive_collect_backward_output(output_grad, info.mp_idx, mp_size);
   const Matrix& local_grad = is_fc1 ? output_grad : collected;  // (B, part_out_dim)
   local_w_.resize(w.rows(), w.cols());  // allocates once: the shape never changes
   local_w_.noalias() = x_.transpose() * local_grad;
@@ -88,10 +89,10 @@ const Matrix& FCLayer::backward(const Matrix& output_grad) {
   } else {
     Matrix partial(local_grad.rows(), w.rows());
     partial.noalias() = local_grad * w.transpose();
-    grad_x_ = megatron ? megatron_collect_backward_x(partial, info.mp_comm, mp_size)
-                       : naive_collect_backward_x(partial, info.mp_comm, mp_size);
+    grad_x_ = megatron ? student::megatron_collect_backward_x(partial, info.mp_comm, mp_size)
+                       : student::naive_collect_backward_x(partial, info.mp_comm, mp_size);
   }
-  auto averaged = collect_weight_grad(local_w_, local_b, info.dp_comm);
+  auto averaged = student::collect_weight_grad(local_w_, local_b, info.dp_comm);
   grad_w = std::move(averaged.first);
   grad_b = std::move(averaged.second);
   return grad_x_;

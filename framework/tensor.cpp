@@ -1,15 +1,52 @@
-// tensor.cpp: the failure path of tensor.h's Eigen checks.
+// tensor.cpp: the failure path of tensor.h's Eigen checks. The message names
+// the student function that was running and its arguments' shapes (the
+// ledger's StudentScope knows them), and says in words what the check means.
 #include "tensor.h"
 
 #include <cstring>
 #include <stdexcept>
 
+#include "comm_runtime.h"
+
 namespace dtrain::detail {
+
+namespace {
+
+// Eigen's most common checks, by a piece of their text.
+const char* meaning(const char* condition) {
+  struct Known {
+    const char* text;
+    const char* meaning;
+  };
+  static const Known known[] = {
+      {"invalid matrix product", "a matrix product A * B whose inner sizes differ (A.cols() != B.rows())"},
+      {"rows == this->rows() && cols == this->cols()",
+       "an assignment of a matrix of another shape into a block, a row, a column or another fixed-size "
+       "destination (only a whole Matrix may change its shape)"},
+      {"aLhs.rows() == aRhs.rows() && aLhs.cols() == aRhs.cols()",
+       "a coefficient-wise operation (+, -, cwiseProduct, ...) on two matrices of different shapes"},
+      {"startRow >= 0 && blockRows >= 0", "a block (block, middleRows, middleCols, ...) that reaches outside the matrix"},
+      {"row >= 0 && row < rows()", "an index out of range"},
+      {"index >= 0 && index < size()", "an index out of range"},
+      {"rows >= 0 && (RowsAtCompileTime == Dynamic", "a negative size"},
+  };
+  for (const Known& k : known)
+    if (std::strstr(condition, k.text) != nullptr) return k.meaning;
+  return "usually two matrices of the wrong shapes, or an index out of range";
+}
+
+}  // namespace
 
 void eigen_check_failed(const char* condition, const char* file, int line) {
   const char* base = std::strrchr(file, '/');
-  throw std::logic_error(std::string("Eigen check failed: ") + condition + " (" + (base ? base + 1 : file) + ":" +
-                         std::to_string(line) + "); usually two matrices of the wrong shapes, or an index out of range");
+  std::string message = "Eigen check failed";
+  if (const std::string function = ledger::function_now(); !function.empty()) {
+    message += " in " + function;
+    if (const std::string args = ledger::arguments_now(); !args.empty()) message += " (called with " + args + ")";
+  }
+  message += ": " + std::string(meaning(condition)) + "\n  Eigen's check: " + condition + " (" +
+             (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
+  throw std::logic_error(message);
 }
 
 }  // namespace dtrain::detail

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "comm_runtime.h"
 #include "training_loop.h"
 
 namespace dtrain {
@@ -45,10 +46,20 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
     for (long start = 0, it = 0; start < rows; start += batch, ++it) {
       const long n = std::min(batch, rows - start);
       gather_batch(x_local, y_local, order, start, n, xb, yb);
-      const double loss = model.forward(xb, yb);
-      model.backward();
+      double loss;
+      {
+        const ledger::Phase phase("forward");
+        loss = model.forward(xb, yb);
+      }
+      {
+        const ledger::Phase phase("backward");
+        model.backward();
+      }
       const double lr = decayed_lr(options.init_lr, result.iterations, 100.0);
-      model.sgd_step(lr);
+      {
+        const ledger::Phase phase("optimizer");
+        model.sgd_step(lr);
+      }
       ++result.iterations;
       result.losses.push_back(loss);
       if (options.on_progress && lead && ((it + 1) % options.report_every == 0 || it + 1 == per_epoch))
@@ -59,7 +70,10 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
     result.fc1.dp_bytes += model.fc1.info.dp_comm.bytes_transferred() - before1.dp_bytes;
     result.fc2.mp_bytes += model.fc2.info.mp_comm.bytes_transferred() - before2.mp_bytes;
     result.fc2.dp_bytes += model.fc2.info.dp_comm.bytes_transferred() - before2.dp_bytes;
-    result.test_accuracy.push_back(evaluate(model, x_test, y_test));
+    {
+      const ledger::Phase phase("evaluate");
+      result.test_accuracy.push_back(evaluate(model, x_test, y_test));
+    }
     if (options.on_epoch && lead) options.on_epoch(epoch, result.test_accuracy.back(), result.epoch_seconds.back());
   }
   return result;

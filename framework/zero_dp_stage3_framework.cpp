@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "random.h"
+#include "student_calls.h"
 #include "zero_dp_stage3.h"
 
 namespace dtrain {
@@ -55,8 +56,8 @@ ZeroDPStage3FCLayer::ZeroDPStage3FCLayer(Communicator& comm_, int in_dim_, int o
   }
   require_shape(*full_w, in_dim, out_dim, "full_w");
   require_shape(*full_b, 1, out_dim, "full_b");
-  std::tie(w_shard, w_shard_size) = partition_flat_tensor(*full_w, rank, dp_size);
-  std::tie(b_shard, b_shard_size) = partition_flat_tensor(*full_b, rank, dp_size);
+  std::tie(w_shard, w_shard_size) = student::partition_flat_tensor(*full_w, rank, dp_size);
+  std::tie(b_shard, b_shard_size) = student::partition_flat_tensor(*full_b, rank, dp_size);
   zero_grad();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm_runtime.h"
+#include "student_calls.h"
 #include "training_loop.h"
 
 namespace dtrain {
@@ -23,13 +24,13 @@ double ZeroMLP::forward(const Matrix& x, const Labels& y) {
   Matrix h;
   {
     ProfileScope scope(profiler, "fc1", Phase::Forward);
-    h = fc1.forward(x);
+    h = student::forward(fc1, x);
   }
   const Matrix& a = relu_.forward(h);
   Matrix logits;
   {
     ProfileScope scope(profiler, "fc2", Phase::Forward);
-    logits = fc2.forward(a);
+    logits = student::forward(fc2, a);
   }
   return loss_.forward(logits, y);
 }
@@ -39,11 +40,11 @@ void ZeroMLP::backward() {
   Matrix g;
   {
     ProfileScope scope(profiler, "fc2", Phase::Backward);
-    g = fc2.backward(loss_.backward());
+    g = student::backward(fc2, loss_.backward());
   }
   const Matrix& ga = relu_.backward(g);
   ProfileScope scope(profiler, "fc1", Phase::Backward);
-  fc1.backward(ga);
+  student::backward(fc1, ga);
 }
 
 void ZeroMLP::zero_grad() {
@@ -74,12 +75,22 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
     for (long start = 0, it = 0; start < rows; start += batch, ++it) {
       const long n = std::min(batch, rows - start);
       gather_batch(x_local, y_local, order, start, n, xb, yb);
-      const double loss = model.forward(xb, yb);
+      double loss;
+      {
+        const ledger::Phase phase("forward");
+        loss = model.forward(xb, yb);
+      }
       const double accuracy = model.accuracy();
       model.zero_grad();
-      model.backward();
+      {
+        const ledger::Phase phase("backward");
+        model.backward();
+      }
       optimizer.lr = decayed_lr(options.init_lr, result.iterations, 100.0 / dp);
-      optimizer.step();
+      {
+        const ledger::Phase phase("optimizer");
+        student::step(optimizer);
+      }
       ++result.iterations;
       result.final_loss = loss;
       if (options.on_progress && comm.rank() == 0 &&
@@ -89,7 +100,10 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
     result.epoch_seconds.push_back(CommAccess::wall_time() - started);
     result.train_bytes += comm.bytes_transferred() - bytes_before;
     // Every rank evaluates the whole test set; the forward passes still gather.
-    result.test_accuracy.push_back(evaluate(model, x_test, y_test));
+    {
+      const ledger::Phase phase("evaluate");
+      result.test_accuracy.push_back(evaluate(model, x_test, y_test));
+    }
   }
   result.footprint = state_footprint(model, optimizer);
   return result;

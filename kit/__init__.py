@@ -14,6 +14,7 @@ calls them.
   suite          `make test`, `make test-partN`
   handin         `make handin`
   explore        `make explore`
+  trace          `make trace`: a trace file as a PNG timeline
   check_handout  the handout agrees with the headers, the Makefile and the table
   report         formatting shared by the runner and the grader
 """

@@ -4,6 +4,7 @@
   handin         check the student files and write handin.tar (make handin)
   explore        train under every strategy, table and chart (make explore)
   static-check   print the static findings of the files named
+  trace          draw a trace file as a PNG timeline (make trace)
   check-handout  check the handout against the headers, the Makefile and the table
   parts          print the parts table
 """
@@ -11,7 +12,7 @@ import importlib
 import sys
 
 COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore",
-            "static-check": "kit.static_checks", "check-handout": "kit.check_handout", "parts": "kit.parts"}
+            "static-check": "kit.static_checks", "check-handout": "kit.check_handout", "parts": "kit.parts", "trace": "kit.trace"}
 
 
 def main(argv) -> int:

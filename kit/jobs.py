@@ -42,8 +42,8 @@ class CaseOutcome:
         for message, ranks in grouped.items():
             known = sorted(r for r in ranks if r is not None)
             who = ("[rank %s] " if len(known) == 1 else "[ranks %s] ") % ",".join(map(str, known)) if known else ""
-            for line in message.splitlines() or [""]:
-                lines.append(who + line)
+            for i, line in enumerate(message.splitlines() or [""]):
+                lines.append((who if i == 0 else " " * len(who)) + line)
         if len(lines) > max_lines:
             lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
         return lines
@@ -61,6 +61,7 @@ class Launch:
     results_dir: Optional[str] = None  # where the job may write its results file
     cwd: Optional[str] = None
     after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
+    trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
 
 
 @dataclass
@@ -116,6 +117,8 @@ class OutputTap:
 def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subprocess.Popen:
     cmd = launch.prefix + ["-n", str(launch.ranks), launch.binary,
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
+    if launch.trace_dir:
+        cmd.append(f"--trace-dir={launch.trace_dir}")
     env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin")
     proc = subprocess.Popen(
         cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.PIPE,
@@ -199,6 +202,28 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
             pass  # the job may have removed it; its cases then have no result
 
 
+def rank_label(ranks: List[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
+
+
+def roll_call(case: str, answers: Dict[int, Dict]) -> str:
+    """The roll-call of a case its watchdog stopped, ranks with the same
+    state on one line:
+        rank 0:      waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad
+        ranks 1,2,3: finished the case after 2 collectives on dp_comm"""
+    run = next((r for r in table.all_runs() if table.matches(r.filter, case)), None)
+    ranks = run.ranks if run else max(answers) + 1
+    states: Dict[str, List[int]] = {}
+    for rank in range(ranks):
+        state = answers[rank]["state"] if rank in answers else "did not answer (stopped or killed before it could)"
+        states.setdefault(state, []).append(rank)
+    width = max(len(rank_label(r)) for r in states.values()) + 1
+    seconds = max(a["seconds"] for a in answers.values())
+    lines = [f"the case did not finish; what each rank was doing after {seconds:.1f} s:"]
+    lines += [f"  {(rank_label(r) + ':').ljust(width)} {state}" for state, r in states.items()]
+    return "\n".join(lines)
+
+
 def outcomes_of(job: Job, done: Dict[str, CaseOutcome]) -> List[CaseOutcome]:
     """The job's records as outcomes of the cases of its plan that `done`
     does not hold yet: its results, then the case it died in, if it did."""
@@ -214,6 +239,8 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome]) -> List[CaseOutcome]:
     if missing:
         in_flight = missing[0]
         failures = list(job.records.failures.get(in_flight, []))
+        if in_flight in job.records.rollcalls:
+            failures.append({"rank": None, "message": roll_call(in_flight, job.records.rollcalls[in_flight])})
         if job.stopped:
             failures.append({"rank": None, "message": f"{job.stopped}: stopped after {job.seconds:.0f} s without "
                                                       "finishing this case (a deadlock or an endless loop?)"})

@@ -11,13 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-PLAN, RESULT, RANK_FAILURE, ABORT = "plan", "result", "rank_failure", "abort"
+PLAN, RESULT, RANK_FAILURE, ABORT, ROLLCALL = "plan", "result", "rank_failure", "abort", "rollcall"
 SEALED = (PLAN, RESULT)
 FIELDS = {  # the members each kind must have (records.h)
     PLAN: ("ranks", "cases"),
     RESULT: ("case", "status", "seconds", "failures"),
     RANK_FAILURE: ("case", "rank", "message"),
     ABORT: ("case", "rank", "why"),
+    ROLLCALL: ("case", "rank", "state", "seconds"),
 }
 SEAL = re.compile(r',"mac":"([0-9a-f]{64})"}$')
 
@@ -38,6 +39,7 @@ class Records:
     plans: List[Dict] = field(default_factory=list)
     results: List[Dict] = field(default_factory=list)
     failures: Dict[str, List[Dict]] = field(default_factory=dict)  # case -> {"rank", "message"} (failures, aborts)
+    rollcalls: Dict[str, Dict[int, Dict]] = field(default_factory=dict)  # case -> rank -> {"state", "seconds"}
     forged: int = 0  # plans or results whose seal did not verify
 
     @property
@@ -68,6 +70,9 @@ def parse(lines, key: bytes) -> Records:
             out.plans.append(record)
         elif kind == RESULT:
             out.results.append(record)
+        elif kind == ROLLCALL:
+            out.rollcalls.setdefault(str(record["case"]), {})[int(record["rank"])] = {
+                "state": str(record["state"]), "seconds": float(record["seconds"])}
         else:
             text = record["message"] if kind == RANK_FAILURE else record["why"]
             out.failures.setdefault(str(record["case"]), []).append({"rank": record["rank"], "message": str(text)})

@@ -21,7 +21,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from kit.build import recipe
 from kit.paths import FRAMEWORK_DIR, build_dir
 # Framework headers that only the kit's own programs and tests may use.
-KIT_INTERNAL_HEADERS = {"comm_runtime.h", "layer_profiler.h", "memory_tracker.h"}
+KIT_INTERNAL_HEADERS = {"comm_runtime.h", "layer_profiler.h", "memory_tracker.h", "student_calls.h"}
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ RULES: List[Rule] = [
     _rule("asm", "fail", "inline assembly is not allowed", ["asm", "__asm", "__asm__"]),
     _rule("gtest", "fail", "the code under test may not touch the test framework",
           ["gtest", "testing", "harness", "RUN_ALL_TESTS", "UnitTest", "CommAccess", "MpiSession", "seal_record",
-           "mallinfo", "mallinfo2"]),
+           "mallinfo", "mallinfo2", "StudentScope", "ledger"]),
     _rule("early-exit", "warn", "ending the process from library code fails the case it happens in",
           ["exit", "_exit", "_Exit", "quick_exit", "abort", "raise", "signal", "sigaction", "terminate"]),
 ]

@@ -18,6 +18,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from kit import parts as table
+from kit import trace
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
 from kit.paths import build_dir, test_binary
 from kit.report import fmt
@@ -56,6 +57,18 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
     return outcomes, errors
 
 
+def show_traces(trace_dir: str, failed: List[str]) -> None:
+    """Draws the trace of each failing case that wrote one (a case that
+    hung has none: its roll-call says what each rank was doing)."""
+    for case in failed:
+        path = os.path.join(trace_dir, case + ".json")
+        if not os.path.isfile(path):
+            continue
+        events, _ = trace.load(path)
+        problem = trace.draw(events, os.path.splitext(path)[0] + ".png") if events else "no collective ran, nothing to draw"
+        print(f"  trace of {case}: {path}" + (f" ({problem})" if problem else f", drawn in {path[:-5]}.png"))
+
+
 def stub_problems(outcomes: Dict[str, CaseOutcome], cases: List[str]) -> List[str]:
     """Why these cases don't look like the kit's stubs: each must fail saying so."""
     problems = []
@@ -75,6 +88,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--impl", choices=["student", "reference"], default="student")
     ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     ap.add_argument("--require", choices=["none", "full", "stubs"], default="none")
+    ap.add_argument("--trace-dir", metavar="DIR", help="write and draw the trace of each failing case here")
     args = ap.parse_args(argv)
     if not args.all and not args.parts:
         ap.error("name at least one part (e.g. part3), or pass --all")
@@ -88,7 +102,11 @@ def main(argv: List[str]) -> int:
         return 2
 
     started = time.monotonic()
-    outcomes, errors = collect(binary, chosen, args.impl)
+    launch_args = {}
+    if args.trace_dir:
+        os.makedirs(args.trace_dir, exist_ok=True)
+        launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
+    outcomes, errors = collect(binary, chosen, args.impl, launch_args=launch_args)
     print()
     exit_code = 0
     total = 0.0
@@ -117,6 +135,8 @@ def main(argv: List[str]) -> int:
                 exit_code = 1
             if got != 0 or not cases:
                 exit_code = 1
+    if args.trace_dir:
+        show_traces(args.trace_dir, [c for c, o in outcomes.items() if not o.passed])
     if len(chosen) > 1:
         print(f"total: {fmt(total)} / {sum(p.points for p in chosen)} points")
     print(f"{sum(o.passed for o in outcomes.values())} passed, "

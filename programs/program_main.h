@@ -6,11 +6,13 @@
 
 #include "cli.h"
 #include "comm_runtime.h"
+#include "student_calls.h"
 #include "data_parallel_preprocess.h"
 #include "idx_dataset.h"
 #include "layer_profiler.h"
 #include "not_implemented.h"
 #include "progress.h"
+#include "trace.h"
 #include "training_loop.h"
 
 namespace dtrain {
@@ -46,6 +48,8 @@ struct TrainingFlags {
   int& test_samples;
   std::string& data_dir;
   std::string& report_path;
+  std::string& trace_path;
+  bool& check_collectives;
 };
 
 inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, const char* lr_help) {
@@ -55,8 +59,30 @@ inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, co
       flags.add_double("--init_lr", 0.01, lr_help),
       flags.add_int("--num_train_samples", -1, "use the first N training samples (-1: all 60000)"),
       flags.add_int("--num_test_samples", -1, "use the first N test samples (-1: all 10000)"),
-      flags.add_string("--data", "", "directory of the IDX files (default: see README)"),
-      flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)")};
+      flags.add_string("--data", "",
+                       "directory of the IDX files (default: $DTRAIN_DATA, then data/ in the kit, then "
+                       "/usr/share/datasets/fashion-mnist)"),
+      flags.add_string("--report", "", "also write a one-line JSON summary here (rank 0)"),
+      flags.add_string("--trace", "",
+                       "write every rank's collectives and training phases here, as one Chrome trace JSON "
+                       "(open it in ui.perfetto.dev; python3 -m kit trace FILE draws it)"),
+      flags.add_switch("--check-collectives",
+                       "before each collective, check that every rank makes the same call (as the tests do)")};
+}
+
+// What --trace and --check-collectives ask of the ledger; call after parsing.
+inline void set_up_ledger(const TrainingFlags& f) {
+  ledger::set_tracing(!f.trace_path.empty());
+  ledger::set_checking(f.check_collectives);
+}
+
+// Writes the --trace file, if one was asked for. Collective.
+inline void finish_trace(Communicator& world, const TrainingFlags& f, std::uint64_t bytes_counted) {
+  if (f.trace_path.empty()) return;
+  if (!write_trace(world, f.trace_path, bytes_counted))
+    std::fprintf(stderr, "cannot write --trace %s\n", f.trace_path.c_str());
+  else if (world.rank() == 0)
+    std::printf("trace: %s (python3 -m kit trace %s draws it)\n", f.trace_path.c_str(), f.trace_path.c_str());
 }
 
 // This rank's training rows (split_data of the largest multiple of dp_size
@@ -73,7 +99,7 @@ inline LocalRows take_local_rows(Dataset& data, int mp_size, int dp_size, int ra
     data.train.x.conservativeResize(usable, Eigen::NoChange);
     data.train.y.conservativeResize(usable);
   }
-  auto [x, y] = split_data(data.train.x, data.train.y, mp_size, dp_size, rank);
+  auto [x, y] = student::split_data(data.train.x, data.train.y, mp_size, dp_size, rank);
   data.train.x = Matrix();
   data.train.y = Labels();
   return {std::move(x), std::move(y), usable};

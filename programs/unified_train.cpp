@@ -29,8 +29,9 @@ int run(Communicator& world, int argc, char** argv) {
   const TrainingFlags training = add_training_flags(
       flags, "global batch; each dp group takes batch_size / dp_size rows",
       "initial learning rate (x0.9 every 100 iterations)");
-  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path] = training;
+  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
+  set_up_ledger(training);
 
   const bool lead = world.rank() == 0;
   const ParallelConfig config{mp_size, dp_size, megatron};
@@ -64,6 +65,9 @@ int run(Communicator& world, int argc, char** argv) {
   };
   const TpTrainResult result = train_tp(model, config, x_local, y_local, data.test.x, data.test.y, options);
   const double model_heap_bytes = model_heap.max_over_ranks(world);  // before any measuring run
+  finish_trace(world, training,
+               model.fc1.info.mp_comm.bytes_transferred() + model.fc1.info.dp_comm.bytes_transferred() +
+                   model.fc2.info.mp_comm.bytes_transferred() + model.fc2.info.dp_comm.bytes_transferred());
 
   const double its = static_cast<double>(std::max(1L, result.iterations));
   if (lead) {

@@ -27,8 +27,9 @@ int run(Communicator& world, int argc, char** argv) {
   const TrainingFlags training = add_training_flags(
       flags, "global batch; each rank takes batch_size / dp_size rows",
       "initial learning rate (x0.9 every 100/dp iterations)");
-  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path] = training;
+  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
+  set_up_ledger(training);
 
   const bool lead = world.rank() == 0;
   if (dp_size != world.size()) {
@@ -59,6 +60,7 @@ int run(Communicator& world, int argc, char** argv) {
   const ZeroTrainResult result = train_zero(model, world, x_local, y_local, data.test.x, data.test.y, options);
   const double seconds = CommAccess::wall_time() - started;
   const double model_heap_bytes = model_heap.max_over_ranks(world);  // before any measuring run
+  finish_trace(world, training, world.bytes_transferred());  // before the measuring step below
 
   const long probe = std::min<long>(batch / dp_size, x_local.rows());
   const StepVolume volume = measure_step_volume(model, world, x_local.topRows(probe), y_local.head(probe));

@@ -6,10 +6,13 @@ points everywhere else.
 
 A mutant names the file, a piece of the reference's text and its
 replacement; if the text is no longer in the reference, the check fails
-loudly rather than testing nothing.
+loudly rather than testing nothing. Its `says` are regular expressions that
+the failure messages must match: the diagnosis a student would read
+(a mismatch naming each rank's collective, a hung case's roll-call, ...).
 """
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -34,7 +37,7 @@ class Mutant(NamedTuple):
     replace: str
     loses: Tuple[str, ...]    # parts that must lose points
     zero: Tuple[str, ...] = ()  # of those, parts that must score exactly 0
-    message: str = ""         # text the failures must contain
+    says: Tuple[str, ...] = ()  # regular expressions the failure messages must match
 
 
 MUTANTS: List[Mutant] = [
@@ -43,22 +46,57 @@ MUTANTS: List[Mutant] = [
            "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {",
            "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {\n"
            "  if (mp_comm.rank() == 1 && x.rows() == 2) throw std::runtime_error(\"rank 1 gives up\");",
-           ("part3",), message="rank 1 gives up"),
+           ("part3",), says=("rank 1 gives up",)),
     Mutant("segfaults on one rank", "func_impl.cpp",
            "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {",
            "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {\n"
            "  if (mp_group_idx == 2 && output_grad.rows() == 2) { volatile int* p = nullptr; *p = 1; }",
-           ("part5",), message="crashed with SIGSEGV"),
+           ("part5",), says=("crashed with SIGSEGV",)),
     Mutant("calls exit(0) in the middle of a case", "func_impl.cpp",
            "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {",
            "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {\n"
            "  if (grad_x.rows() == 2 && mp_comm.rank() == 3) std::exit(0);",
-           ("part6",), message="exited in the middle of the case"),
-    Mutant("deadlocks: one rank calls an extra collective", "func_impl.cpp",
+           ("part6",), says=("exited in the middle of the case",)),
+    # Ranks that disagree about their collectives: the diagnosis names the
+    # function, the collective, its element count and the ranks concerned.
+    Mutant("one rank calls an extra allreduce", "func_impl.cpp",
            "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
            "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
            "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
-           ("part7",), message="did not finish the case within"),
+           ("part7",), says=(r"rank 0: +waiting in allreduce #3 on dp_comm \(\d+ elements\) in collect_weight_grad",
+                             r"ranks 1,2,3: +finished the case after 2 collectives on dp_comm")),
+    Mutant("one rank makes its two allreduces in swapped order", "func_impl.cpp",
+           "  dp_comm.allreduce(grad_w, sum_w, Op::Sum);\n  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
+           "  if (dp_comm.rank() == 1) {\n    dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
+           "    dp_comm.allreduce(grad_w, sum_w, Op::Sum);\n  } else {\n"
+           "    dp_comm.allreduce(grad_w, sum_w, Op::Sum);\n    dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n  }\n",
+           ("part7",), says=(r"collective #1 on dp_comm in collect_weight_grad: ranks disagree",
+                             r"rank 1: +allreduce, 8 elements \(Sum\)", r"ranks 0,2,3: +allreduce, 16 elements \(Sum\)")),
+    Mutant("one rank all-gathers where the others all-reduce", "func_impl.cpp",
+           "  mp_comm.allreduce(out, total, Op::Sum);\n",
+           "  if (mp_comm.rank() == 2) {\n    Matrix all(out.rows() * mp_size, out.cols());\n"
+           "    mp_comm.allgather(out, all);\n    total = all.topRows(out.rows());\n"
+           "  } else {\n    mp_comm.allreduce(out, total, Op::Sum);\n  }\n",
+           ("part4",), says=(r"collective #1 on mp_comm in megatron_collect_forward_output: ranks disagree",
+                             r"rank 2: +allgather, \d+ elements\n", r"ranks 0,1,3: +allreduce, \d+ elements \(Sum\)")),
+    Mutant("one rank reduces with Max where the others Sum", "func_impl.cpp",
+           "  mp_comm.allreduce(out, total, Op::Sum);\n",
+           "  mp_comm.allreduce(out, total, mp_comm.rank() == 0 ? Op::Max : Op::Sum);\n",
+           ("part4",), says=(r"rank 0: +allreduce, \d+ elements \(Max\)",)),
+    Mutant("one rank all-gathers one row fewer", "func_impl.cpp",
+           "  comm.allgather(block, stacked);\n",
+           "  if (comm.rank() == 1 && block.rows() > 1) {\n"
+           "    const Matrix fewer = block.topRows(block.rows() - 1);\n"
+           "    Matrix part(fewer.rows() * parts, fewer.cols());\n    comm.allgather(fewer, part);\n"
+           "    stacked.topRows(part.rows()) = part;\n  } else {\n    comm.allgather(block, stacked);\n  }\n",
+           ("part3",), says=(r"collective #1 on mp_comm in naive_collect_forward_(in|out)put: ranks disagree",
+                             r"rank 1: +allgather, \d+ elements\n")),
+    Mutant("one rank skips the bias reduce-scatter in the ZeRO backward", "zero_dp_stage3.cpp",
+           "  comm.reduce_scatter(grad_b.flat, grad_b_shard, Op::Sum);",
+           "  if (comm.rank() != 3) comm.reduce_scatter(grad_b.flat, grad_b_shard, Op::Sum);",
+           ("part8_backward", "part9"),
+           says=(r"ranks 0,1,2: +waiting in reduce_scatter #\d+ on comm \(\d+ elements?\) in ZeroDPStage3FCLayer::backward",
+                 r"rank 3: +finished the case after \d+ collectives on comm")),
     # Wrong answers, at least one per part.
     Mutant("data split by rank instead of by data-parallel group", "data_parallel_preprocess.cpp",
            "const Eigen::Index first = (rank / mp_size) * rows;",
@@ -77,7 +115,7 @@ MUTANTS: List[Mutant] = [
     Mutant("full weight cached in a static between calls", "zero_dp_stage3.cpp",
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
            "  static Vector w;\n  w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
-           ("part8_forward",), zero=("part8_forward",), message="bytes after it returned"),
+           ("part8_forward",), zero=("part8_forward",), says=("bytes after it returned",)),
     Mutant("partition without padding", "zero_dp_stage3.cpp",
            "const Eigen::Index size = (numel + num_shards - 1) / num_shards;",
            "const Eigen::Index size = numel / num_shards;", ("part8_forward",)),
@@ -121,10 +159,10 @@ def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
             problems.append(f"{part.key} should lose points, got {fmt(got)} / {part.points}")
         elif part.key not in mutant.loses and got != part.points:
             problems.append(f"{part.key} should keep {part.points} points, got {fmt(got)}")
-    if mutant.message:
-        texts = "\n".join(line for o in outcomes.values() for line in o.summary(max_lines=1000))
-        if mutant.message not in texts:
-            problems.append(f"no failure message contains {mutant.message!r}")
+    texts = "\n".join(line for o in outcomes.values() for f in o.failures for line in [str(f["message"])])
+    for pattern in mutant.says:
+        if not re.search(pattern, texts):
+            problems.append(f"no failure message matches {pattern!r}; they were:\n" + texts[:3000])
     return problems
 
 

@@ -7,6 +7,8 @@
 //                           part runner and the grader read them, trusting a plan
 //                           or a result only with a valid seal (results_seal.h)
 //   --case-timeout=SECONDS  override every suite's per-case time limit
+//   --trace-dir=DIR         write the Chrome trace of each failing case to
+//                           DIR/<case>.json (`make test-partN TRACE=1`)
 //   --record=PATH           staff only: write the values of recorded cases
 //                           (tests/recorded.h) to PATH instead of checking them
 //
@@ -23,6 +25,7 @@
 #include <fnmatch.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -49,6 +52,7 @@
 #include "recorded.h"
 #include "records.h"
 #include "results_seal.h"
+#include "trace.h"
 
 namespace harness {
 
@@ -215,8 +219,22 @@ int end_stray_processes() {
   return static_cast<int>(stopped.size());
 }
 
+// The results file, read back by the watchdog to hear the other ranks'
+// roll-call answers (they share the file; it is on this host).
+std::string g_results_path;
+
+// Rank r's watchdog. When its case runs out of time (or, after this rank
+// failed, out of its short grace), it calls the roll: it records what this
+// rank is doing (its ledger's state), and every other rank of the case,
+// which watches the file, answers the same way at once. Only when every rank
+// of the case has answered (or kRollCallWaitSeconds have passed) does a rank
+// end the job, so no rank's answer can be lost to the others ending first,
+// whatever the load.
 class Watchdog {
  public:
+  static constexpr double kPollSeconds = 0.05;
+  static constexpr double kRollCallWaitSeconds = 20.0;
+
   Watchdog() : thread_([this] { loop(); }) {}
   ~Watchdog() {
     {
@@ -226,11 +244,16 @@ class Watchdog {
     cv_.notify_all();
     thread_.join();
   }
-  void arm(double seconds) {
+  void arm(double seconds, const std::string& case_name, int ranks) {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = true;
-    seconds_ = seconds;
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    started_ = Clock::now();
+    deadline_ = started_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    case_ = case_name;
+    ranks_ = ranks;
+    prefix_ = records::rollcall_prefix(case_name);
+    read_from_ = file_size();
+    answered_.clear();
     cv_.notify_all();
   }
   // After a local failure the other ranks may be waiting for this one in a
@@ -238,16 +261,16 @@ class Watchdog {
   void shorten(double seconds) {
     std::lock_guard<std::mutex> lock(mu_);
     const auto soon = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    failed_ = true;
     if (armed_ && soon < deadline_) {
       deadline_ = soon;
-      shortened_ = true;
       cv_.notify_all();
     }
   }
   void disarm() {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = false;
-    shortened_ = false;
+    failed_ = false;
     body_done_ = false;
   }
   // This rank finished the case's code and now waits for the others.
@@ -258,37 +281,93 @@ class Watchdog {
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  static long file_size() {
+    struct stat st {};
+    return !g_results_path.empty() && ::stat(g_results_path.c_str(), &st) == 0 ? static_cast<long>(st.st_size) : 0;
+  }
+
+  // The ranks that answered this case's roll-call so far (reads only what
+  // was appended since the last look).
+  const std::set<int>& answered() {
+    const long size = file_size();
+    if (size <= read_from_) return answered_;
+    const int fd = ::open(g_results_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return answered_;
+    std::string text(static_cast<size_t>(size - read_from_), '\0');
+    const ssize_t n = ::pread(fd, text.data(), text.size(), read_from_);
+    ::close(fd);
+    if (n <= 0) return answered_;
+    text.resize(static_cast<size_t>(n));
+    const size_t last_line = text.rfind('\n');
+    if (last_line == std::string::npos) return answered_;  // a record still being written
+    read_from_ += static_cast<long>(last_line + 1);
+    for (size_t at = text.find(prefix_); at != std::string::npos && at < last_line; at = text.find(prefix_, at + 1))
+      answered_.insert(std::atoi(text.c_str() + at + prefix_.size()));
+    return answered_;
+  }
+
+  // One line: what this rank is doing, for the roll-call.
+  std::string state() const {
+    const std::string ledger_state = dtrain::ledger::state();
+    if (failed_) return "failed (its messages are above), then waited for the others; " + ledger_state;
+    if (body_done_) return "finished the case " + ledger_state;
+    if (ledger_state.rfind("waiting in ", 0) == 0) return ledger_state;
+    const std::string function = dtrain::ledger::function_now();
+    return "still running" + (function.empty() ? std::string() : " " + function) + ", in no collective; " +
+           ledger_state;
+  }
+
+  [[noreturn]] void roll_call(std::unique_lock<std::mutex>& lock) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+    const std::string mine = state();
+    write_record(records::rollcall(case_, g_rank, mine, elapsed));
+    if (g_results_path.empty()) {  // run by hand: no runner will show the roll-call
+      std::fprintf(stderr, "[rank %d] the case did not finish (%.1f s): %s\n", g_rank, elapsed, mine.c_str());
+      std::fflush(nullptr);
+    }
+    const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(kRollCallWaitSeconds));
+    while (!g_results_path.empty() && static_cast<int>(answered().size()) < ranks_ && Clock::now() < give_up)
+      cv_.wait_for(lock, std::chrono::duration<double>(kPollSeconds));
+    std::_Exit(124);
+  }
+
   void loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!quit_) {
       if (!armed_) {
         cv_.wait(lock);
-      } else if (cv_.wait_until(lock, deadline_) == std::cv_status::timeout && armed_ && Clock::now() >= deadline_) {
-        std::ostringstream why;
-        if (shortened_) {
-          why << "failed, then waited in vain for the other ranks to finish the case "
-                 "(they are probably blocked in a collective this rank never joined)";
-        } else if (body_done_) {
-          why << "finished the case, then waited " << seconds_ << " s for the other ranks to finish it";
-        } else {
-          why << "did not finish the case within " << seconds_
-              << " s (a deadlock: ranks calling different collectives, or one rank skipping one?)";
-        }
-        write_abort(why.str().c_str());
-        std::fprintf(stderr, "[rank %d] %s; ending the job\n", g_rank, why.str().c_str());
-        std::fflush(nullptr);
-        std::_Exit(124);
+        continue;
       }
+      const auto poll = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(kPollSeconds));
+      cv_.wait_until(lock, std::min(deadline_, poll));
+      if (!armed_ || quit_) continue;
+      if (Clock::now() >= deadline_ || !answered().empty()) roll_call(lock);
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool armed_ = false, shortened_ = false, body_done_ = false, quit_ = false;
-  double seconds_ = 0;
-  Clock::time_point deadline_;
+  bool armed_ = false, failed_ = false, body_done_ = false, quit_ = false;
+  Clock::time_point started_, deadline_;
+  std::string case_, prefix_;
+  int ranks_ = 1;
+  long read_from_ = 0;
+  std::set<int> answered_;
   std::thread thread_;
 };
+
+// gtest reports an exception as: C++ exception with description "..." thrown
+// in the test body. The description is the message; say where it came from.
+std::string without_gtest_wrapper(const std::string& message) {
+  const std::string head = "C++ exception with description \"", tail = "\" thrown in the test body.";
+  if (message.rfind(head, 0) != 0 || message.size() < head.size() + tail.size() ||
+      message.compare(message.size() - tail.size(), tail.size(), tail) != 0)
+    return message;
+  return "exception: " + message.substr(head.size(), message.size() - head.size() - tail.size());
+}
 
 // "[rank 2]", "[ranks 0,3]", or "[all ranks]".
 std::string rank_label(const std::vector<int>& ranks, int world_size) {
@@ -299,7 +378,7 @@ std::string rank_label(const std::vector<int>& ranks, int world_size) {
 }
 
 int usage_error(const std::string& what) {
-  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] [--record=PATH]\n", what.c_str());
+  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] [--trace-dir=DIR] [--record=PATH]\n", what.c_str());
   return 2;
 }
 
@@ -310,8 +389,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
  public:
   // `groups`: for each rank count the cases need, the communicator of ranks
   // 0..n-1 (a rank runs only the cases whose group it belongs to).
-  MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, double timeout_override)
-      : world_(world), groups_(groups), timeout_override_(timeout_override) {}
+  MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, double timeout_override,
+                  std::string trace_dir)
+      : world_(world), groups_(groups), timeout_override_(timeout_override), trace_dir_(std::move(trace_dir)) {}
 
   int passed() const { return passed_; }
   int failed() const { return failed_; }
@@ -341,11 +421,13 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     dtrain::CommAccess::rendezvous(*meeting_);
     start_ = dtrain::CommAccess::wall_time();
     case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate(*meeting_));
+    dtrain::CommAccess::set_name(*case_world(), "world");
+    dtrain::ledger::begin_case();
     if (g_rank == 0) {
       std::printf("[ RUN      ] %s\n", name_.c_str());
       std::fflush(stdout);
     }
-    watchdog_.arm(limit);
+    watchdog_.arm(limit, name_, run->ranks);
   }
 
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
@@ -353,7 +435,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     std::string where;
     if (result.file_name() && std::strcmp(result.file_name(), "unknown file") != 0)
       where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + ": ";
-    std::string text = where + result.message();
+    std::string text = where + without_gtest_wrapper(result.message());
     while (!text.empty() && text.back() == '\n') text.pop_back();
     messages_ += (messages_.empty() ? "" : "\n") + text;
     write_record(records::rank_failure(name_, g_rank, text));
@@ -372,6 +454,8 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     const bool any_failed = dtrain::CommAccess::max_over_ranks(*meeting_, messages_.empty() ? 0 : 1) != 0;
     const auto texts = any_failed ? dtrain::CommAccess::gather_text(*meeting_, messages_, 0)
                                   : std::vector<std::string>(static_cast<size_t>(meeting_->size()));
+    if (any_failed && !trace_dir_.empty())
+      dtrain::write_trace(*meeting_, trace_dir_ + "/" + name_ + ".json", case_world()->bytes_transferred());
     watchdog_.disarm();
     case_world().reset();
     g_in_case = 0;
@@ -390,7 +474,12 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     for (const auto& [text, ranks] : grouped) {
       std::stringstream lines(text);
       std::string line;
-      while (std::getline(lines, line)) shown += "    " + rank_label(ranks, meeting_->size()) + " " + line + "\n";
+      const std::string label = rank_label(ranks, meeting_->size());
+      bool first = true;
+      while (std::getline(lines, line)) {
+        shown += "    " + (first ? label : std::string(label.size(), ' ')) + " " + line + "\n";
+        first = false;
+      }
     }
     const bool ok = failures.empty();
     (ok ? passed_ : failed_)++;
@@ -405,6 +494,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   std::map<int, dtrain::Communicator>& groups_;
   dtrain::Communicator* meeting_ = nullptr;  // the running case's group, where its ranks meet afterwards
   double timeout_override_;
+  std::string trace_dir_;
   Watchdog watchdog_;
   std::string name_, messages_;
   double start_ = 0;
@@ -421,12 +511,14 @@ int main(int argc, char** argv) {
   dtrain::Communicator meeting = dtrain::CommAccess::duplicate_world();
   g_rank = meeting.rank();
 
-  std::string results_path;
+  std::string results_path, trace_dir;
   double timeout_override = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--results=", 0) == 0) {
       results_path = arg.substr(10);
+    } else if (arg.rfind("--trace-dir=", 0) == 0) {
+      trace_dir = arg.substr(12);
     } else if (arg.rfind("--record=", 0) == 0) {
       kit::record_values_to(arg.substr(9));
     } else if (arg.rfind("--case-timeout=", 0) == 0) {
@@ -440,7 +532,12 @@ int main(int argc, char** argv) {
   if (!results_path.empty()) {
     g_results_fd = ::open(results_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (g_results_fd < 0) return usage_error("cannot open --results file '" + results_path + "': " + std::strerror(errno));
+    g_results_path = results_path;
   }
+  // Every collective of a case is checked against the other ranks' before
+  // MPI sees it (comm.h), and kept for the trace of a failing case if asked.
+  dtrain::ledger::set_checking(true);
+  dtrain::ledger::set_tracing(!trace_dir.empty());
 
   // Which rank counts do the selected cases need, and which of them run on
   // this rank? Cases of n ranks run on ranks 0..n-1 of the job, so one job
@@ -496,13 +593,13 @@ int main(int argc, char** argv) {
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());
-  auto* listener = new MpiCaseListener(meeting, groups, timeout_override);
+  auto* listener = new MpiCaseListener(meeting, groups, timeout_override, trace_dir);
   listeners.Append(listener);  // gtest owns it from here
 
   const int gtest_status = RUN_ALL_TESTS();
   dtrain::CommAccess::rendezvous(meeting);  // ranks done early sleep here, not spin
   const long any_failed = dtrain::CommAccess::max_over_ranks(meeting, gtest_status != 0 ? 1 : 0);
-  if (g_rank == 0) {
+  if (g_rank == 0 && g_results_fd < 0) {  // the runner prints one summary of its own
     std::printf("%d passed, %d failed\n", listener->passed(), listener->failed());
     std::fflush(stdout);
   }

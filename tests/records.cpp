@@ -50,6 +50,17 @@ std::string rank_failure(const std::string& name, int rank, const std::string& m
          ",\"message\":" + json_string(message) + "}";
 }
 
+std::string rollcall_prefix(const std::string& name) {
+  return "{\"event\":\"rollcall\",\"case\":" + json_string(name) + ",\"rank\":";
+}
+
+std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds) {
+  char timing[32];
+  std::snprintf(timing, sizeof timing, "%.1f", seconds);
+  return rollcall_prefix(name) + std::to_string(rank) + ",\"state\":" + json_string(state) + ",\"seconds\":" + timing +
+         "}";
+}
+
 std::string abort_prefix(const std::string& name, int rank) {
   return "{\"event\":\"abort\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) + ",\"why\":\"";
 }

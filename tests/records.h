@@ -12,10 +12,14 @@
 //                  "failures":[{"rank":R,"message":M}, ...]}
 //   rank_failure  any rank, the moment one of its checks fails
 //                 {"event":"rank_failure","case":C,"rank":R,"message":M}
-//   abort         any rank, when a case can't finish: a crash, exit() or the
-//                 watchdog; written from a signal handler, so its text is
-//                 fixed before the case starts (abort_prefix) and closed with
-//                 kAbortSuffix. {"event":"abort","case":C,"rank":R,"why":W}
+//   abort         any rank, when a case can't finish by a crash or exit();
+//                 written from a signal handler, so its text is fixed before
+//                 the case starts (abort_prefix) and closed with kAbortSuffix.
+//                 {"event":"abort","case":C,"rank":R,"why":W}
+//   rollcall      every rank of a case its watchdog stops (a hang): what the
+//                 rank was doing, from its collective ledger, and how long the
+//                 case had run. No rank ends the job before all have answered.
+//                 {"event":"rollcall","case":C,"rank":R,"state":S,"seconds":T}
 //
 // Sealed records end with ,"mac":"<64 hex digits>"} (results_seal.h); only
 // they can make a case pass. The others can only fail one, so they need none.
@@ -36,6 +40,9 @@ std::string plan(int ranks, const std::vector<std::string>& cases);
 std::string result(const std::string& name, bool passed, double seconds,
                    const std::vector<std::pair<int, std::string>>& failures);  // (rank, message)
 std::string rank_failure(const std::string& name, int rank, const std::string& message);
+std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds);
+// What every rollcall record of case `name` starts with, up to its rank.
+std::string rollcall_prefix(const std::string& name);
 
 // An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
 // text without quotes, backslashes or control characters.

@@ -3,9 +3,10 @@
 //   tools/kitrun -n 1 build/student/kit_tests --gtest_filter='Part1*'
 #include "data_parallel_preprocess.h"
 #include "kit_test.h"
+#include "student_calls.h"
 
 using namespace kit;
-using dtrain::split_data;
+using dtrain::student::split_data;
 
 namespace {
 

@@ -3,6 +3,7 @@
 //   tools/kitrun -n 8 build/student/kit_tests --gtest_filter='Part2*'
 #include "func_impl.h"
 #include "kit_test.h"
+#include "student_calls.h"
 
 using namespace kit;
 using dtrain::ParallelInfo;
@@ -21,7 +22,7 @@ Matrix contribution(int r) { return arange(1, 10, 10.0 * r); }
 
 void check_info(int mp_size, int dp_size, const Layer& layer) {
   const int r = rank();
-  ParallelInfo info = dtrain::get_info(world(), r, mp_size, dp_size, layer.is_fc1, layer.megatron, layer.in_dim,
+  ParallelInfo info = dtrain::student::get_info(world(), r, mp_size, dp_size, layer.is_fc1, layer.megatron, layer.in_dim,
                                        layer.out_dim);
   const int mp_idx = r % mp_size, dp_idx = r / mp_size;
   EXPECT_EQ(info.mp_idx, mp_idx) << "mp_idx of rank " << r;
@@ -54,7 +55,7 @@ TEST(Part2GetInfo, Fc2MegatronMp2Dp4) { check_info(2, 4, {false, true, 256, 10, 
 
 TEST(Part2GetInfo, SeedSumsInClosedForm) {
   // The seed's expected arrays, written out for rank 0 of the mp 2 x dp 4 grid.
-  ParallelInfo info = dtrain::get_info(world(), rank(), 2, 4, true, false, 768, 256);
+  ParallelInfo info = dtrain::student::get_info(world(), rank(), 2, 4, true, false, 768, 256);
   Matrix mp_sum(1, 10), dp_sum(1, 10);
   info.mp_comm.allreduce(contribution(rank()), mp_sum);
   info.dp_comm.allreduce(contribution(rank()), dp_sum);

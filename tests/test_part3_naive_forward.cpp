@@ -3,6 +3,7 @@
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
 #include "func_impl.h"
 #include "kit_test.h"
+#include "student_calls.h"
 
 using namespace kit;
 
@@ -31,24 +32,24 @@ void expect_pairs_gather(Collect collect) {
 
 // Seed cases: rank r holds 4r..4r+3 as (1, 4) or as (2, 2).
 TEST(Part3NaiveForward, InputOneRow) {
-  const Matrix got = dtrain::naive_collect_forward_input(block_of(rank(), 1, 4), world(), 4);
+  const Matrix got = dtrain::student::naive_collect_forward_input(block_of(rank(), 1, 4), world(), 4);
   EXPECT_MATRIX_NEAR(got, arange(1, 16));
 }
 
 TEST(Part3NaiveForward, InputTwoRows) {
-  const Matrix got = dtrain::naive_collect_forward_input(block_of(rank(), 2, 2), world(), 4);
+  const Matrix got = dtrain::student::naive_collect_forward_input(block_of(rank(), 2, 2), world(), 4);
   EXPECT_MATRIX_NEAR(got, mat(2, 8, {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}));
 }
 
 TEST(Part3NaiveForward, OutputOneRow) {
-  const Matrix got = dtrain::naive_collect_forward_output(block_of(rank(), 1, 4), world(), 4);
+  const Matrix got = dtrain::student::naive_collect_forward_output(block_of(rank(), 1, 4), world(), 4);
   EXPECT_MATRIX_NEAR(got, arange(1, 16));
 }
 
 TEST(Part3NaiveForward, OutputTwoRows) {
-  const Matrix got = dtrain::naive_collect_forward_output(block_of(rank(), 2, 2), world(), 4);
+  const Matrix got = dtrain::student::naive_collect_forward_output(block_of(rank(), 2, 2), world(), 4);
   EXPECT_MATRIX_NEAR(got, mat(2, 8, {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}));
 }
 
-TEST(Part3NaiveForward, InputThreeRowsInTwoGroupsOfTwo) { expect_pairs_gather(dtrain::naive_collect_forward_input); }
-TEST(Part3NaiveForward, OutputThreeRowsInTwoGroupsOfTwo) { expect_pairs_gather(dtrain::naive_collect_forward_output); }
+TEST(Part3NaiveForward, InputThreeRowsInTwoGroupsOfTwo) { expect_pairs_gather(dtrain::student::naive_collect_forward_input); }
+TEST(Part3NaiveForward, OutputThreeRowsInTwoGroupsOfTwo) { expect_pairs_gather(dtrain::student::naive_collect_forward_output); }

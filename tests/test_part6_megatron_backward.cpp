@@ -3,31 +3,32 @@
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part6*'
 #include "func_impl.h"
 #include "kit_test.h"
+#include "student_calls.h"
 
 using namespace kit;
 
 // Seed cases: every rank passes the same output_grad and its own index.
 TEST(Part6MegatronBackward, OutputGradOneRowIsKept) {
-  EXPECT_MATRIX_NEAR(dtrain::megatron_collect_backward_output(arange(1, 16), rank(), 4), arange(1, 16));
+  EXPECT_MATRIX_NEAR(dtrain::student::megatron_collect_backward_output(arange(1, 16), rank(), 4), arange(1, 16));
 }
 
 TEST(Part6MegatronBackward, OutputGradTwoRowsIsKept) {
-  EXPECT_MATRIX_NEAR(dtrain::megatron_collect_backward_output(arange(2, 8), rank(), 4), arange(2, 8));
+  EXPECT_MATRIX_NEAR(dtrain::student::megatron_collect_backward_output(arange(2, 8), rank(), 4), arange(2, 8));
 }
 
 // Seed cases: rank r's grad_x (8r.. or 16r..) is already its own part.
 TEST(Part6MegatronBackward, GradXOneRowIsKept) {
   const Matrix mine = arange(1, 8, 8.0 * rank());
-  EXPECT_MATRIX_NEAR(dtrain::megatron_collect_backward_x(mine, world(), 4), mine);
+  EXPECT_MATRIX_NEAR(dtrain::student::megatron_collect_backward_x(mine, world(), 4), mine);
 }
 
 TEST(Part6MegatronBackward, GradXTwoRowsIsKept) {
   const Matrix mine = arange(2, 8, 16.0 * rank());
-  EXPECT_MATRIX_NEAR(dtrain::megatron_collect_backward_x(mine, world(), 4), mine);
+  EXPECT_MATRIX_NEAR(dtrain::student::megatron_collect_backward_x(mine, world(), 4), mine);
 }
 
 TEST(Part6MegatronBackward, GradXInGroupsOfTwoIsKept) {
   Communicator pair = world().split(rank() / 2, rank() % 2);
   const Matrix mine = arange(3, 5, 15.0 * rank());
-  EXPECT_MATRIX_NEAR(dtrain::megatron_collect_backward_x(mine, pair, 2), mine);
+  EXPECT_MATRIX_NEAR(dtrain::student::megatron_collect_backward_x(mine, pair, 2), mine);
 }

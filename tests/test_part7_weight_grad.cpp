@@ -3,13 +3,14 @@
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part7*'
 #include "func_impl.h"
 #include "kit_test.h"
+#include "student_calls.h"
 
 using namespace kit;
 
 namespace {
 
 void expect_average(const Matrix& w, const Matrix& b, Communicator& dp_comm, const Matrix& w_sum, const Matrix& b_sum) {
-  const auto [got_w, got_b] = dtrain::collect_weight_grad(w, b, dp_comm);
+  const auto [got_w, got_b] = dtrain::student::collect_weight_grad(w, b, dp_comm);
   const double n = dp_comm.size();
   EXPECT_MATRIX_NEAR(got_w, Matrix(w_sum / n)) << "grad_w must be the mean over the dp ranks";
   EXPECT_MATRIX_NEAR(got_b, Matrix(b_sum / n)) << "grad_b must be the mean over the dp ranks";

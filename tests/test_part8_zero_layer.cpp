@@ -7,6 +7,7 @@
 // itself, so they do not depend on partition_flat_tensor; backward cases set
 // the saved input themselves, so they do not depend on forward.
 #include "zero_dp_stage3.h"
+#include "student_calls.h"
 #include "zero_test_util.h"
 
 using namespace kit;
@@ -18,7 +19,7 @@ void expect_partition(const Matrix& tensor, int parts) {
   const int size = static_cast<int>((tensor.size() + parts - 1) / parts);
   for (int idx = 0; idx < parts; ++idx) {
     SCOPED_TRACE("shard " + std::to_string(idx) + " of " + std::to_string(parts));
-    const auto [shard, shard_size] = ZeroDPStage3FCLayer::partition_flat_tensor(tensor, idx, parts);
+    const auto [shard, shard_size] = dtrain::student::partition_flat_tensor(tensor, idx, parts);
     EXPECT_EQ(shard_size, size) << "the shard size counts the padding";
     EXPECT_VECTOR_NEAR(shard, expected_shard(tensor, idx, parts));
   }
@@ -45,7 +46,7 @@ std::int64_t bytes_of(const Matrix& m) { return static_cast<std::int64_t>(m.size
 
 TEST(Part8Partition, SeedDivisibleCase) {
   const Matrix tensor = mat(2, 8, {58, 77, 56, 81, 31, 45, 38, 16, 71, 64, 60, 52, 93, 43, 79, 15});
-  const auto [shard, size] = ZeroDPStage3FCLayer::partition_flat_tensor(tensor, 0, 4);
+  const auto [shard, size] = dtrain::student::partition_flat_tensor(tensor, 0, 4);
   EXPECT_EQ(size, 4);
   EXPECT_VECTOR_NEAR(shard, vec({58, 77, 56, 81}));
 }
@@ -53,7 +54,7 @@ TEST(Part8Partition, SeedDivisibleCase) {
 TEST(Part8Partition, SeedPaddingCase) {
   const Matrix tensor = mat(3, 13, {98, 77, 86, 83, 7,  44, 33, 52, 34, 22, 28, 33, 42, 97, 11, 97, 88, 39, 74, 58,
                                     98, 15, 53, 64, 73, 39, 41, 45, 91, 35, 49, 92, 68, 10, 50, 50, 43, 76, 8});
-  const auto [shard, size] = ZeroDPStage3FCLayer::partition_flat_tensor(tensor, 3, 4);
+  const auto [shard, size] = dtrain::student::partition_flat_tensor(tensor, 3, 4);
   EXPECT_EQ(size, 10);
   EXPECT_VECTOR_NEAR(shard, vec({49, 92, 68, 10, 50, 50, 43, 76, 8, 0}));
 }
@@ -77,14 +78,14 @@ TEST(Part8Partition, TensorSmallerThanShardCount) {
 
 TEST(Part8Forward, SeedDivisibleCase) {
   ZeroDPStage3FCLayer layer = layer_from_full(world(), kSeedW, kSeedB);
-  EXPECT_MATRIX_NEAR(layer.forward(kSeedX), mat(2, 4, {20, 16, 18, 20, 50, 38, 36, 42}));
+  EXPECT_MATRIX_NEAR(dtrain::student::forward(layer, kSeedX), mat(2, 4, {20, 16, 18, 20, 50, 38, 36, 42}));
 }
 
 TEST(Part8Forward, SeedPaddingCase) {
   const Matrix w = mat(3, 8, {59, 74, 43, 93, 10, 96, 4, 22, 85, 1, 51, 63, 16, 20, 1, 19, 34, 0, 5, 7, 8, 9, 3, 6});
   const Matrix b = mat(1, 8, {48, 98, 55, 5, 43, 66, 93, 50});
   ZeroDPStage3FCLayer layer = layer_from_full(world(), w, b);
-  EXPECT_MATRIX_NEAR(layer.forward(mat(2, 3, {2, 1, 3, 4, 0, 5})),
+  EXPECT_MATRIX_NEAR(dtrain::student::forward(layer, mat(2, 3, {2, 1, 3, 4, 0, 5})),
                      mat(2, 8, {353, 247, 207, 275, 103, 305, 111, 131, 454, 394, 252, 412, 123, 495, 124, 168}));
 }
 
@@ -92,7 +93,7 @@ TEST(Part8Forward, ConstructorPartitionsGivenWeights) {
   ZeroDPStage3FCLayer layer(world(), 2, 4, 4, &kSeedW, &kSeedB);
   EXPECT_EQ(layer.w_shard_size, 2);
   EXPECT_EQ(layer.b_shard_size, 1);
-  EXPECT_MATRIX_NEAR(layer.forward(kSeedX), mat(2, 4, {20, 16, 18, 20, 50, 38, 36, 42}));
+  EXPECT_MATRIX_NEAR(dtrain::student::forward(layer, kSeedX), mat(2, 4, {20, 16, 18, 20, 50, 38, 36, 42}));
 }
 
 TEST(Part8Forward, PaddedLayerInGroupsOfTwoAndThree) {
@@ -103,13 +104,13 @@ TEST(Part8Forward, PaddedLayerInGroupsOfTwoAndThree) {
   Communicator groups[] = {pairs(), threes()};
   for (Communicator& group : groups) {
     ZeroDPStage3FCLayer layer = layer_from_full(group, w, b);
-    EXPECT_MATRIX_NEAR(layer.forward(x), expected) << "with " << group.size() << " ranks";
+    EXPECT_MATRIX_NEAR(dtrain::student::forward(layer, x), expected) << "with " << group.size() << " ranks";
   }
 }
 
 TEST(Part8Forward, SavesItsInputForBackward) {
   ZeroDPStage3FCLayer layer = layer_from_full(world(), kSeedW, kSeedB);
-  layer.forward(kSeedX);
+  dtrain::student::forward(layer, kSeedX);
   EXPECT_MATRIX_NEAR(layer.x, kSeedX) << "forward must save its input in x";
 }
 
@@ -126,7 +127,7 @@ TEST(Part8Forward, KeepsNoFullWeightBetweenCalls) {
     const std::string what = "forward() call " + std::to_string(call);
     // Allowed to stay: the result and the saved input, new on the first call only.
     const std::int64_t allowed = call == 1 ? bytes_of(expected) + bytes_of(x) : 0;
-    EXPECT_KEEPS_NO_FULL_WEIGHT(what.c_str(), kBigIn * kBigOut * 8, allowed, [&] { out = layer.forward(x); });
+    EXPECT_KEEPS_NO_FULL_WEIGHT(what.c_str(), kBigIn * kBigOut * 8, allowed, [&] { out = dtrain::student::forward(layer, x); });
   }
   EXPECT_MATRIX_NEAR(out, expected);
   EXPECT_EQ(layer.w_shard.size(), kBigIn * kBigOut / 4) << "w_shard must stay this rank's shard";
@@ -137,7 +138,7 @@ TEST(Part8Forward, KeepsNoFullWeightBetweenCalls) {
 TEST(Part8Backward, SeedDivisibleCase) {
   ZeroDPStage3FCLayer layer = layer_from_full(world(), kSeedW, kSeedB);
   layer.x = kSeedX;
-  const Matrix grad_x = layer.backward(mat(2, 4, {1, 2, 3, 4, 5, 6, 7, 8}));
+  const Matrix grad_x = dtrain::student::backward(layer, mat(2, 4, {1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_MATRIX_NEAR(grad_x, mat(2, 2, {41, 67, 129, 163}));
   // Every rank feeds the same data, so each shard is 4x the one-rank gradient.
   const Vector w_shards[4] = {vec({64, 80}), vec({96, 112}), vec({88, 112}), vec({136, 160})};
@@ -148,7 +149,7 @@ TEST(Part8Backward, SeedDivisibleCase) {
 TEST(Part8Backward, SeedPaddingCase) {
   ZeroDPStage3FCLayer layer = layer_from_full(world(), mat(2, 3, {2, 1, 3, 4, 0, 5}), mat(1, 3, {1, 2, 3}));
   layer.x = mat(1, 2, {2, 1});
-  EXPECT_MATRIX_NEAR(layer.backward(mat(1, 3, {3, 4, 5})), mat(1, 2, {25, 37}));
+  EXPECT_MATRIX_NEAR(dtrain::student::backward(layer, mat(1, 3, {3, 4, 5})), mat(1, 2, {25, 37}));
   const Vector w_shards[4] = {vec({24, 32}), vec({40, 12}), vec({16, 20}), vec({0, 0})};
   const Vector b_shards[4] = {vec({12}), vec({16}), vec({20}), vec({0})};
   EXPECT_VECTOR_NEAR(layer.grad_w_shard, w_shards[rank()]);
@@ -169,7 +170,7 @@ TEST(Part8Backward, RankEncodedInputsInGroupsOfTwoAndThree) {
     const Matrix sum_grad_b = group.size() * grad_out.colwise().sum();
     ZeroDPStage3FCLayer layer = layer_from_full(group, w, b);
     layer.x = arange(2, 3, rank());
-    EXPECT_MATRIX_NEAR(layer.backward(grad_out), Matrix(grad_out * w.transpose()));
+    EXPECT_MATRIX_NEAR(dtrain::student::backward(layer, grad_out), Matrix(grad_out * w.transpose()));
     EXPECT_VECTOR_NEAR(layer.grad_w_shard, expected_shard(sum_grad_w, group.rank(), group.size()));
     EXPECT_VECTOR_NEAR(layer.grad_b_shard, expected_shard(sum_grad_b, group.rank(), group.size()));
   }
@@ -189,7 +190,7 @@ TEST(Part8Backward, KeepsNoFullWeightBetweenCalls) {
   for (int call = 1; call <= 2; ++call) {
     const std::string what = "backward() call " + std::to_string(call);
     const std::int64_t allowed = call == 1 ? bytes_of(expected) : 0;  // the returned grad_x
-    EXPECT_KEEPS_NO_FULL_WEIGHT(what.c_str(), kBigIn * kBigOut * 8, allowed, [&] { grad_x = layer.backward(grad_out); });
+    EXPECT_KEEPS_NO_FULL_WEIGHT(what.c_str(), kBigIn * kBigOut * 8, allowed, [&] { grad_x = dtrain::student::backward(layer, grad_out); });
   }
   EXPECT_MATRIX_NEAR(grad_x, expected);
   EXPECT_EQ(layer.grad_w_shard.size(), kBigIn * kBigOut / 4) << "grad_w_shard must be this rank's shard";

@@ -32,6 +32,9 @@ TEST(Records, BuildEachKind) {
   EXPECT_EQ(records::rank_failure("A.b", 3, "x"), "{\"event\":\"rank_failure\",\"case\":\"A.b\",\"rank\":3,\"message\":\"x\"}");
   EXPECT_EQ(records::abort_prefix("A.b", 1) + "hung" + records::kAbortSuffix,
             "{\"event\":\"abort\",\"case\":\"A.b\",\"rank\":1,\"why\":\"hung\"}\n");
+  EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04),
+            "{\"event\":\"rollcall\",\"case\":\"A.b\",\"rank\":0,\"state\":\"s\",\"seconds\":5.0}");
+  EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04).rfind(records::rollcall_prefix("A.b"), 0), 0u);
 }
 
 TEST(Records, WriteEveryKindForTheRunner) {
@@ -43,7 +46,8 @@ TEST(Records, WriteEveryKindForTheRunner) {
       << harness::seal_record(records::result("Suite." + kAwkward, false, 0.125, {{0, kAwkward}, {7, "second"}}))
       << "\n"
       << records::rank_failure("Suite.One", 5, kAwkward) << "\n"
-      << records::abort_prefix("Suite.One", 6) << "crashed with SIGSEGV" << records::kAbortSuffix;
+      << records::abort_prefix("Suite.One", 6) << "crashed with SIGSEGV" << records::kAbortSuffix
+      << records::rollcall("Suite.One", 2, "waiting in allreduce #3 on dp_comm (2 elements)", 5.04) << "\n";
   ASSERT_TRUE(out.good()) << "cannot write " << path;
 }
 

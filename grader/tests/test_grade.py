@@ -97,7 +97,9 @@ def test_a_deadlock_costs_one_case_and_leaves_no_process(tmp_path):
         "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n")}))
     part7 = next(p for p in g.report["parts"] if p["key"] == "part7")
     assert part7["cases"] - part7["passed"] == 1
-    assert "did not finish the case" in g.stdout and "deadlock" in g.stdout
+    # The roll-call: the stuck rank's collective, and what the others did.
+    assert "rank 0:      waiting in allreduce #3 on dp_comm (8 elements) in collect_weight_grad" in g.stdout
+    assert "ranks 1,2,3: finished the case after 2 collectives on dp_comm" in g.stdout
     assert left_behind(tmp_path) == []
 
 

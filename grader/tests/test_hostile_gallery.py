@@ -227,11 +227,11 @@ GALLERY: List[Hostile] = [
     Hostile("infinite_loop",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
                                                   "volatile unsigned long spin = 0; for (;;) spin = spin + 1;"})],
-            10, says=("did not finish the case within",), budget=150),
+            10, says=("still running ZeroDPStage3FCLayer::backward, in no collective",), budget=150),
     Hostile("deadlock_on_one_rank",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
                                                   "if (comm.rank() == 1) comm.barrier();"})],
-            10, says=("waited",), budget=150),
+            10, says=("waiting in barrier",), budget=150),
     Hostile("early_exits_inside_cases",
             lambda tmp: [HONEST_PART1, func_file({
                 "naive_collect_backward_x": "std::exit(0);",
