@@ -63,9 +63,10 @@ $(BUILD)/CMakeCache.txt:
 
 configure: $(BUILD)/CMakeCache.txt
 
-# $(call build_targets,TARGETS): quiet when all is well; the compiler's
-# warnings, or the whole log on failure. No TARGETS: everything.
-build_targets = cmake --build $(BUILD) -j $(JOBS) $(if $(1),--target $(1)) > $(BUILD)/build.log 2>&1 || { cat $(BUILD)/build.log; echo "make: the build failed (log: $(BUILD)/build.log)"; exit 1; }; grep -E -A4 'warning:' $(BUILD)/build.log || true
+# $(call build_targets,TARGETS): quiet when all is well, with progress while
+# there is work (tools/quiet_build); the compiler's warnings, or the whole
+# log on failure. No TARGETS: everything.
+build_targets = tools/quiet_build $(BUILD) $(JOBS) $(1)
 
 build: $(BUILD)/CMakeCache.txt
 	@$(call build_targets)

@@ -8,7 +8,8 @@ python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox ut
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+ (Ninja too, if you can),"
   echo "OpenMPI, Eigen 3, GoogleTest, zlib, OpenSSL (libcrypto), nlohmann-json, Python 3 with pytest, and the Fashion-MNIST IDX files"
-  echo "(put them in data/ of the kit; see README.md)."
+  echo "(put them in data/ of the kit: the programs look in --data DIR, then \$DTRAIN_DATA, then data/, then"
+  echo "/usr/share/datasets/fashion-mnist)."
   exit 1
 fi
 

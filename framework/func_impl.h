@@ -38,7 +38,9 @@ Matrix megatron_collect_forward_output(const Matrix& out,      // (B, Dout), a p
                                        Communicator& mp_comm, int mp_size);
 // returns (B, Dout)
 
-// Part 5, naive model parallelism, backward.
+// Part 5, naive model parallelism, backward. In parts 5 and 6, mp_group_idx
+// is this rank's index inside its model-parallel group (its mp_idx, from 0 to
+// mp_size - 1), not the number of a group.
 Matrix naive_collect_backward_output(const Matrix& output_grad,  // (B, Dout)
                                      int mp_group_idx, int mp_size);
 // returns (B, Dout/P)

@@ -193,8 +193,10 @@ class Sandbox:
 
     def _own_processes(self) -> List[int]:
         def owned(status: str) -> bool:
-            uid_line = next(line for line in status.splitlines() if line.startswith("Uid:"))
-            return int(uid_line.split()[1]) == self.uid  # real uid, even for a non-dumpable process
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if fields["State"].split()[0] == "Z":
+                return False  # a zombie runs nothing; no kill hurries its reaper
+            return int(fields["Uid"].split()[0]) == self.uid  # real uid, even for a non-dumpable process
 
         return processes(owned, "status")
 

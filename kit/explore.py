@@ -157,6 +157,9 @@ def main(argv: List[str]) -> int:
     os.makedirs(out, exist_ok=True)
     train_rows, test_rows = (60000, 10000) if args.full else (6000, 1000)
 
+    print(f"explore: each run trains one epoch on the first {train_rows:,} of the 60,000 training samples and tests "
+          f"on {test_rows:,}" + ("" if args.full else " (a short run, so accuracy is lower than make train's; "
+                                                      "FULL=1 for whole epochs)"), flush=True)
     rows: List[Dict] = []
     mismatches = 0
     started = time.monotonic()

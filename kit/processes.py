@@ -23,9 +23,14 @@ def processes(select: Callable[[str], bool], file: str = "stat") -> List[int]:
 
 
 def session_members(sid: int) -> List[int]:
-    """Processes of session `sid` (mpirun puts each rank in a process group
-    of its own, but all stay in the session the job was started in)."""
-    return processes(lambda stat: int(stat.rsplit(")", 1)[1].split()[3]) == sid)  # state, ppid, pgrp, session
+    """Live processes of session `sid` (mpirun puts each rank in a process
+    group of its own, but all stay in the session the job was started in).
+    A zombie is left out: it runs nothing and holds nothing, and its reaper
+    may be a slow init (one here takes seconds), which no kill can hurry."""
+    def member(stat: str) -> bool:
+        state, _ppid, _pgrp, session = stat.rsplit(")", 1)[1].split()[:4]
+        return int(session) == sid and state != "Z"
+    return processes(member)
 
 
 def kill_all(find: Callable[[], List[int]], rounds: int = 100) -> None:

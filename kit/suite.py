@@ -12,6 +12,8 @@ needs (a case of n ranks runs on the job's first n), so a run starts one
 mpirun, plus one more after each case that ends its job.
 """
 import argparse
+import hashlib
+import json
 import os
 import sys
 import time
@@ -20,7 +22,9 @@ from typing import Dict, List, Optional, Tuple
 from kit import parts as table
 from kit import trace
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
-from kit.paths import build_dir, test_binary
+from kit.build import recipe
+from kit.paths import build_dir, impl_dir, test_binary
+from kit.static_checks import check_files
 from kit.report import fmt
 
 NOT_IMPLEMENTED = "is not implemented yet"
@@ -40,10 +44,12 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
     """Runs the chosen parts' cases (public, plus hidden ones if asked) in
     one job; returns (case -> outcome, errors)."""
     runs = [run for part in chosen for run in (part.runs if hidden else part.public_runs())]
-    ranks = max(run.ranks for run in runs)
+    counts = sorted({run.ranks for run in runs})
+    ranks = counts[-1]
     names = ", ".join(p.key for p in chosen)
     if not quiet:
-        print(f"== {names}: {ranks} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
+        shown = " and ".join(map(str, counts)) if len(counts) < 4 else f"1 to {ranks}"
+        print(f"== {names}: cases on {shown} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
     tally = tally if tally is not None else JobTally()
     launch = Launch(binary, ranks, timeout=sum(r.job_seconds for r in runs), capture=quiet, **(launch_args or {}))
     outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally,
@@ -55,6 +61,58 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
             print(f"!! {tally.error}", flush=True)
         tally.error = None
     return outcomes, errors
+
+
+def static_findings(impl_dir: str, chosen: List[table.Part], build: str) -> Dict[str, List[str]]:
+    """The grader's static findings for the student files the chosen parts
+    use, as "fail: ..." / "warn: ..." lines per file; cached by content in the
+    build, so only an edited file is checked again."""
+    files = sorted({f for p in chosen for f in p.files})
+    cache_path = os.path.join(build, "static_checks_cache.json")
+    try:
+        with open(cache_path) as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        cache = {}
+    header_digest = recipe(build)["header_digest"]
+    found: Dict[str, List[str]] = {}
+    todo = []
+    for name in files:
+        path = os.path.join(impl_dir, name)
+        try:
+            with open(path, "rb") as f:
+                key = hashlib.sha256(f.read() + header_digest.encode()).hexdigest()
+        except OSError:
+            continue
+        if key in cache:
+            found[name] = cache[key]
+        else:
+            todo.append((name, path, key))
+    if todo:
+        for (name, path, key), findings in zip(todo, check_files([p for _, p, _ in todo], build).values()):
+            found[name] = cache[key] = [str(f) for f in findings]
+        try:
+            with open(cache_path + ".tmp", "w") as f:
+                json.dump(cache, f)
+            os.replace(cache_path + ".tmp", cache_path)
+        except OSError:
+            pass  # a read-only build only checks again next time
+    return found
+
+
+def refusal_warning(found: Dict[str, List[str]], chosen: List[table.Part]) -> List[str]:
+    """Loud lines for each file the grader would refuse (and grade as its stub)."""
+    lines = []
+    for name, findings in found.items():
+        fails = [f for f in findings if ": fail: " in f]
+        if not fails:
+            continue
+        keys = [p.key for p in table.PARTS if name in p.files]
+        lines.append(f"!! THE GRADER WOULD REFUSE student/{name}: it grades it as the stub, so "
+                     f"{', '.join(keys)} would score 0, whatever these tests say:")
+        lines += [f"!!   {f}" for f in fails]
+        lines.append("!! (make handin refuses to pack it; the handout's Integrity section lists the rules)")
+    return lines
 
 
 def show_traces(trace_dir: str, failed: List[str]) -> None:
@@ -89,6 +147,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     ap.add_argument("--require", choices=["none", "full", "stubs"], default="none")
     ap.add_argument("--trace-dir", metavar="DIR", help="write and draw the trace of each failing case here")
+    ap.add_argument("--binary", help="staff: a test binary built elsewhere (kit/build.py) instead of the build's")
     args = ap.parse_args(argv)
     if not args.all and not args.parts:
         ap.error("name at least one part (e.g. part3), or pass --all")
@@ -96,12 +155,20 @@ def main(argv: List[str]) -> int:
         chosen = table.PARTS if args.all else table.find(args.parts)
     except KeyError as e:
         ap.error(str(e.args[0]))
-    binary = test_binary(build_dir(args.build), args.impl)
+    binary = args.binary or test_binary(build_dir(args.build), args.impl)
     if not os.access(binary, os.X_OK):
         print(f"kit test: {binary} is not built; run `make build` first", file=sys.stderr)
         return 2
 
     started = time.monotonic()
+    found = static_findings(impl_dir(args.impl), chosen, build_dir(args.build)) if args.impl == "student" else {}
+    warning = refusal_warning(found, chosen)
+    for findings in found.values():
+        for f in findings:
+            if ": warn: " in f:
+                print(f"note: {f}")
+    if warning:
+        print("\n".join(warning), flush=True)
     launch_args = {}
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
@@ -139,6 +206,8 @@ def main(argv: List[str]) -> int:
         show_traces(args.trace_dir, [c for c, o in outcomes.items() if not o.passed])
     if len(chosen) > 1:
         print(f"total: {fmt(total)} / {sum(p.points for p in chosen)} points")
+    if warning:
+        print("\n".join(warning))
     print(f"{sum(o.passed for o in outcomes.values())} passed, "
           f"{sum(not o.passed for o in outcomes.values())} failed   ({time.monotonic() - started:.1f} s)")
     if errors:

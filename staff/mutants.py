@@ -123,6 +123,21 @@ MUTANTS: List[Mutant] = [
            "comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
            "comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum); grad_w_shard /= comm.size();",
            ("part8_backward",)),
+    Mutant("backward adds to the gradient shards instead of setting them", "zero_dp_stage3.cpp",
+           "  grad_w_shard.resize(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
+           "  Vector fresh(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, fresh, Op::Sum);\n"
+           "  if (grad_w_shard.size() != w_shard_size) grad_w_shard = Vector::Zero(w_shard_size);\n"
+           "  grad_w_shard += fresh;", ("part8_backward",),
+           says=("a second backward must overwrite grad_w_shard",)),
+    # Messages a student must be able to act on.
+    Mutant("Adam with eps inside the square root", "zero_dp_stage3.cpp",
+           "((moments.v.array() * v_scale).sqrt() + opt.eps)", "((moments.v.array() * v_scale + opt.eps).sqrt())",
+           ("part9",), says=(r"expected -?[\d.e-]+, got -?[\d.e-]+ \(difference -?[\d.e-]+, tolerance [\d.e-]+\)",)),
+    Mutant("naive gather into a destination one column short", "func_impl.cpp",
+           "  Matrix joined(block.rows(), block.cols() * parts);",
+           "  Matrix joined(block.rows(), block.cols() * parts - 1);", ("part3",),
+           says=(r"Eigen check failed in naive_collect_forward_(in|out)put \(called with (x|out) \(\d+, \d+\)\): "
+                 r"a block \(block, middleRows, middleCols, \.\.\.\) that reaches outside the matrix",)),
     Mutant("Adam without bias correction", "zero_dp_stage3.cpp",
            "const double m_scale = 1.0 / (1.0 - std::pow(opt.beta1, t));\n  const double v_scale = 1.0 / (1.0 - std::pow(opt.beta2, t));",
            "const double m_scale = 1.0 + 0 * t;\n  const double v_scale = 1.0;", ("part9",)),

@@ -1,7 +1,10 @@
 // kit_test.cpp: the helpers of kit_test.h (matrices, comparisons).
 #include "kit_test.h"
 
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -48,6 +51,7 @@ Matrix arange(int rows, int cols, double start) {
 std::string describe(const Matrix& m) {
   constexpr Eigen::Index kMaxRows = 6, kMaxCols = 10;
   std::ostringstream out;
+  out.precision(10);
   out << "(" << m.rows() << ", " << m.cols() << ") [";
   for (Eigen::Index i = 0; i < std::min(m.rows(), kMaxRows); ++i) {
     out << (i ? ",\n      [" : "[");
@@ -62,37 +66,61 @@ std::string describe(const Matrix& m) {
 
 namespace {
 
-bool close(double a, double e) { return std::abs(a - e) <= 1e-9 + 1e-9 * std::abs(e); }
+double tolerance(double e) { return 1e-9 + 1e-9 * std::abs(e); }
+bool close(double a, double e) { return std::abs(a - e) <= tolerance(e); }
 
-::testing::AssertionResult compare(const char* actual_expr, const char* expected_expr, const Matrix& actual,
-                                   const Matrix& expected) {
+// The shortest text that reads back as the same double: enough digits to
+// show how two close numbers differ, and "2" for 2.
+std::string exact(double v) {
+  char buf[64];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  return std::string(buf, end);
+}
+
+bool is_name(const char* expr) {
+  for (const char* p = expr; *p; ++p)
+    if (!(std::isalnum(static_cast<unsigned char>(*p)) || *p == '_' || *p == '.')) return false;
+  return *expr != '\0';
+}
+
+// Values only: the test's expressions say nothing a student needs, except
+// the name of a variable (got_w) when the test has one.
+::testing::AssertionResult compare(const char* actual_expr, const Matrix& actual, const Matrix& expected) {
+  const std::string what = is_name(actual_expr) ? actual_expr : "the result";
   std::ostringstream why;
   if (actual.rows() != expected.rows() || actual.cols() != expected.cols()) {
-    why << actual_expr << " has shape (" << actual.rows() << ", " << actual.cols() << "), expected ("
-        << expected.rows() << ", " << expected.cols() << ")";
+    why << what << " has shape (" << actual.rows() << ", " << actual.cols() << "), expected (" << expected.rows()
+        << ", " << expected.cols() << ")";
   } else {
-    for (Eigen::Index i = 0; i < actual.size() && why.tellp() == 0; ++i) {
-      if (!close(actual.data()[i], expected.data()[i]))
-        why << actual_expr << " differs at (" << i / actual.cols() << ", " << i % actual.cols() << "): expected "
-            << expected.data()[i] << ", got " << actual.data()[i];
+    Eigen::Index first = -1, wrong = 0;
+    for (Eigen::Index i = 0; i < actual.size(); ++i) {
+      if (close(actual.data()[i], expected.data()[i])) continue;
+      if (first < 0) first = i;
+      ++wrong;
     }
-    if (why.tellp() == 0) return ::testing::AssertionSuccess();
+    if (first < 0) return ::testing::AssertionSuccess();
+    const double e = expected.data()[first], a = actual.data()[first];
+    why << what << " differs at (" << first / actual.cols() << ", " << first % actual.cols() << "): expected "
+        << exact(e) << ", got " << exact(a) << " (difference " << std::setprecision(3) << a - e << ", tolerance "
+        << tolerance(e) << "); " << wrong << " of " << actual.size() << " elements differ";
   }
-  return ::testing::AssertionFailure() << why.str() << "\n  expected " << expected_expr << " = " << describe(expected)
-                                       << "\n  actual   " << actual_expr << " = " << describe(actual);
+  return ::testing::AssertionFailure() << why.str() << "\n  expected: " << describe(expected)
+                                       << "\n  actual:   " << describe(actual);
 }
 
 }  // namespace
 
 ::testing::AssertionResult matrices_near(const char* actual_expr, const char* expected_expr, const Matrix& actual,
                                          const Matrix& expected) {
-  return compare(actual_expr, expected_expr, actual, expected);
+  (void)expected_expr;
+  return compare(actual_expr, actual, expected);
 }
 
 ::testing::AssertionResult vectors_near(const char* actual_expr, const char* expected_expr, const Vector& actual,
                                         const Vector& expected) {
   // A Vector is shown as one row so both read the same way.
-  return compare(actual_expr, expected_expr, Matrix(actual.transpose()), Matrix(expected.transpose()));
+  (void)expected_expr;
+  return compare(actual_expr, Matrix(actual.transpose()), Matrix(expected.transpose()));
 }
 
 }  // namespace kit

@@ -146,6 +146,19 @@ TEST(Part8Backward, SeedDivisibleCase) {
   EXPECT_VECTOR_NEAR(layer.grad_b_shard, vec({24.0 + 8 * rank()})) << "grad_b_shard must be the reduce-scatter SUM";
 }
 
+// backward sets the gradient shards; it does not add to what they held (the
+// training loop calls zero_grad, but a layer must not rely on it).
+TEST(Part8Backward, SecondCallOverwritesTheGradientShards) {
+  ZeroDPStage3FCLayer layer = layer_from_full(world(), kSeedW, kSeedB);
+  layer.x = kSeedX;
+  const Matrix grad_out = mat(2, 4, {1, 2, 3, 4, 5, 6, 7, 8});
+  dtrain::student::backward(layer, grad_out);
+  const Vector first_w = layer.grad_w_shard, first_b = layer.grad_b_shard;
+  dtrain::student::backward(layer, grad_out);
+  EXPECT_VECTOR_NEAR(layer.grad_w_shard, first_w) << "a second backward must overwrite grad_w_shard, not add to it";
+  EXPECT_VECTOR_NEAR(layer.grad_b_shard, first_b) << "a second backward must overwrite grad_b_shard, not add to it";
+}
+
 TEST(Part8Backward, SeedPaddingCase) {
   ZeroDPStage3FCLayer layer = layer_from_full(world(), mat(2, 3, {2, 1, 3, 4, 0, 5}), mat(1, 3, {1, 2, 3}));
   layer.x = mat(1, 2, {2, 1});

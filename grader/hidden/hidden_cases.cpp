@@ -190,6 +190,18 @@ void record_backward(Communicator& group, const std::string& tag) {
 }  // namespace
 
 TEST(HiddenPart8Backward, Dp8) { record_backward(world(), ""); }
+
+// As the public case decides: a second backward overwrites the shards.
+TEST(HiddenPart8Backward, SecondCallOverwritesOnEightRanks) {
+  ZeroDPStage3FCLayer layer = layer_from_full(world(), kW, kB);
+  layer.x = block_of(rank(), 3, 7) / 1000.0;
+  const Matrix grad_out = block_of(rank(), 3, 5) / 1000.0;
+  dtrain::student::backward(layer, grad_out);
+  const Vector first_w = layer.grad_w_shard, first_b = layer.grad_b_shard;
+  dtrain::student::backward(layer, grad_out);
+  EXPECT_VECTOR_NEAR(layer.grad_w_shard, first_w);
+  EXPECT_VECTOR_NEAR(layer.grad_b_shard, first_b);
+}
 TEST(HiddenPart8Backward, Dp3Groups) {
   Communicator three = blocks_of(3);
   record_backward(three, "dp3/");
