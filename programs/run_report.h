@@ -27,6 +27,10 @@ struct RunReport {
   double model_heap_bytes = 0;  // the largest rank's heap rise for the model and its training
   double collective_seconds = 0;  // rank 0's time inside the collectives, waiting for others included
   std::string data_dir;           // where the data set was read from
+  // The collective ledger's cost (comm.h): calls it recorded, and what one
+  // record costs, measured at the end of the run.
+  std::uint64_t ledger_calls = 0;
+  double ledger_seconds_per_call = 0;
 };
 
 // The heap a rank uses for the model and its training: the highest the heap
@@ -56,6 +60,8 @@ inline RunReport common_report(const std::vector<double>& test_accuracy, const s
   r.test_rows = test_rows;
   r.model_heap_bytes = model_heap_bytes;
   r.collective_seconds = CommAccess::seconds_in_collectives();  // the run has no others before training
+  r.ledger_calls = ledger::calls_recorded();
+  r.ledger_seconds_per_call = ledger::seconds_per_record();
   return r;
 }
 
@@ -83,7 +89,9 @@ inline nlohmann::json report_json(const RunReport& r, double peak_rss_bytes) {
           {"train_rows", r.train_rows},
           {"test_rows", r.test_rows},
           {"collective_seconds", r.collective_seconds},
-          {"data_dir", r.data_dir}};
+          {"data_dir", r.data_dir},
+          {"ledger_calls", r.ledger_calls},
+          {"ledger_seconds_per_call", r.ledger_seconds_per_call}};
 }
 
 // Writes the report on rank 0; returns false (with a message) if it cannot.
