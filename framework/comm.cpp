@@ -230,17 +230,20 @@ class Call {
       if (g == groups.end()) g = groups.insert(groups.end(), {key, {}});
       g->second.push_back(static_cast<int>(row(r)[5]));
     }
+    // Name the members of a split (dp_comm of ranks 1,3); ranks 0..n-1 need no list.
     std::vector<int> members;
-    for (int r = 0; r < h.size; ++r) members.push_back(static_cast<int>(row(r)[5]));
-    int world_size = 0;
-    check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size");
+    bool first_ranks = true;
+    for (int r = 0; r < h.size; ++r) {
+      members.push_back(static_cast<int>(row(r)[5]));
+      first_ranks = first_ranks && members.back() == r;
+    }
     const bool functions_differ = std::any_of(groups.begin(), groups.end(),
                                               [&](const auto& g) { return g.first[4] != groups[0].first[4]; });
     size_t width = 0;
     for (const auto& g : groups) width = std::max(width, rank_list(g.second).size() + 1);
     std::ostringstream msg;
     msg << "collective #" << h.calls << " on " << h.name;
-    if (h.size < world_size) msg << " (" << rank_list(members) << ")";
+    if (!first_ranks) msg << " (" << rank_list(members) << ")";
     if (function) msg << " in " << function;
     msg << ": ranks disagree";
     for (const auto& [key, ranks] : groups) {

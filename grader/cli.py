@@ -1,66 +1,60 @@
 """grader/grade: grades handins of the distributed-training kit.
 
-  grader/grade HANDIN.tar [--gradescope results.json] [--json report.json]
-  grader/grade --batch DIR_OR_GLOB --jobs N --csv gradebook.csv
+  grader/grade HANDIN.tar [--gradescope results.json] [--json report.json] [--show-hidden]
+  grader/grade --batch DIR_OR_GLOB --jobs N --csv gradebook.csv [--regrade]
+               [--canvas canvas.csv --roster canvas-export.csv]
+  grader/grade --errors gradebook.csv
 
 One handin: prints a table of parts and, as the last line of standard
 output, the Autolab score line {"scores": {...}, "scoreboard": [total]}.
 The exit status is 0 whenever grading finished, whatever the score.
-Batch: grades every *.tar with N workers, writes one CSV row per handin and a
-report per handin beside the CSV; one bad handin never stops the batch.
+Even when the grader itself fails, the Autolab line and the Gradescope
+results are written, with status "grader error" and the cause.
+Batch: grades every *.tar with N workers (grader/batches.py). Each result is
+kept the moment it is graded, so a batch that is killed, even with kill -9,
+resumes where it stopped: a rerun skips handins already graded with the same
+content by the same kit (--regrade grades them again). Ctrl-C stops cleanly.
 """
 import argparse
-import csv
-import glob
-import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import traceback
 from typing import List
 
-from grader import grading
-from kit import parts as table
+from grader import batches, grading
 from kit.paths import build_dir
-from kit.report import fmt
 
 
-def write_json(path, data):
-    with open(path, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
+write_json = batches.write_json_atomically
 
 
-def batch(args) -> int:
-    pattern = args.batch
-    handins = sorted(glob.glob(os.path.join(pattern, "*.tar")) if os.path.isdir(pattern) else glob.glob(pattern))
-    if not handins:
-        print(f"grade: no handins match {pattern}", file=sys.stderr)
-        return 2
-    out_dir = os.path.dirname(os.path.abspath(args.csv))
-    os.makedirs(out_dir, exist_ok=True)
-    keys = [p.key for p in table.PARTS]
+def failed_grade(handin: str, e: BaseException) -> grading.Grade:
+    g = grading.Grade(os.path.basename(handin), status="grader error")
+    g.notes.append(f"the grader itself failed ({type(e).__name__}: {e}); this is not the handin's fault")
+    g.traceback = traceback.format_exc()
+    g.parts = grading.nothing_graded()
+    return g
 
-    def one(path):  # each worker's grading claims a sandbox slot of its own (grader/sandbox.py)
-        try:
-            g = grading.grade_handin(path, args.build)
-        except Exception as e:  # a grader bug on one handin must not stop the batch
-            g = grading.Grade(os.path.basename(path), status=f"grader error: {e}")
-        stem = os.path.splitext(os.path.basename(path))[0]
-        with open(os.path.join(out_dir, stem + ".report.txt"), "w") as f:
-            f.write(grading.human_report(g) + "\n" + grading.autolab_line(g) + "\n")
-        print(f"  {g.handin}: {fmt(g.total)} / {table.TOTAL_POINTS} ({g.status}, {g.seconds:.1f} s)",
-              flush=True)
-        return g
 
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        grades = list(pool.map(one, handins))
-    with open(args.csv, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["handin"] + keys + ["total", "status"])
-        for g in grades:
-            scores = g.scores()
-            writer.writerow([g.handin] + [fmt(scores[k]) for k in keys] + [fmt(g.total), g.status])
-    print(f"grade: {len(grades)} handins graded; gradebook {args.csv}, reports beside it")
+def one_handin(args) -> int:
+    """Grades one handin; whatever happens, the Autolab line ends the output
+    and the Gradescope results are written."""
+    try:
+        g = grading.grade_handin(args.handin, args.build, keep=args.keep)
+    except Exception as e:  # noqa: BLE001 (a grader bug still gets a report)
+        g = failed_grade(args.handin, e)
+    try:
+        if args.gradescope:
+            write_json(args.gradescope, grading.gradescope_results(g, args.show_hidden))
+        if args.json:
+            write_json(args.json, grading.full_json(g))
+        print(grading.human_report(g, args.show_hidden))
+    except Exception as e:  # noqa: BLE001
+        g = failed_grade(args.handin, e)
+        if args.gradescope:
+            write_json(args.gradescope, grading.gradescope_results(g))
+        print(f"grade: grader error while writing the reports: {e}")
+    print(grading.autolab_line(g), flush=True)  # Autolab reads the last line
     return 0
 
 
@@ -74,24 +68,29 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--csv", default="gradebook.csv", help="the gradebook of batch mode")
     ap.add_argument("--build", help="the kit's build directory (default: $KIT_BUILD or build/ in the kit)")
     ap.add_argument("--keep", metavar="DIR", help="keep the scratch directory's files here (debugging)")
+    ap.add_argument("--show-hidden", action="store_true",
+                    help="staff: show every failing case with its messages, whatever grader/policy.py says")
+    ap.add_argument("--regrade", action="store_true", help="batch: grade again what an earlier run already graded")
+    ap.add_argument("--canvas", metavar="CSV", help="batch: also write a Canvas gradebook import (needs --roster)")
+    ap.add_argument("--roster", metavar="CSV", help="batch: Canvas's gradebook export, to map handins to students")
+    ap.add_argument("--assignment", default="Distributed training",
+                    help="batch: the Canvas column, as Canvas names it, e.g. 'Distributed training (12345)'")
+    ap.add_argument("--errors", metavar="GRADEBOOK", help="list the grader errors of a batch's gradebook, and why")
     args = ap.parse_args(argv)
+    if args.errors:
+        return batches.list_errors(args.errors)
+    if args.canvas and not args.roster:
+        ap.error("--canvas needs --roster (Canvas's gradebook export)")
     args.build = build_dir(args.build)
     if not os.path.isfile(os.path.join(args.build, "impl_recipe.json")):
         print(f"grade: {args.build} holds no kit build; run `make build` first", file=sys.stderr)
         return 2
     if args.batch:
-        return batch(args)
+        return batches.run_batch(args)
     if not args.handin:
         ap.error("name a handin, or use --batch")
     if not os.path.isfile(args.handin):
         print(f"grade: {args.handin}: no such file", file=sys.stderr)
         return 2
-    g = grading.grade_handin(args.handin, args.build, keep=args.keep)
-    if args.gradescope:
-        write_json(args.gradescope, grading.gradescope_results(g))
-    if args.json:
-        write_json(args.json, grading.full_json(g))
-    print(grading.human_report(g))
-    print(grading.autolab_line(g), flush=True)  # Autolab reads the last line
-    return 0
+    return one_handin(args)
 

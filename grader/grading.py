@@ -17,7 +17,13 @@ a step that can't go on ends grading with every part it did not reach at 0:
             output, and a hang or crash costs only its case;
   diagnose  whose fault it is when no case ran, and what the records say of
             the run's integrity;
+  isolate   when the combined program did not link, or died or hung before
+            its first case (and the kit's own stubs run fine), grade each
+            student file alone, with the other files replaced by the stubs:
+            each part is scored from the run that holds its file;
   score     by the parts table (kit/parts.py).
+Whatever fails inside the grader is caught: the grade then says "grader
+error" and why, and every output is still written.
 check, compile and run happen in the sandbox: another user, limits, no
 access to the reference or the hidden cases.
 """
@@ -27,10 +33,13 @@ import posixpath
 import shutil
 import tarfile
 import tempfile
+import threading
 import time
+import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
+from grader import policy
 from grader.sandbox import Sandbox
 from kit import parts as table
 from kit.build import build
@@ -56,6 +65,8 @@ class PartResult:
     passed: int
     cases: int
     failures: List[Dict] = field(default_factory=list)  # case, hidden, lines
+    hidden_cases: int = 0
+    hidden_passed: int = 0
 
 
 @dataclass
@@ -69,6 +80,7 @@ class Grade:
     seconds: float = 0.0
     output: str = ""
     sandbox: Dict = field(default_factory=dict)  # uid, namespaces, root
+    traceback: str = ""  # of a grader error
 
     @property
     def total(self) -> float:
@@ -132,6 +144,11 @@ def extract_members(handin: str, dest: str, grade: Grade) -> bool:
     return True
 
 
+def without_parts(error: str) -> str:
+    """collect()'s error without the part keys it starts with."""
+    return error.split(": ", 1)[-1]
+
+
 def keep_head_tail(text: str, limit: int = OUTPUT_KEEP) -> str:
     if len(text) <= limit:
         return text
@@ -144,6 +161,23 @@ def nothing_graded() -> List[PartResult]:
     return [PartResult(p.key, p.title, 0.0, p.points, 0, 0) for p in table.PARTS]
 
 
+class Cancelled(Exception):
+    """The batch was stopped (Ctrl-C) while this handin was being graded."""
+
+
+# The sandboxes in use by graders of this process, so that a stopped batch
+# can end every process they started.
+_ACTIVE: set = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+def end_all_sandboxes() -> None:
+    with _ACTIVE_LOCK:
+        active = list(_ACTIVE)
+    for sandbox in active:
+        sandbox.clean_up()
+
+
 @dataclass
 class Grading:
     """One handin on its way through the steps."""
@@ -152,11 +186,14 @@ class Grading:
     scratch: str
     grade: Grade
     slot: int = 0
+    cancel: Optional[threading.Event] = None
     sandbox: Optional[Sandbox] = None
     received: str = ""                     # the extracted files, as the grader's user
     impl: str = ""                         # the same files, where the sandbox user compiles them
     refused: Dict[str, str] = field(default_factory=dict)  # file -> why the static checks refused it
     binary: str = ""
+    broken: str = ""                       # why the combined program could not run its cases
+    link_errors: str = ""
     launch: Dict = field(default_factory=dict)
     outcomes: Dict[str, CaseOutcome] = field(default_factory=dict)
     tally: JobTally = field(default_factory=JobTally)
@@ -179,6 +216,8 @@ def extract(g: Grading) -> bool:
 
 def stage(g: Grading) -> bool:
     g.sandbox = Sandbox(KIT_DIR, g.build_dir, g.scratch, g.slot)
+    with _ACTIVE_LOCK:
+        _ACTIVE.add(g.sandbox)
     g.grade.notes += g.sandbox.notes()
     blocked = g.sandbox.unreachable([os.path.join(KIT_DIR, "framework", "comm.h"), KITRUN,
                                      os.path.join(STUBS_DIR, IMPL_FILES[0])])
@@ -227,29 +266,39 @@ def compile_files(g: Grading) -> bool:
         else:
             state = "does not compile"
         g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
+    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.run_dir,
+                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel)
     if not report["linked"]:
-        return g.stop("grader error", "linking the test program failed:\n" + (report["link_errors"] or "")[:3000])
+        g.link_errors = (report["link_errors"] or "")[:3000]
+        lines = g.link_errors.splitlines()
+        first = next((l for l in lines if "multiple definition" in l or "undefined reference" in l),
+                     lines[0] if lines else "the linker gave no message")
+        g.broken = "the files did not link together: " + first.split(": ", 1)[-1] if ": " in first else first
+        return True
     os.chmod(g.binary, 0o711)  # run, not read: it holds the hidden cases
     return True
 
 
 def run(g: Grading) -> bool:
-    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.run_dir,
-                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up)
+    if g.broken:
+        return True
     g.outcomes, errors = collect(g.binary, table.PARTS, g.grade.handin, quiet=True, hidden=True, tally=g.tally,
                                  launch_args=g.launch)
     g.grade.output = keep_head_tail(g.tally.output)
-    g.grade.notes += errors
+    if not g.outcomes:
+        g.broken = "; ".join(without_parts(e) for e in errors) or "the test program did not start its cases"
+    else:
+        g.grade.notes += errors
     return True
 
 
 def diagnose(g: Grading) -> bool:
-    if not g.outcomes:  # the handin's fault, or the grader's? The kit's stubs must start.
+    if g.broken:  # the handin's fault, or the grader's? The kit's stubs must start.
         fault = kit_fault(g)
         if fault:
-            g.grade.status = "grader error"
             g.grade.notes.append("the kit's own stubs did not start their cases either, so the fault is the "
                                  f"grader's setup, not the handin: {fault}")
+            return g.stop("grader error", f"the handin's program could not run its cases: {g.broken}")
     if g.tally.forged:
         g.grade.notes.append(f"integrity: {g.tally.forged} result record(s) without a valid seal were ignored "
                              "(results are written only by the test harness; forged ones never count)")
@@ -258,23 +307,75 @@ def diagnose(g: Grading) -> bool:
     return True
 
 
+def isolate(g: Grading) -> bool:
+    """Grades each student file alone when the combined program could not
+    run its cases: one file's static initializer that hangs or crashes, or
+    a symbol two files both define, must not cost the other files' parts."""
+    if not g.broken:
+        return True
+    g.grade.notes.append(f"the combined program could not run its cases ({g.broken.splitlines()[0]}); each file was "
+                         "graded alone, with the other files replaced by their stubs")
+    for name in IMPL_FILES:
+        if g.grade.files.get(name, {}).get("state") != "compiled":
+            continue  # already graded as its stub
+        parts = [p for p in table.PARTS if name in p.files]
+        binary = os.path.join(os.path.dirname(g.binary), "alone_" + name.replace(".", "_"))
+        others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
+        report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
+                       obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others)
+        g.sandbox.clean_up()
+        why = None
+        if not report["linked"]:
+            why = "it does not link with the stubs: " + (report["link_errors"] or "")[:1500]
+        else:
+            os.chmod(binary, 0o711)
+            tally = JobTally()
+            outcomes, errors = collect(binary, parts, f"{g.grade.handin} ({name} alone)", quiet=True, hidden=True,
+                                       tally=tally, launch_args=g.launch)
+            g.tally.forged += tally.forged
+            if outcomes:
+                g.outcomes.update(outcomes)
+            else:
+                why = "; ".join(without_parts(e) for e in errors) or "its program did not start its cases"
+        if why:
+            g.grade.files[name]["broke"] = why
+            g.grade.notes.append(f"{name} breaks the program even alone, so {', '.join(p.key for p in parts)} "
+                                 f"score 0: {why}")
+    if not any("broke" in f for f in g.grade.files.values()) and g.link_errors:
+        g.grade.notes.append("each file runs alone: the files break only together (a symbol defined twice?); "
+                             "each part was scored from its own file's run")
+    return True
+
+
 def score(g: Grading) -> bool:
     g.grade.parts = [score_part(part, g.outcomes, g.grade.files) for part in table.PARTS]
     return True
 
 
-STEPS: List[Callable[[Grading], bool]] = [extract, stage, check, compile_files, run, diagnose, score]
+STEPS: List[Callable[[Grading], bool]] = [extract, stage, check, compile_files, run, diagnose, isolate, score]
 
 
-def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0) -> Grade:
+def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0,
+                 cancel: Optional[threading.Event] = None) -> Grade:
     """Grades one handin. As root it runs as the sandbox user of `slot`, or
-    of the next free slot if another grader holds that one."""
+    of the next free slot if another grader holds that one. Setting `cancel`
+    abandons it: it raises Cancelled."""
     started = time.monotonic()
     g = Grading(handin, os.path.abspath(build_dir), tempfile.mkdtemp(prefix="kit-grade-"),
-                Grade(os.path.basename(handin)), slot)
+                Grade(os.path.basename(handin)), slot, cancel)
     try:
         for step in STEPS:
-            if not step(g):
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(handin)
+            try:
+                if not step(g):
+                    break
+            except Exception as e:  # a grader bug must cost no handin its report
+                g.grade.status = "grader error"
+                g.grade.notes.append(f"the grader failed in its '{step.__name__}' step ({type(e).__name__}: {e}); "
+                                     "this is not the handin's fault: fix the grader or its setup and grade again")
+                g.grade.traceback = traceback.format_exc()
+                g.grade.parts = []
                 break
         if not g.grade.parts:
             g.grade.parts = nothing_graded()
@@ -283,6 +384,8 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         if g.sandbox:
             g.grade.sandbox = {"uid": g.sandbox.uid, "namespaces": g.sandbox.isolated_fs, "root": g.sandbox.root}
             g.sandbox.release()
+            with _ACTIVE_LOCK:
+                _ACTIVE.discard(g.sandbox)
         g.grade.seconds = time.monotonic() - started
         if keep:
             shutil.copytree(g.scratch, keep, dirs_exist_ok=True)
@@ -308,7 +411,9 @@ def kit_fault(g: Grading) -> Optional[str]:
 def score_part(part: table.Part, outcomes: Dict[str, CaseOutcome], files: Dict[str, Dict]) -> PartResult:
     mine = {c: o for c, o in outcomes.items() if part.owns(c)}
     result = PartResult(part.key, part.title, part.score({c: o.passed for c, o in mine.items()}), part.points,
-                        sum(o.passed for o in mine.values()), len(mine))
+                        sum(o.passed for o in mine.values()), len(mine),
+                        hidden_cases=sum(c.startswith("Hidden") for c in mine),
+                        hidden_passed=sum(o.passed for c, o in mine.items() if c.startswith("Hidden")))
     broken = [f for f in part.files if files.get(f, {}).get("state") != "compiled"]
     for case, outcome in mine.items():
         if outcome.passed:
@@ -324,29 +429,54 @@ def score_part(part: table.Part, outcomes: Dict[str, CaseOutcome], files: Dict[s
     return result
 
 
-def human_report(grade: Grade) -> str:
+def failure_text(part: PartResult, show_hidden: bool) -> List[str]:
+    """A part's failing cases as the visibility policy (policy.py) lets
+    students see them: names and messages, names, or counts only."""
+    out: List[str] = []
+    section = next(x.handout for x in table.PARTS if x.key == part.key)
+    counted = {True: 0, False: 0}
+    for f in part.failures:
+        show = policy.for_case(f["hidden"], show_hidden).show
+        if show in ("messages", "names"):
+            out.append(f"  {part.key}: {f['case']}{' (hidden)' if f['hidden'] else ''}   handout: {section}")
+            if show == "messages":
+                out += [f"      {line}" for line in f["lines"]]
+        elif show == "counts":
+            counted[f["hidden"]] += 1
+    for hidden, n in counted.items():
+        if n:
+            out.append(f"  {part.key}: {n} {'hidden' if hidden else 'public'} case{'s' if n > 1 else ''} failed"
+                       f"   handout: {section}")
+    return out
+
+
+def case_counts(part: PartResult, show_hidden: bool) -> Tuple[int, int]:
+    """(passed, cases) as the report shows them: without the hidden cases
+    when the policy shows nothing of them."""
+    if policy.for_case(True, show_hidden).show == "nothing":
+        return part.passed - part.hidden_passed, part.cases - part.hidden_cases
+    return part.passed, part.cases
+
+
+def human_report(grade: Grade, show_hidden: bool = False) -> str:
     out = [f"handin: {grade.handin}   ({grade.status}, graded in {grade.seconds:.1f} s)"]
     for name, f in grade.files.items():
-        out.append(f"  {name}: {f['state']}")
+        out.append(f"  {name}: {f.get('state', 'not graded')}")
         if f.get("findings"):
             out += ["      " + line for line in f["findings"][:12]]
-        elif f["state"] == "does not compile" and f["errors"]:
+        elif f.get("state") == "does not compile" and f.get("errors"):
             out += ["      " + line for line in f["errors"].splitlines()[:12]]
     out += [f"  rejected: {r}" for r in grade.rejected]
     out += [f"  note: {n}" for n in grade.notes]
     out.append("")
     out.append(f"{'part':<16} {'points':>13}  {'cases':>7}  title")
     for p in grade.parts:
-        out.append(f"{p.key:<16} {fmt(p.points):>6} / {p.max_points:<4}  {p.passed:>3}/{p.cases:<3}  {p.title}")
+        passed, cases = case_counts(p, show_hidden)
+        out.append(f"{p.key:<16} {fmt(p.points):>6} / {p.max_points:<4}  {passed:>3}/{cases:<3}  {p.title}")
     out.append(f"{'total':<16} {fmt(grade.total):>6} / {table.TOTAL_POINTS}")
-    failing = [(p, f) for p in grade.parts for f in p.failures]
+    failing = [line for p in grade.parts for line in failure_text(p, show_hidden)]
     if failing:
-        out.append("")
-        out.append("failing cases:")
-        for part, f in failing:
-            section = next(x.handout for x in table.PARTS if x.key == part.key)
-            out.append(f"  {part.key}: {f['case']}{' (hidden)' if f['hidden'] else ''}   handout: {section}")
-            out += [f"      {line}" for line in f["lines"]]
+        out += ["", "failing cases:"] + failing
     return "\n".join(out)
 
 
@@ -354,29 +484,29 @@ def autolab_line(grade: Grade) -> str:
     return json.dumps({"scores": grade.scores(), "scoreboard": [round(grade.total, 2)]})
 
 
-def gradescope_results(grade: Grade) -> Dict:
+def gradescope_results(grade: Grade, show_hidden: bool = False) -> Dict:
+    """Gradescope's results.json: per part a visible test with what the
+    policy shows, and the failures' full messages in an after_due_date test
+    where the policy defers them."""
     tests = []
     for p in grade.parts:
-        shown = [f for f in p.failures if not f["hidden"]]
-        hidden = [f for f in p.failures if f["hidden"]]
-        text = [f"{p.passed}/{p.cases} cases passed"]
-        for f in shown:
-            text += [f"FAIL {f['case']}"] + [f"    {line}" for line in f["lines"]]
-        if hidden:
-            text.append(f"{len(hidden)} hidden case(s) failed; details after the due date")
+        passed, cases = case_counts(p, show_hidden)
+        text = [f"{passed}/{cases} cases passed"] + [line.strip() for line in failure_text(p, show_hidden)]
         tests.append({"name": f"{p.key}: {p.title}", "score": round(p.points, 2), "max_score": p.max_points,
                       "output": "\n".join(text), "visibility": "visible"})
-        if hidden:
-            tests.append({"name": f"{p.key}: hidden cases", "score": 0, "max_score": 0,
+        deferred = [f for f in p.failures if policy.for_case(f["hidden"], show_hidden).after_due_date]
+        if deferred:
+            tests.append({"name": f"{p.key}: details of failing cases", "score": 0, "max_score": 0,
                           "output": "\n".join(f"FAIL {f['case']}\n" + "\n".join(f"    {l}" for l in f["lines"])
-                                              for f in hidden),
+                                              for f in deferred),
                           "visibility": "after_due_date"})
-    return {"score": round(grade.total, 2), "output": "\n".join(grade.notes + grade.rejected),
-            "execution_time": round(grade.seconds, 1), "tests": tests}
+    return {"score": round(grade.total, 2), "output": "\n".join([f"status: {grade.status}"] + grade.notes + grade.rejected),
+            "execution_time": round(grade.seconds, 1), "stdout_visibility": policy.STDOUT_VISIBILITY, "tests": tests}
 
 
 def full_json(grade: Grade) -> Dict:
     return {"handin": grade.handin, "status": grade.status, "total": round(grade.total, 2),
             "max_total": table.TOTAL_POINTS, "seconds": round(grade.seconds, 2), "files": grade.files,
             "rejected": grade.rejected, "notes": grade.notes,
-            "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "output": grade.output}
+            "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "output": grade.output,
+            "traceback": grade.traceback}

@@ -12,7 +12,12 @@ of a handin runs:
     network is a loopback device;
   - under resource limits (below), with no core dumps;
 and after every job each process of that user id is killed and each file it
-left in the shared temporary directories is removed.
+left in the shared temporary directories is removed. Every job also dies
+with the grader, even one killed with kill -9: its first process has the
+kernel send it SIGKILL when the grader goes (PR_SET_PDEATHSIG), and with
+namespaces everything the job started is in a PID namespace of its own,
+which the kernel empties when its first process dies. A grader that claims
+a slot first ends whatever an earlier, killed grader left of that slot.
 
 Not root: the same limits, a scratch directory and sealed results, but the
 code runs with the grader's own rights; the report says isolation is reduced.
@@ -48,12 +53,12 @@ SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 
 @functools.lru_cache(maxsize=None)
 def namespaces_work() -> bool:
-    """Can this machine give a job its own mount and network namespaces (and
-    a loopback device, which mpirun's local daemon needs)?"""
+    """Can this machine give a job its own mount, network and PID namespaces
+    (and a loopback device, which mpirun's local daemon needs)?"""
     if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("ip")):
         return False
     try:
-        return subprocess.run(["unshare", "--mount", "--net", "--fork", "--", "sh", "-c",
+        return subprocess.run(["unshare", "--mount", "--net", "--pid", "--mount-proc", "--fork", "--", "sh", "-c",
                                "ip link set lo up && mount -t tmpfs -o ro,size=4k none /mnt"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -68,7 +73,7 @@ def _readable_by_others(path: str) -> bool:
     return bool(mode & stat.S_IROTH) and (bool(mode & stat.S_IXOTH) or not stat.S_ISDIR(mode))
 
 
-@dataclass
+@dataclass(eq=False)  # one per grading, kept in sets
 class Sandbox:
     kit_dir: str
     build_dir: str
@@ -116,6 +121,8 @@ class Sandbox:
                     handle.close()
                     continue
                 self._lock = handle
+                self.slot, self.uid = slot, int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE)) + slot
+                self.clean_up()  # what a grader killed while it held this slot left behind
                 return slot
             time.sleep(1)
         raise RuntimeError(f"all {SLOTS} sandbox slots stayed busy for 10 minutes")
@@ -162,21 +169,23 @@ class Sandbox:
 
     def prefix(self) -> List[str]:
         """Put before a command to run it in the sandbox."""
+        # SIGKILL when the grader dies: no job outlives a killed grader.
+        with_grader = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         limits = []
         if shutil.which("prlimit"):
             limits = ["prlimit", f"--cpu={LIMITS['cpu']}", f"--as={LIMITS['as']}", f"--fsize={LIMITS['fsize']}",
                       f"--core={LIMITS['core']}"] + ([f"--nproc={LIMITS['nproc']}"] if self.root else []) + ["--"]
         if not self.root:
-            return limits
+            return with_grader + limits
         drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs",
                 "--inh-caps=-all", "--"]
         if not self.isolated_fs:
-            return limits + drop
+            return with_grader + limits + drop
         covers = " && ".join(f"mount -t tmpfs -o ro,size=4k,mode=755 none '{p}'" for p in self.hidden_paths)
         script = "ip link set lo up && mount -t tmpfs -o size=64m,mode=1777 none /dev/shm"
         script += (" && " + covers if covers else "") + ' && exec "$@"'
-        return (["unshare", "--mount", "--net", "--fork", "--kill-child", "--", "sh", "-c", script, "sandbox"]
-                + limits + drop)
+        return (with_grader + ["unshare", "--mount", "--net", "--pid", "--mount-proc", "--fork", "--kill-child", "--",
+                               "sh", "-c", script, "sandbox"] + limits + drop)
 
     def run(self, cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
         """A short command (a compile) in the sandbox; output captured. The

@@ -62,6 +62,7 @@ class Launch:
     cwd: Optional[str] = None
     after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
+    cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
 
 
 @dataclass
@@ -161,6 +162,8 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
             return f"the job wrote no result for {table.QUIET_SECONDS:.0f} s"
         if now - started > launch.timeout:
             return f"the job reached its time limit of {launch.timeout:.0f} s"
+        if launch.cancel is not None and launch.cancel.is_set():
+            return "the run was cancelled"
 
 
 @dataclass
@@ -259,7 +262,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
     pending = gtest_filter
-    while pending:
+    while pending and not (launch.cancel is not None and launch.cancel.is_set()):
         job = run_job(launch, pending, tally)
         if job.records.plan is None:
             tally.error = job.stopped or f"the test program did not start its cases (exit status {job.returncode})"

@@ -154,7 +154,14 @@ if [ -z "$handin" ]; then
   done
   tar cf "$handin" --files-from /dev/null "${members[@]}"
 fi
+rm -f "$ROOT/results/results.json"
 cd "$KIT" && python3 grader/grade "$handin" --gradescope "$ROOT/results/results.json"
+status=$?
+# The grader writes results.json even when it fails inside; if Python itself
+# could not run it, say so rather than leave Gradescope a bare failure.
+if [ ! -s "$ROOT/results/results.json" ]; then
+  printf '{"score": 0, "output": "status: grader error: the autograder could not run (exit status %s); this is not your fault, the course staff will regrade", "tests": []}\n' "$status" > "$ROOT/results/results.json"
+fi
 """
 
 

@@ -243,10 +243,13 @@ GALLERY: List[Hostile] = [
                 "naive_collect_forward_output": "if (mp_comm.rank() == 0) return out; for (;;) pause();",
             })],
             10, says=("exited in the middle of the case", "no result", "aborted"), budget=150),
-    Hostile("exits_before_main",  # the handin's fault, not the grader's: the kit's stubs do start
+    # The handin's fault, not the grader's (the kit's stubs do start); graded
+    # file by file, the honest data split keeps its points.
+    Hostile("exits_before_main",
             lambda tmp: [HONEST_PART1, zero_file({}, epilogue="namespace { struct Quit { Quit() { std::_Exit(0); } } "
                                                              "quit; }\n")],
-            0, says=("did not start its cases",), never=("grader error",), static="warn", budget=60),
+            10, says=("did not start its cases", "zero_dp_stage3.cpp breaks the program even alone"),
+            never=("grader error",), static="warn", budget=90),
     Hostile("refused_by_the_static_rules",
             lambda tmp: [("student/func_impl.cpp", reference_with("func_impl.cpp",
                           "#include <mpi.h>\nstatic int r = [] { int x; MPI_Comm_rank(MPI_COMM_WORLD, &x); return x; }();\n")),

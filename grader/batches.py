@@ -1,0 +1,280 @@
+"""Grading a whole course without losing anything (grader/grade --batch).
+
+Beside the gradebook, a folder <gradebook>.results/ keeps one JSON file per
+handin: its scores, its status, the hash of its files and the kit's version.
+Each is written atomically the moment its handin is graded, and the
+gradebook (sorted by handin) and the handin's report are rebuilt from them
+the same way. So:
+  - killing the grader at any moment, even with kill -9, loses at most the
+    handins being graded; their sandbox processes die with it (sandbox.py);
+  - running the same command again grades only what is missing, or what
+    changed (another content, or another kit); --regrade grades everything;
+  - the final gradebook depends only on the results, not on how many runs
+    it took; graded.jsonl logs every grading that finished.
+Ctrl-C stops the batch: the handins in progress are abandoned (their
+processes killed), and a summary says what was and wasn't graded.
+"""
+import csv
+import glob
+import hashlib
+import io
+import json
+import os
+import sys
+import tarfile
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from typing import Dict, List, Optional, Tuple
+
+from grader import grading
+from kit import parts as table
+from kit.parts import IMPL_FILES
+from kit.paths import KIT_DIR
+from kit.report import fmt
+
+# What the grade of a handin depends on besides the handin: these folders of
+# the kit (their sources) and the build's recipe.
+VERSIONED = ("framework", "tests", "kit", "grader", "student", "programs")
+
+
+def write_atomically(path: str, text: str) -> None:
+    """The file has either its old or its new content, whenever the grader
+    is killed: a temporary file, flushed to disk, then renamed over it."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "w", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def kit_version(build: str) -> str:
+    digest = hashlib.sha256()
+    for top in VERSIONED:
+        for root, dirs, files in os.walk(os.path.join(KIT_DIR, top)):
+            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "tests"))
+            for name in sorted(files):
+                if name.endswith((".py", ".h", ".cpp", ".txt", ".in")) or name == "grade":
+                    path = os.path.join(root, name)
+                    digest.update(os.path.relpath(path, KIT_DIR).encode() + b"\0")
+                    with open(path, "rb") as f:
+                        digest.update(f.read())
+    with open(os.path.join(build, "impl_recipe.json"), "rb") as f:
+        digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def content_key(path: str) -> str:
+    """The hash of what grading reads from a handin: its student files and
+    feedback, by name; a file that is no tar archive, by its bytes."""
+    digest = hashlib.sha256()
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            members = {}
+            for member in tar:
+                base = os.path.basename(member.name.replace("\\", "/"))
+                if member.isfile() and base in set(IMPL_FILES) | {"feedback.txt"}:
+                    members[member.name] = tar.extractfile(member).read(grading.MAX_MEMBER_BYTES + 1)
+            for name in sorted(members):
+                digest.update(name.encode() + b"\0" + hashlib.sha256(members[name]).digest())
+    except (tarfile.TarError, OSError, EOFError):
+        with open(path, "rb") as f:
+            digest.update(b"not a tar\0" + f.read())
+    return digest.hexdigest()[:16]
+
+
+class Batch:
+    def __init__(self, args, handins: List[str]):
+        self.args = args
+        self.handins = handins
+        self.csv = os.path.abspath(args.csv)
+        self.out_dir = os.path.dirname(self.csv)
+        self.state_dir = os.path.splitext(self.csv)[0] + ".results"
+        os.makedirs(self.state_dir, exist_ok=True)
+        self.version = kit_version(args.build)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+
+    @staticmethod
+    def stem(handin: str) -> str:
+        return os.path.splitext(os.path.basename(handin))[0]
+
+    def state_path(self, handin: str) -> str:
+        return os.path.join(self.state_dir, self.stem(handin) + ".json")
+
+    def done(self, handin: str, key: str) -> bool:
+        try:
+            with open(self.state_path(handin)) as f:
+                state = json.load(f)
+            return state["key"] == key and state["kit"] == self.version
+        except (OSError, ValueError, KeyError):
+            return False
+
+    def grade(self, handin: str, key: str) -> Optional[grading.Grade]:
+        try:
+            g = grading.grade_handin(handin, self.args.build, cancel=self.stop)
+        except grading.Cancelled:
+            return None
+        except Exception as e:  # noqa: BLE001 (one handin's grader error never stops the batch)
+            g = grading.Grade(os.path.basename(handin), status="grader error",
+                              notes=[f"the grader itself failed ({type(e).__name__}: {e})"],
+                              parts=grading.nothing_graded())
+        if self.stop.is_set():
+            return None  # abandoned mid-way: its result can't be trusted
+        report = grading.human_report(g, self.args.show_hidden) + "\n" + grading.autolab_line(g) + "\n"
+        write_atomically(os.path.join(self.out_dir, self.stem(handin) + ".report.txt"), report)
+        state = {"handin": g.handin, "key": key, "kit": self.version, "scores": g.scores(), "total": g.total,
+                 "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1)}
+        write_json_atomically(self.state_path(handin), state)
+        with self.lock:
+            with open(os.path.join(self.state_dir, "graded.jsonl"), "a") as f:
+                f.write(json.dumps({"handin": g.handin, "key": key, "kit": self.version}) + "\n")
+            self.write_gradebook()
+        print(f"  {g.handin}: {fmt(g.total)} / {table.TOTAL_POINTS} ({g.status}, {g.seconds:.1f} s)", flush=True)
+        return g
+
+    def states(self) -> List[Dict]:
+        found = []
+        for handin in self.handins:
+            try:
+                with open(self.state_path(handin)) as f:
+                    found.append(json.load(f))
+            except (OSError, ValueError):
+                continue
+        return found
+
+    def write_gradebook(self) -> None:
+        keys = [p.key for p in table.PARTS]
+        text = io.StringIO()
+        writer = csv.writer(text)
+        writer.writerow(["handin"] + keys + ["total", "status"])
+        for state in sorted(self.states(), key=lambda s: s["handin"]):
+            writer.writerow([state["handin"]] + [fmt(state["scores"].get(k, 0.0)) for k in keys] +
+                            [fmt(state["total"]), state["status"]])
+        write_atomically(self.csv, text.getvalue())
+
+
+def write_json_atomically(path: str, data) -> None:
+    write_atomically(path, json.dumps(data, indent=2) + "\n")
+
+
+def run_batch(args) -> int:
+    pattern = args.batch
+    handins = sorted(glob.glob(os.path.join(pattern, "*.tar")) if os.path.isdir(pattern) else glob.glob(pattern))
+    if not handins:
+        print(f"grade: no handins match {pattern}", file=sys.stderr)
+        return 2
+    stems = [Batch.stem(h) for h in handins]
+    if len(set(stems)) != len(stems):
+        print("grade: two handins have the same name; rename one (the gradebook has one row per name)",
+              file=sys.stderr)
+        return 2
+    os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
+    b = Batch(args, handins)
+    keys = {h: content_key(h) for h in handins}
+    todo = [h for h in handins if args.regrade or not b.done(h, keys[h])]
+    skipped = len(handins) - len(todo)
+    if skipped:
+        print(f"grade: {skipped} handin(s) already graded with the same content and kit; "
+              f"grading the other {len(todo)} (--regrade grades all)", flush=True)
+    graded: List[str] = []
+    pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+    futures = {pool.submit(b.grade, h, keys[h]): h for h in todo}
+    try:
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            graded += [futures[f] for f in finished if f.result() is not None]
+    except KeyboardInterrupt:
+        b.stop.set()
+        print("\ngrade: stopping: abandoning the handins in progress ...", flush=True)
+        pool.shutdown(wait=True, cancel_futures=True)
+        grading.end_all_sandboxes()
+        missing = [os.path.basename(h) for h in todo if h not in graded]
+        b.write_gradebook()
+        print(f"grade: stopped. Graded now: {len(graded)}; graded before: {skipped}; not graded: {len(missing)}"
+              + (f" ({', '.join(missing)})" if missing else "") + f". Gradebook {args.csv}; "
+              "the same command grades the rest.")
+        return 130
+    pool.shutdown(wait=True)
+    b.write_gradebook()
+    errors = [s["handin"] for s in b.states() if s["status"] == "grader error"]
+    print(f"grade: {len(graded)} handins graded now, {skipped} before; gradebook {args.csv}, reports beside it")
+    if errors:
+        print(f"grade: {len(errors)} grader error(s): {', '.join(errors)} (grader/grade --errors {args.csv})")
+    if args.canvas:
+        return write_canvas(b, args.roster, args.canvas, args.assignment)
+    return 0
+
+
+# ---- Canvas ----
+
+CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+
+def write_canvas(b: Batch, roster_path: str, out: str, assignment: str) -> int:
+    """A CSV that Canvas's gradebook import takes: the student columns of
+    Canvas's own gradebook export (the roster), then one assignment column
+    with the total. A handin is matched to a student by its name (the file's
+    stem) against SIS Login ID, SIS User ID or ID, in that order; a handin
+    that matches no student is listed (and written to OUT.unmatched.txt),
+    never dropped silently."""
+    try:
+        with open(roster_path, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, csv.Error) as e:
+        print(f"grade: cannot read the roster {roster_path}: {e}", file=sys.stderr)
+        return 2
+    if not rows or "Student" not in rows[0] or not any(c in rows[0] for c in CANVAS_IDENTITY[1:4]):
+        print(f"grade: {roster_path} is not a Canvas gradebook export (it needs the columns Student and one of "
+              "ID, SIS User ID, SIS Login ID)", file=sys.stderr)
+        return 2
+    students = [r for r in rows if r.get("Student", "").strip() and "Points Possible" not in r.get("Student", "")]
+    index: Dict[str, Dict] = {}
+    for column in ("ID", "SIS User ID", "SIS Login ID"):  # later columns win: login first
+        for r in students:
+            if r.get(column, "").strip():
+                index[r[column].strip().lower()] = r
+    text = io.StringIO()
+    writer = csv.writer(text)
+    present = [c for c in CANVAS_IDENTITY if c in rows[0]]
+    writer.writerow(present + [assignment])
+    unmatched: List[Tuple[str, str]] = []
+    matched = set()
+    for state in sorted(b.states(), key=lambda s: s["handin"]):
+        stem = os.path.splitext(state["handin"])[0].lower()
+        student = index.get(stem)
+        if student is None:
+            unmatched.append((state["handin"], fmt(state["total"])))
+            continue
+        matched.add(id(student))
+        writer.writerow([student.get(c, "") for c in present] + [fmt(state["total"])])
+    write_atomically(out, text.getvalue())
+    no_handin = [s["Student"] for s in students if id(s) not in matched]
+    print(f"grade: Canvas import {out}: {len(matched)} student(s); {len(no_handin)} on the roster without a handin")
+    if unmatched:
+        write_atomically(out + ".unmatched.txt", "".join(f"{h},{t}\n" for h, t in unmatched))
+        print(f"grade: {len(unmatched)} handin(s) match no student of the roster, listed in {out}.unmatched.txt: "
+              + ", ".join(h for h, _ in unmatched))
+    return 0
+
+
+def list_errors(gradebook: str) -> int:
+    """Every grader error of a batch, with why (grader/grade --errors)."""
+    state_dir = os.path.splitext(os.path.abspath(gradebook))[0] + ".results"
+    try:
+        with open(gradebook, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("status") == "grader error"]
+    except OSError as e:
+        print(f"grade: cannot read {gradebook}: {e}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(r["handin"])
+        try:
+            with open(os.path.join(state_dir, os.path.splitext(r["handin"])[0] + ".json")) as f:
+                for note in json.load(f).get("notes", []):
+                    print(f"    {note.splitlines()[0]}")
+        except (OSError, ValueError):
+            print("    (no saved result beside the gradebook)")
+    print(f"{len(rows)} grader error(s) in {gradebook}")
+    return 0

@@ -1,0 +1,41 @@
+"""What students see of the cases they fail: the one place staff set it.
+
+For public and hidden cases separately, `show` says what the human report,
+the Autolab output and Gradescope's visible fields contain for a failing
+case:
+  "messages"  the case's name and its failure messages
+  "names"     the case's name only
+  "counts"    how many cases of the part failed, nothing more
+  "nothing"   not even that
+and `after_due_date` whether Gradescope also gets the full messages in an
+entry students see only after the due date. `grader/grade --show-hidden`
+(staff) shows everything everywhere; the --json report always does.
+"""
+from dataclasses import dataclass
+
+LEVELS = ("messages", "names", "counts", "nothing")
+
+
+@dataclass(frozen=True)
+class Visibility:
+    show: str
+    after_due_date: bool
+
+
+PUBLIC = Visibility(show="messages", after_due_date=False)
+HIDDEN = Visibility(show="counts", after_due_date=True)
+
+# Gradescope's own setting for the autograder's whole output (its stdout):
+# "visible", "hidden", "after_due_date" or "after_published".
+STDOUT_VISIBILITY = "visible"
+
+EVERYTHING = Visibility(show="messages", after_due_date=False)
+
+
+def for_case(hidden: bool, show_hidden: bool = False) -> Visibility:
+    if show_hidden:
+        return EVERYTHING
+    return HIDDEN if hidden else PUBLIC
+
+
+assert PUBLIC.show in LEVELS and HIDDEN.show in LEVELS, "policy.py: show must be one of " + ", ".join(LEVELS)

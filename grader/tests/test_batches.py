@@ -1,0 +1,208 @@
+"""Grading a whole course without losing anything: resumable batches that
+survive kill -9 and Ctrl-C, the visibility policy, partial credit when one
+file breaks the run, grader faults reported as such, and Canvas's import.
+
+  python3 -m pytest grader/tests/test_batches.py -q      (as root, after `make build`)
+"""
+import csv
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import BUILD, GRADE, grade, handin, left_behind, live_processes, marked
+from grader.sandbox import SANDBOX_UID_BASE, SLOTS
+
+SUMMED = {"func_impl.cpp": ("return {sum_w / ranks, sum_b / ranks};", "(void)ranks; return {sum_w, sum_b};")}
+SANDBOX_UIDS = set(range(SANDBOX_UID_BASE, SANDBOX_UID_BASE + SLOTS))
+
+
+def sandbox_processes(tmp_path):
+    """This test's grader processes, and any process of a sandbox user that
+    carries no other test's mark."""
+    return left_behind(tmp_path) + [f"{p.pid}: {p.command}" for p in live_processes()
+                                    if p.uid in SANDBOX_UIDS and not p.marks]
+
+
+def batch_cmd(inbox, gradebook, *extra):
+    return [sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv", str(gradebook),
+            *extra]
+
+
+def six_handins(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    handin(inbox, name="ann.tar")
+    handin(inbox, name="ben.tar", impl="student")
+    handin(inbox, name="cat.tar", edits=SUMMED)
+    handin(inbox, name="dan.tar", drop=("data_parallel_preprocess.cpp",))
+    handin(inbox, name="eve.tar", edits={"zero_dp_stage3.cpp": ("namespace dtrain {", "namespace dtrain { int x = ;")})
+    (inbox / "fay.tar").write_bytes(b"not a tarball")
+    return inbox
+
+
+def rows(gradebook):
+    with open(gradebook, newline="") as f:
+        return list(csv.reader(f))
+
+
+@pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("KIT_REQUIRE_SANDBOX"), reason="needs root")
+def test_a_batch_killed_twice_resumes_to_the_same_gradebook(tmp_path):
+    inbox = six_handins(tmp_path)
+    env = marked(tmp_path)
+    whole = tmp_path / "whole" / "gradebook.csv"
+    proc = subprocess.run(batch_cmd(inbox, whole), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900, env=env)
+    assert proc.returncode == 0, proc.stdout
+    expected = rows(whole)
+    assert len(expected) == 7 and expected[1][0] == "ann.tar" and expected[1][-2:] == ["150", "graded"]
+
+    resumed = tmp_path / "resumed" / "gradebook.csv"
+    rng = random.Random(15442)
+    for kill in range(2):
+        job = subprocess.Popen(batch_cmd(inbox, resumed), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                               env=env, start_new_session=True)
+        time.sleep(rng.uniform(2.0, 6.0) if kill == 0 else rng.uniform(1.0, 4.0))
+        os.kill(job.pid, signal.SIGKILL)  # the grader only: its jobs must die with it
+        job.wait()
+        deadline = time.monotonic() + 10
+        while sandbox_processes(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sandbox_processes(tmp_path) == [], f"after kill {kill + 1}"
+        if resumed.exists():  # whatever is there is whole: a header and complete rows
+            assert all(len(r) == len(expected[0]) for r in rows(resumed))
+    proc = subprocess.run(batch_cmd(inbox, resumed), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=900, env=env)
+    assert proc.returncode == 0, proc.stdout
+    assert rows(resumed) == expected
+    log = [json.loads(line) for line in (tmp_path / "resumed" / "gradebook.results" / "graded.jsonl").open()]
+    graded = [(entry["handin"], entry["key"]) for entry in log]
+    assert sorted(graded) == sorted(set(graded)) and len(graded) == 6, graded  # each content graded once
+
+    again = subprocess.run(batch_cmd(inbox, resumed), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=900, env=env)
+    assert "6 handin(s) already graded" in again.stdout and rows(resumed) == expected
+    regrade = subprocess.run(batch_cmd(inbox, resumed, "--regrade"), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=900, env=env)
+    assert "6 handins graded now" in regrade.stdout and rows(resumed) == expected
+    assert sandbox_processes(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("KIT_REQUIRE_SANDBOX"), reason="needs root")
+def test_ctrl_c_stops_a_batch_cleanly(tmp_path):
+    inbox = six_handins(tmp_path)
+    gradebook = tmp_path / "out" / "gradebook.csv"
+    job = subprocess.Popen(batch_cmd(inbox, gradebook), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=marked(tmp_path))
+    time.sleep(4)
+    job.send_signal(signal.SIGINT)
+    out, _ = job.communicate(timeout=120)
+    assert job.returncode == 130, out
+    assert "grade: stopped. Graded now:" in out and "the same command grades the rest" in out
+    assert sandbox_processes(tmp_path) == []
+    done = [r[0] for r in rows(gradebook)[1:]] if gradebook.exists() else []
+    assert len(done) < 6
+
+
+def test_hidden_failures_follow_the_visibility_policy(tmp_path):
+    results = tmp_path / "results.json"
+    g = grade(tmp_path, handin(tmp_path, edits=SUMMED), "--gradescope", str(results))
+    assert g.scores["part7"] == 0
+    # Human report and Autolab output (all of stdout): hidden cases as counts only.
+    assert "HiddenPart7" not in g.stdout and "hidden cases failed" in g.stdout
+    assert "Part7WeightGrad.SeedCaseTwoRows" in g.stdout  # public ones with their messages
+    data = json.loads(results.read_text())
+    visible = "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "visible")
+    later = "\n".join(t["output"] for t in data["tests"] if t["visibility"] == "after_due_date")
+    assert "HiddenPart7" not in visible and "HiddenPart7WeightGrad" in later and "differs at" in later
+    assert data["stdout_visibility"] == "visible"
+    staff = grade(tmp_path, handin(tmp_path, name="again.tar", edits=SUMMED), "--show-hidden")
+    assert "HiddenPart7WeightGrad" in staff.stdout and "differs at" in staff.stdout
+
+
+def test_a_static_initializer_that_never_returns_costs_only_its_files_parts(tmp_path):
+    hang = "namespace dtrain {\nnamespace { volatile int spin = [] { volatile unsigned long n = 0; for (;;) n = n + 1; " \
+           "return 0; }(); }"
+    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", hang)}))
+    for key in ("part1", "part2", "part3", "part4", "part5", "part6", "part7"):
+        assert g.scores[key] > 0 and g.scores[key] == g.report["parts"][[p["key"] for p in g.report["parts"]].index(key)]["max_points"], key
+    assert g.scores["part8_forward"] == g.scores["part8_backward"] == g.scores["part9"] == 0
+    assert g.report["status"] == "graded"
+    assert "zero_dp_stage3.cpp breaks the program even alone" in g.stdout
+    assert left_behind(tmp_path) == []
+
+
+def test_a_symbol_defined_in_two_files_keeps_both_files_parts(tmp_path):
+    helper = ("namespace dtrain {", "namespace dtrain {\nint course_helper() { return 1; }")
+    tarball = handin(tmp_path, edits={"func_impl.cpp": helper, "zero_dp_stage3.cpp": helper})
+    g = grade(tmp_path, tarball)
+    assert g.total == 150, g.stdout
+    assert "the files did not link together" in g.stdout and "multiple definition" in g.stdout
+    assert "the files break only together" in g.stdout
+
+
+def test_a_grader_crash_still_writes_results_and_the_autolab_line(tmp_path):
+    broken = tmp_path / "broken-build"
+    broken.mkdir()
+    shutil.copy(os.path.join(BUILD, "compile_commands.json"), broken)
+    (broken / "impl_recipe.json").write_text("{ this is not json")
+    results = tmp_path / "results.json"
+    proc = subprocess.run([sys.executable, GRADE, "--build", str(broken), handin(tmp_path), "--gradescope",
+                           str(results)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env=marked(tmp_path))
+    assert proc.returncode == 0, proc.stdout
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["scoreboard"] == [0.0] and set(last["scores"]) >= {"part1", "part9"}
+    data = json.loads(results.read_text())
+    assert data["score"] == 0 and "status: grader error" in data["output"] and "not the handin's fault" in data["output"]
+    assert "grader error" in proc.stdout
+
+
+def test_grader_errors_of_a_batch_are_listed_by_one_command(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    handin(inbox, name="ann.tar")
+    broken = tmp_path / "broken-build"
+    broken.mkdir()
+    shutil.copy(os.path.join(BUILD, "compile_commands.json"), broken)
+    (broken / "impl_recipe.json").write_text("{ this is not json")
+    gradebook = tmp_path / "out" / "gradebook.csv"
+    proc = subprocess.run([sys.executable, GRADE, "--build", str(broken), "--batch", str(inbox), "--csv",
+                           str(gradebook)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env=marked(tmp_path))
+    assert "1 grader error(s): ann.tar" in proc.stdout, proc.stdout
+    listed = subprocess.run([sys.executable, GRADE, "--errors", str(gradebook)], stdout=subprocess.PIPE, text=True)
+    assert listed.stdout.startswith("ann.tar\n") and "the grader failed in its" in listed.stdout
+
+
+def test_a_canvas_import_maps_handins_to_students_and_lists_the_rest(tmp_path):
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    handin(inbox, name="alice1.tar")
+    handin(inbox, name="bob2.tar", edits=SUMMED)
+    handin(inbox, name="nobody.tar", impl="student")
+    roster = tmp_path / "export.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Distributed training (77)\n"
+                      "    Points Possible,,,,,150\n"
+                      "\"Doe, Alice\",101,9001,alice1,Sec A,\n"
+                      "\"Roe, Bob\",102,9002,BOB2,Sec B,\n"
+                      "\"Poe, Carl\",103,9003,carl3,Sec A,\n", encoding="utf-8")
+    gradebook, canvas = tmp_path / "out" / "gradebook.csv", tmp_path / "out" / "canvas.csv"
+    proc = subprocess.run(batch_cmd(inbox, gradebook, "--canvas", str(canvas), "--roster", str(roster),
+                                    "--assignment", "Distributed training (77)"),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, env=marked(tmp_path))
+    assert proc.returncode == 0, proc.stdout
+    got = rows(canvas)
+    assert got[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Distributed training (77)"]
+    assert got[1] == ["Doe, Alice", "101", "9001", "alice1", "Sec A", "150"]
+    assert got[2][:5] == ["Roe, Bob", "102", "9002", "BOB2", "Sec B"] and float(got[2][5]) < 150
+    assert len(got) == 3
+    assert "nobody.tar" in proc.stdout and (tmp_path / "out" / "canvas.csv.unmatched.txt").read_text() == "nobody.tar,0\n"
+    assert "1 on the roster without a handin" in proc.stdout
