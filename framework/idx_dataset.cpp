@@ -5,7 +5,11 @@
 // per dimension) followed by the data in row-major order.
 #include "idx_dataset.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -14,6 +18,8 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 namespace dtrain {
 
@@ -245,6 +251,182 @@ Dataset load_dataset(const std::string& flag_dir, long max_train, long max_test)
                       kStems[stem + 1] + " has " + std::to_string(split->y.size()) + " labels");
     if (split->x.cols() != 784)
       throw DataError(data.dir + ": " + kStems[stem] + " holds images of " + std::to_string(split->x.cols()) +
+                      " pixels; the model needs 28x28 = 784");
+  }
+  return data;
+}
+
+}  // namespace dtrain
+
+// ---- PixelFile: one mapped copy per machine ----
+
+namespace dtrain {
+
+namespace {
+
+std::string cache_dir() {
+  if (const char* dir = std::getenv("DTRAIN_CACHE"); dir && *dir) return dir;
+  if (const char* dir = std::getenv("XDG_CACHE_HOME"); dir && *dir) return std::string(dir) + "/dtrain-kit";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/dtrain-kit";
+  return "/tmp/dtrain-kit-" + std::to_string(::getuid());
+}
+
+bool make_dirs(const std::string& dir) {
+  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
+    const std::string prefix = dir.substr(0, slash);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    if (slash == std::string::npos) return is_dir(dir);
+  }
+}
+
+// The unpacked copy of a gzipped file, made once per machine: the first
+// rank to take the lock unpacks it (to a temporary name, then renamed), the
+// others find it done. "" when no cache directory can be written.
+std::string unpacked_copy(const std::string& gz_path) {
+  struct stat st {};
+  if (::stat(gz_path.c_str(), &st) != 0) throw DataError(gz_path + ": cannot open: " + std::strerror(errno));
+  const std::string dir = cache_dir();
+  if (!make_dirs(dir)) return "";
+  std::string stem = base_name(gz_path);
+  stem = stem.substr(0, stem.size() - 3);
+  const std::string path = dir + "/" + stem + "-" + std::to_string(st.st_size) + "-" +
+                           std::to_string(static_cast<long long>(st.st_mtime)) + ".idx";
+  const int lock = ::open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock < 0) return "";
+  ::flock(lock, LOCK_EX);
+  std::string result = path;
+  if (!is_file(path)) {
+    const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+    try {
+      IdxReader in(gz_path);
+      std::FILE* out = std::fopen(tmp.c_str(), "wb");
+      if (!out) {
+        result = "";
+      } else {
+        std::vector<char> buf(1 << 20);
+        bool ok = true;
+        for (long got; (got = in.read(buf.data(), static_cast<long>(buf.size()))) > 0;)
+          ok = ok && std::fwrite(buf.data(), 1, static_cast<size_t>(got), out) == static_cast<size_t>(got);
+        ok = std::fclose(out) == 0 && ok;
+        if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+          std::remove(tmp.c_str());
+          result = "";
+        }
+      }
+    } catch (...) {
+      std::remove(tmp.c_str());
+      ::flock(lock, LOCK_UN);
+      ::close(lock);
+      throw;
+    }
+  }
+  ::flock(lock, LOCK_UN);
+  ::close(lock);
+  return result;
+}
+
+std::uint32_t be32(const unsigned char* b) {
+  return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | b[3];
+}
+
+}  // namespace
+
+PixelFile::PixelFile(const std::string& path, long max_items) {
+  const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  mapped_path_ = gz ? unpacked_copy(path) : path;
+  if (mapped_path_.empty()) {
+    throw DataError(path + ": cannot unpack it into a cache directory (" + cache_dir() +
+                    "); set DTRAIN_CACHE to a writable directory");
+  }
+  const std::string name = base_name(path);
+  const int fd = ::open(mapped_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  length_ = static_cast<size_t>(st.st_size);
+  if (length_ < 16) {
+    ::close(fd);
+    throw DataError(name + ": truncated header (" + std::to_string(length_) + " bytes)");
+  }
+  map_ = ::mmap(nullptr, length_, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map_ == MAP_FAILED) {
+    map_ = nullptr;
+    throw DataError(path + ": cannot map: " + std::strerror(errno));
+  }
+  const auto* bytes = static_cast<const unsigned char*>(map_);
+  const std::uint32_t magic = be32(bytes);
+  if (magic != kImagesMagic)
+    throw DataError(name + ": not an IDX images file: magic number " + hex(magic) + ", expected " + hex(kImagesMagic) +
+                    (magic == kLabelsMagic ? " (this is a labels file, not images)" : ""));
+  const long items = be32(bytes + 4), height = be32(bytes + 8), width = be32(bytes + 12);
+  if (height == 0 || width == 0)
+    throw DataError(name + ": images of " + std::to_string(height) + "x" + std::to_string(width));
+  const long payload = static_cast<long>(length_) - 16;
+  if (items * height * width > payload)
+    throw DataError(name + ": truncated: header promises " + std::to_string(items) + " images of " +
+                    std::to_string(height) + "x" + std::to_string(width) + " (" + std::to_string(items * height * width) +
+                    " bytes), file has " + std::to_string(payload) + " bytes of them");
+  if (items * height * width < payload)
+    throw DataError(name + ": " + std::to_string(payload - items * height * width) +
+                    " unexpected bytes after the data the header promises");
+  rows_ = max_items < 0 ? items : std::min(items, max_items);
+  cols_ = height * width;
+  pixels_ = bytes + 16;
+}
+
+PixelFile::~PixelFile() {
+  if (map_) ::munmap(map_, length_);
+}
+
+PixelFile::PixelFile(PixelFile&& other) noexcept { *this = std::move(other); }
+
+PixelFile& PixelFile::operator=(PixelFile&& other) noexcept {
+  if (this != &other) {
+    if (map_) ::munmap(map_, length_);
+    map_ = std::exchange(other.map_, nullptr);
+    length_ = std::exchange(other.length_, 0);
+    pixels_ = std::exchange(other.pixels_, nullptr);
+    rows_ = std::exchange(other.rows_, 0);
+    cols_ = std::exchange(other.cols_, 0);
+    mapped_path_ = std::move(other.mapped_path_);
+  }
+  return *this;
+}
+
+Matrix PixelFile::take(const Eigen::Ref<const Eigen::VectorXi>& index) const {
+  using Bytes = Eigen::Matrix<unsigned char, 1, Eigen::Dynamic>;
+  Matrix out(index.size(), cols_);
+  for (Eigen::Index i = 0; i < index.size(); ++i) {
+    const long row = index(i);
+    if (row < 0 || row >= rows_)
+      throw std::out_of_range("PixelFile::take: row " + std::to_string(row) + " of " + std::to_string(rows_));
+    out.row(i) = Eigen::Map<const Bytes>(pixels_ + row * cols_, cols_).cast<double>() / 255.0;
+  }
+  return out;
+}
+
+void PixelFile::copy_rows(long start, long n, Matrix& out) const {
+  using Bytes = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  if (start < 0 || n < 0 || start + n > rows_)
+    throw std::out_of_range("PixelFile::copy_rows: rows " + std::to_string(start) + ".." + std::to_string(start + n) +
+                            " of " + std::to_string(rows_));
+  out = Eigen::Map<const Bytes>(pixels_ + start * cols_, n, cols_).cast<double>() / 255.0;
+}
+
+SharedDataset open_dataset(const std::string& flag_dir, long max_train, long max_test) {
+  SharedDataset data;
+  data.dir = find_data_dir(flag_dir);
+  data.train_x = PixelFile(idx_file(data.dir, kStems[0]), max_train);
+  data.train_y = read_idx_labels(idx_file(data.dir, kStems[1]), max_train);
+  data.test_x = PixelFile(idx_file(data.dir, kStems[2]), max_test);
+  data.test_y = read_idx_labels(idx_file(data.dir, kStems[3]), max_test);
+  for (const auto& [x, y, stem] : {std::tuple{&data.train_x, &data.train_y, 0}, std::tuple{&data.test_x, &data.test_y, 2}}) {
+    if (x->rows() != y->size())
+      throw DataError(data.dir + ": " + kStems[stem] + " has " + std::to_string(x->rows()) + " images but " +
+                      kStems[stem + 1] + " has " + std::to_string(y->size()) + " labels");
+    if (x->cols() != 784)
+      throw DataError(data.dir + ": " + kStems[stem] + " holds images of " + std::to_string(x->cols()) +
                       " pixels; the model needs 28x28 = 784");
   }
   return data;

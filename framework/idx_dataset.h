@@ -50,4 +50,66 @@ std::string find_data_dir(const std::string& flag_dir);
 std::string first_complete_dir(const std::vector<std::string>& places);
 Dataset load_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1);
 
+// ---- one copy per machine, for the trainers ----
+//
+// The pixels of an IDX images file, mapped read-only: every rank of a
+// machine shares one copy in the page cache, and converts to doubles only
+// the rows it asks for. A plain file is mapped as it is; a gzipped one is
+// unpacked once per machine into a cache file (under $DTRAIN_CACHE,
+// $XDG_CACHE_HOME/dtrain-kit or ~/.cache/dtrain-kit; a lock makes one rank
+// unpack while the others wait) and that is mapped.
+class PixelFile {
+ public:
+  PixelFile() = default;
+  // The first max_items images (all if < 0), checked as read_idx_images checks them.
+  PixelFile(const std::string& path, long max_items = -1);
+  ~PixelFile();
+  PixelFile(PixelFile&& other) noexcept;
+  PixelFile& operator=(PixelFile&& other) noexcept;
+  PixelFile(const PixelFile&) = delete;
+  PixelFile& operator=(const PixelFile&) = delete;
+
+  long rows() const { return rows_; }
+  long cols() const { return cols_; }
+  // Rows index[0..n) as doubles / 255: (n, cols()), in that order.
+  Matrix take(const Eigen::Ref<const Eigen::VectorXi>& index) const;
+  // Rows [start, start + n) into out (resized to (n, cols())).
+  void copy_rows(long start, long n, Matrix& out) const;
+  const std::string& mapped_path() const { return mapped_path_; }  // the file or its unpacked copy
+
+ private:
+  void* map_ = nullptr;
+  size_t length_ = 0;
+  const unsigned char* pixels_ = nullptr;
+  long rows_ = 0, cols_ = 0;
+  std::string mapped_path_;
+};
+
+struct SharedDataset {
+  PixelFile train_x, test_x;  // (N, 784) and (M, 784), as bytes
+  Labels train_y, test_y;
+  std::string dir;
+};
+SharedDataset open_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1);
+
+// The rows an evaluation pass reads: a Matrix, or a PixelFile converted a
+// chunk at a time. A view: what it names must outlive it.
+class RowSource {
+ public:
+  RowSource(const Matrix& m) : matrix_(&m) {}          // NOLINT: a Matrix is a row source as it is
+  RowSource(const PixelFile& p) : pixels_(&p) {}       // NOLINT
+  long rows() const { return matrix_ ? static_cast<long>(matrix_->rows()) : pixels_->rows(); }
+  void copy_rows(long start, long n, Matrix& out) const {
+    if (matrix_) {
+      out = matrix_->middleRows(start, n);
+    } else {
+      pixels_->copy_rows(start, n, out);
+    }
+  }
+
+ private:
+  const Matrix* matrix_ = nullptr;
+  const PixelFile* pixels_ = nullptr;
+};
+
 }  // namespace dtrain

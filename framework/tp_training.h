@@ -22,12 +22,14 @@ struct TpTrainResult {
   std::vector<double> losses;         // every iteration's loss on this rank
   long iterations = 0;
   LayerTraffic fc1, fc2;
+  double collective_seconds = 0;      // inside collectives during the epochs above (so at most their sum)
 };
 
 // Trains on this rank's rows (already split over the dp groups) and
-// evaluates the whole test set after each epoch.
+// evaluates the whole test set after each epoch, on data-parallel group 0
+// (test_accuracy is 0 on the other groups' ranks).
 TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x_local, const Labels& y_local,
-                       const Matrix& x_test, const Labels& y_test, const TrainOptions& options);
+                       RowSource x_test, const Labels& y_test, const TrainOptions& options);
 
 // Whether a configuration can split this model; empty when it can, else why not.
 std::string config_problem(const ParallelConfig& config, int world_size);

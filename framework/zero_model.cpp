@@ -53,7 +53,7 @@ void ZeroMLP::zero_grad() {
 }
 
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
-                           const Matrix& x_test, const Labels& y_test, const TrainOptions& options) {
+                           RowSource x_test, const Labels& y_test, const TrainOptions& options) {
   const int dp = comm.size();
   // Each rank takes global_batch / dp rows, rounded down, as the seed program does.
   const long batch = options.global_batch / dp;
@@ -71,6 +71,7 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
   Labels yb;
   for (int epoch = 0; epoch < options.epochs; ++epoch) {
     const std::uint64_t bytes_before = comm.bytes_transferred();
+    const double in_collectives = CommAccess::seconds_in_collectives();
     const double started = CommAccess::wall_time();
     for (long start = 0, it = 0; start < rows; start += batch, ++it) {
       const long n = std::min(batch, rows - start);
@@ -98,6 +99,7 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
         options.on_progress(epoch, it + 1, per_epoch, loss, accuracy, optimizer.lr);
     }
     result.epoch_seconds.push_back(CommAccess::wall_time() - started);
+    result.collective_seconds += CommAccess::seconds_in_collectives() - in_collectives;
     result.train_bytes += comm.bytes_transferred() - bytes_before;
     // Every rank evaluates the whole test set; the forward passes still gather.
     {

@@ -52,12 +52,13 @@ struct ZeroTrainResult {
   std::uint64_t train_bytes = 0;      // this rank's traffic during training, evaluation excluded
   std::vector<double> epoch_seconds;  // training time of each epoch, without the evaluation
   StateFootprint footprint;           // at the end of training
+  double collective_seconds = 0;      // inside collectives during the epochs above (so at most their sum)
 };
 
 // Trains on this rank's rows (already split by data parallelism) and
 // evaluates on the whole test set after every epoch.
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
-                           const Matrix& x_test, const Labels& y_test, const TrainOptions& options);
+                           RowSource x_test, const Labels& y_test, const TrainOptions& options);
 
 // Bytes one rank moves in one training step, both measured by communicator
 // counters: the ZeRO model's forward and backward on (x, y), and an

@@ -80,6 +80,68 @@ def expected_bytes(c: Config, train_rows: int) -> Dict[str, float]:
     return {"mp": mp_total / len(sizes), "dp": dp_total / len(sizes)}
 
 
+LAYERS = ((FEATURES, HIDDEN), (HIDDEN, CLASSES))
+PARAMETERS = sum(i * o + o for i, o in LAYERS)  # the model's parameter count (Psi)
+
+
+def persistent_formula(c: Config) -> Dict[str, int]:
+    """Rank 0's bytes that persist between iterations, by the formulas:
+    data parallelism keeps every parameter and gradient; naive and Megatron
+    keep 1/mp of the layers they shard (Megatron leaves FC2's bias whole);
+    ZeRO-3 keeps 1/dp of the parameters, gradients and Adam's two moments,
+    each tensor padded to a multiple of dp. Doubles, 8 bytes each."""
+    if c.strategy == "zero3":
+        shard = sum(-(-n // c.dp) for i, o in LAYERS for n in (i * o, o))
+        return {"parameters": 8 * shard, "gradients": 8 * shard, "optimizer": 16 * shard}
+    if c.strategy == "megatron":
+        elements = FEATURES * HIDDEN // c.mp + HIDDEN // c.mp + HIDDEN // c.mp * CLASSES + CLASSES
+    else:  # dp (mp 1) and naive: every layer's outputs split over mp
+        elements = sum(i * (o // c.mp) + o // c.mp for i, o in LAYERS)
+    return {"parameters": 8 * elements, "gradients": 8 * elements, "optimizer": 0}
+
+
+# ---- from the toy model to real ones (the ZeRO paper's memory formulas) ----
+# Mixed-precision Adam: 2 bytes of fp16 parameters and 2 of gradients per
+# parameter, and K = 12 bytes of optimizer state (fp32 parameters, momentum,
+# variance). Communication per iteration in parameters' worth of fp16:
+# data parallelism's allreduce moves 2 Psi, ZeRO-3 moves 3 Psi (a gather in
+# forward and in backward, a reduce-scatter of gradients).
+SCALE_MODELS = [  # (name, parameters, data-parallel ranks)
+    ("ZeRO paper example", 7_500_000_000, 64),
+    ("GPT-2 small", 124_000_000, 8),
+    ("GPT-2 medium", 355_000_000, 8),
+    ("GPT-2 large", 774_000_000, 8),
+    ("GPT-2 XL", 1_558_000_000, 16),
+    ("this MLP (784-256-10)", PARAMETERS, 4),
+]
+K = 12
+
+
+def scale_row(name: str, psi: int, nd: int) -> Dict:
+    gb = lambda b: b / 1e9  # noqa: E731 (decimal GB, as the paper)
+    return {"model": name, "parameters": psi, "dp_ranks": nd, "bytes_per_parameter": 2, "K": K,
+            "dp_gb": gb((2 + 2 + K) * psi), "os_gb": gb(2 * psi + 2 * psi + K * psi / nd),
+            "os_g_gb": gb(2 * psi + (2 + K) * psi / nd), "os_g_p_gb": gb((2 + 2 + K) * psi / nd),
+            "dp_comm_gb_per_iteration": gb(2 * 2 * psi), "zero3_comm_gb_per_iteration": gb(3 * 2 * psi)}
+
+
+def write_scale(out: str) -> List[Dict]:
+    rows = [scale_row(*m) for m in SCALE_MODELS]
+    with open(os.path.join(out, "scale.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"\nPer-rank memory of model states (GB) for real models, by the ZeRO paper's formulas: fp16 parameters and "
+          f"gradients (2 bytes each), K = {K} bytes of Adam state per parameter:")
+    print(f"  {'model':<24} {'params':>8} {'ranks':>5} {'DP':>9} {'P_os':>9} {'P_os+g':>9} {'P_os+g+p':>9}"
+          f"   comm/iteration DP, ZeRO-3")
+    for r in rows:
+        print(f"  {r['model']:<24} {r['parameters'] / 1e9:>7.3f}B {r['dp_ranks']:>5} {r['dp_gb']:>9.4g} "
+              f"{r['os_gb']:>9.4g} {r['os_g_gb']:>9.4g} {r['os_g_p_gb']:>9.4g}   {r['dp_comm_gb_per_iteration']:.4g} GB, "
+              f"{r['zero3_comm_gb_per_iteration']:.4g} GB")
+    return rows
+
+
 def run(c: Config, build: str, impl: str, out: str, train_rows: int, test_rows: int) -> Optional[Dict]:
     report = os.path.join(out, f"{c.strategy}-mp{c.mp}-dp{c.dp}.json")
     if c.strategy == "zero3":
@@ -112,28 +174,37 @@ def chart(rows: List[Dict], out: str) -> Optional[str]:
     data = os.path.join(out, "explore.dat")
     with open(data, "w") as f:
         for r in rows:
-            f.write('"{}" {:.3f} {:.3f} {:.3f}\n'.format(r["configuration"], r["mp_kib_per_iteration"],
-                                                        r["dp_kib_per_iteration"], r["model_heap_mib"]))
+            f.write('"{}" {:.3f} {:.3f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f}\n'.format(
+                r["configuration"], r["mp_kib_per_iteration"], r["dp_kib_per_iteration"],
+                r["parameters_kib"] / 1024, r["gradients_kib"] / 1024, r["optimizer_kib"] / 1024,
+                r["transient_kib"] / 1024, r["compute_ms_per_iteration"], r["communication_ms_per_iteration"]))
     png = os.path.join(out, "explore.png")
     script = f"""
-set terminal pngcairo size 1400,900 font ",11" noenhanced
+set terminal pngcairo size 1400,1350 font ",11" noenhanced
 set output "{png}"
-set multiplot layout 2,1 title "Parallel strategies of the 784-256-10 MLP (per rank, rank 0)"
+set multiplot layout 3,1 title "Parallel strategies of the 784-256-10 MLP: rank 0, per training iteration"
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1
 set boxwidth 0.7
 set grid ytics
+set yrange [0:*]
 set xtics rotate by -30 scale 0
-set key top left
-set ylabel "KiB sent per iteration"
-set title "Communication volume per training iteration"
+set key outside right top
+set ylabel "KiB sent"
+set title "What it sends: communication volume per iteration"
 plot "{data}" using 2:xtic(1) title "model parallel (mp_comm)" lc rgb "#4477aa", \\
      "" using 3 title "data parallel / ZeRO (dp_comm)" lc rgb "#ee8866"
-set style histogram clustered
 set ylabel "MiB"
-set title "Peak heap of the largest rank for the model and its training (data set excluded)"
-plot "{data}" using 4:xtic(1) title "model memory" lc rgb "#44aa99"
+set title "What it keeps: memory per rank; persistent (parameters, gradients, optimizer state), then the transient peak"
+plot "{data}" using 4:xtic(1) title "parameters" lc rgb "#332288", \\
+     "" using 5 title "gradients" lc rgb "#88ccee", \\
+     "" using 6 title "optimizer state (Adam)" lc rgb "#117733", \\
+     "" using 7 title "activations, buffers (transient)" lc rgb "#dddddd"
+set ylabel "ms"
+set title "What it costs: time per iteration, computing and inside collectives (waiting included)"
+plot "{data}" using 8:xtic(1) title "compute" lc rgb "#44aa99", \\
+     "" using 9 title "communication" lc rgb "#cc6677"
 unset multiplot
 """
     proc = subprocess.run([gnuplot], input=script.encode(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -141,6 +212,30 @@ unset multiplot
         print("explore: gnuplot failed:\n" + proc.stdout.decode(errors="replace"))
         return None
     return png
+
+
+def check_rows(rows: List[Dict], accuracy: float, mismatches: int) -> List[str]:
+    problems = [f"{r['configuration']}: accuracy {r['test_accuracy']:.4f} below {accuracy}"
+                for r in rows if r["test_accuracy"] < accuracy]
+    problems += [f"{r['configuration']}: share in collectives {r['collective_share']:.3f} above 1"
+                 for r in rows if r["collective_share"] > 1]
+    problems += [f"{r['configuration']}: kept memory differs from the formula" for r in rows
+                 if not r["persistent_matches_formula"]]
+    if mismatches:
+        problems.append(f"{mismatches} configuration(s) moved other bytes than comm.h's formula")
+    # ZeRO-3 keeps 1/dp of what data parallelism with the same Adam keeps
+    # (parameters, gradients, two moments), up to the padding.
+    for r in (r for r in rows if r["strategy"] == "zero3"):
+        kept = 1024 * (r["parameters_kib"] + r["gradients_kib"] + r["optimizer_kib"])
+        replica = 4 * 8 * PARAMETERS
+        padding = 4 * 8 * len(LAYERS) * 2 * (r["dp_size"] - 1)
+        if not replica / r["dp_size"] <= kept <= replica / r["dp_size"] + padding:
+            problems.append(f"{r['configuration']}: keeps {kept:.0f} bytes, not 1/{r['dp_size']} of {replica}")
+    scale = {m["model"]: m for m in (scale_row(*x) for x in SCALE_MODELS)}["ZeRO paper example"]
+    paper = (scale["dp_gb"], scale["os_gb"], scale["os_g_gb"], scale["os_g_p_gb"])
+    if [round(v, 1) for v in paper] != [120.0, 31.4, 16.6, 1.9]:
+        problems.append(f"the ZeRO paper's example gives {paper}, not 120, 31.4, 16.6 and 1.9 GB")
+    return problems
 
 
 def main(argv: List[str]) -> int:
@@ -169,6 +264,8 @@ def main(argv: List[str]) -> int:
         if report is None:
             continue
         expected = expected_bytes(c, report["train_rows"])
+        training = sum(report["epoch_seconds"])
+        iterations = max(1, report["iterations"])
         match = abs(expected["mp"] - report["mp_bytes_per_iteration"]) < 0.5 and \
             abs(expected["dp"] - report["dp_bytes_per_iteration"]) < 0.5
         mismatches += not match
@@ -180,24 +277,34 @@ def main(argv: List[str]) -> int:
             "matches_formula": match,
             "model_heap_mib": report["model_heap_bytes"] / 2**20,
             "peak_rss_mib": report["peak_rss_bytes"] / 2**20,
-            "seconds_per_epoch": sum(report["epoch_seconds"]) / max(1, len(report["epoch_seconds"])),
-            # rank 0's share of the training time inside collectives, waiting included
-            "collective_share": report["collective_seconds"] / max(1e-9, sum(report["epoch_seconds"])),
+            "parameters_kib": report["memory"]["parameters"] / 1024,
+            "gradients_kib": report["memory"]["gradients"] / 1024,
+            "optimizer_kib": report["memory"]["optimizer"] / 1024,
+            "transient_kib": report["memory"]["transient"] / 1024,
+            "persistent_matches_formula": all(report["memory"][k] == v for k, v in persistent_formula(c).items()),
+            "seconds_per_epoch": training / max(1, len(report["epoch_seconds"])),
+            # rank 0's time inside collectives during the same epochs (waiting included), so at most 1
+            "collective_share": report["collective_seconds"] / max(1e-9, training),
+            "compute_ms_per_iteration": 1000 * (training - report["collective_seconds"]) / iterations,
+            "communication_ms_per_iteration": 1000 * report["collective_seconds"] / iterations,
             "test_accuracy": report["test_accuracy"],
         })
 
     pure_dp = {r["dp_size"]: r["dp_kib_per_iteration"] for r in rows if r["strategy"] == "dp"}
     print()
     header = f"{'configuration':<20} {'ranks':>5} {'MP KiB/it':>10} {'DP KiB/it':>10} {'formula':>10} " \
-             f"{'model MiB':>9} {'RSS MiB':>8} {'s/epoch':>8} {'in coll.':>8} {'accuracy':>9}  note"
+             f"{'kept KiB':>9} {'peak MiB':>8} {'RSS MiB':>8} {'s/epoch':>8} {'in coll.':>8} {'accuracy':>9}  note"
     print(header)
     print("-" * len(header))
     for r in rows:
         note = "" if r["matches_formula"] else "differs from the formula"
+        if not r["persistent_matches_formula"]:
+            note = (note + "; " if note else "") + "kept memory differs from the formula"
         if r["strategy"] == "zero3" and pure_dp.get(r["dp_size"]):
             note = (note + "; " if note else "") + f"{r['dp_kib_per_iteration'] / pure_dp[r['dp_size']]:.3f}x pure DP"
         print(f"{r['configuration']:<20} {r['ranks']:>5} {r['mp_kib_per_iteration']:>10.1f} "
-              f"{r['dp_kib_per_iteration']:>10.1f} {r['formula_kib_per_iteration']:>10.1f} {r['model_heap_mib']:>9.2f} "
+              f"{r['dp_kib_per_iteration']:>10.1f} {r['formula_kib_per_iteration']:>10.1f} "
+              f"{r['parameters_kib'] + r['gradients_kib'] + r['optimizer_kib']:>9.0f} {r['model_heap_mib']:>8.2f} "
               f"{r['peak_rss_mib']:>8.1f} "
               f"{r['seconds_per_epoch']:>8.2f} {r['collective_share']:>8.0%} {r['test_accuracy']:>9.4f}  {note}")
     csv_path = os.path.join(out, "explore.csv")
@@ -205,17 +312,22 @@ def main(argv: List[str]) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["configuration"])
         writer.writeheader()
         writer.writerows(rows)
+    print("kept KiB: rank 0's parameters, gradients and optimizer state, which persist between iterations; "
+          "peak MiB: the largest rank's heap peak for the model and its training")
+    write_scale(out)
     png = chart(rows, out) if rows else None
     print(f"\n{len(rows)} of {len(CONFIGS)} runs finished in {time.monotonic() - started:.0f} s; "
           f"{len(rows) - mismatches} of {len(rows)} match comm.h's formula")
-    print(f"table: {csv_path}" + (f"\nchart: {png}" if png else ""))
+    print(f"table: {csv_path}\nscale: {os.path.join(out, 'scale.csv')}" + (f"\nchart: {png}" if png else ""))
     if len(rows) != len(CONFIGS):
         return 1
     if args.check is not None:
-        weak = [r["configuration"] for r in rows if r["test_accuracy"] < args.check]
-        if weak or mismatches:
-            print(f"check failed: below {args.check}: {', '.join(weak) or 'none'}; formula mismatches: {mismatches}")
+        problems = check_rows(rows, args.check, mismatches)
+        for p in problems:
+            print(f"check failed: {p}")
+        if problems:
             return 1
-        print(f"check passed: every configuration reached {args.check} and matched the formula")
+        print(f"check passed: every configuration reached {args.check}, matched the byte and memory formulas, "
+              "and spent at most its whole epoch in collectives")
     return 0
 

@@ -86,23 +86,24 @@ inline void finish_trace(Communicator& world, const TrainingFlags& f, std::uint6
 }
 
 // This rank's training rows (split_data of the largest multiple of dp_size
-// rows). The loaded training set is emptied: each rank keeps its share only,
-// not the whole set besides, and no trimmed copy is made on the way.
+// rows), converted to doubles from the machine's one mapped copy of the
+// pixels: the student's split_data picks them from a one-column matrix of
+// row numbers (any correct split works for any column count), so no rank
+// ever holds the whole set as doubles.
 struct LocalRows {
-  Matrix x;      // (rows of this rank, Din / mp_size or Din)
+  Matrix x;      // (rows of this rank, Din)
   Labels y;
   long usable;   // training rows over all dp groups
 };
-inline LocalRows take_local_rows(Dataset& data, int mp_size, int dp_size, int rank) {
-  const long usable = data.train.x.rows() / dp_size * dp_size;
-  if (usable < data.train.x.rows()) {
-    data.train.x.conservativeResize(usable, Eigen::NoChange);
-    data.train.y.conservativeResize(usable);
-  }
-  auto [x, y] = student::split_data(data.train.x, data.train.y, mp_size, dp_size, rank);
-  data.train.x = Matrix();
-  data.train.y = Labels();
-  return {std::move(x), std::move(y), usable};
+inline LocalRows take_local_rows(SharedDataset& data, int mp_size, int dp_size, int rank) {
+  const long usable = data.train_x.rows() / dp_size * dp_size;
+  Matrix row_numbers(usable, 1);  // (usable, 1): 0, 1, 2, ...
+  for (long i = 0; i < usable; ++i) row_numbers(i, 0) = static_cast<double>(i);
+  auto [mine, y] = student::split_data(row_numbers, data.train_y.head(usable), mp_size, dp_size, rank);
+  const Eigen::VectorXi index = mine.col(0).cast<int>();
+  LocalRows local{data.train_x.take(index), std::move(y), usable};
+  data.train_x = PixelFile();  // unmapped: its pages leave this rank's resident set
+  return local;
 }
 
 // The training options the flags give, with rank 0's progress on `progress`.

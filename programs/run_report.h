@@ -5,8 +5,10 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,13 +27,25 @@ struct RunReport {
   double test_accuracy = 0;
   long train_rows = 0, test_rows = 0;
   double model_heap_bytes = 0;  // the largest rank's heap rise for the model and its training
-  double collective_seconds = 0;  // rank 0's time inside the collectives, waiting for others included
+  double collective_seconds = 0;  // rank 0's time inside the collectives during the epochs, waiting included
+  // Rank 0's bytes by kind (make explore's memory chart): what persists
+  // between iterations, and the peak of what an iteration adds on top.
+  double parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, transient_bytes = 0;
   std::string data_dir;           // where the data set was read from
   // The collective ledger's cost (comm.h): calls it recorded, and what one
   // record costs, measured at the end of the run.
   std::uint64_t ledger_calls = 0;
   double ledger_seconds_per_call = 0;
 };
+
+// Sets the persistent kinds, and the transient as what the heap's peak held
+// beyond them.
+inline void set_memory(RunReport& r, double parameters, double gradients, double optimizer) {
+  r.parameter_bytes = parameters;
+  r.gradient_bytes = gradients;
+  r.optimizer_bytes = optimizer;
+  r.transient_bytes = std::max(0.0, r.model_heap_bytes - parameters - gradients - optimizer);
+}
 
 // The heap a rank uses for the model and its training: the highest the heap
 // rose above its level once the data was loaded. Start it before building
@@ -50,7 +64,7 @@ class ModelHeap {
 // The fields every trainer fills the same way.
 inline RunReport common_report(const std::vector<double>& test_accuracy, const std::vector<double>& epoch_seconds,
                                long iterations, long train_rows, long test_rows, double model_heap_bytes,
-                               const std::string& data_dir) {
+                               const std::string& data_dir, double collective_seconds) {
   RunReport r;
   r.data_dir = data_dir;
   r.iterations = iterations;
@@ -59,22 +73,27 @@ inline RunReport common_report(const std::vector<double>& test_accuracy, const s
   r.train_rows = train_rows;
   r.test_rows = test_rows;
   r.model_heap_bytes = model_heap_bytes;
-  r.collective_seconds = CommAccess::seconds_in_collectives();  // the run has no others before training
+  r.collective_seconds = collective_seconds;
   r.ledger_calls = ledger::calls_recorded();
   r.ledger_seconds_per_call = ledger::seconds_per_record();
   return r;
 }
 
-// The largest resident set of any rank, in bytes. Collective.
-inline double max_rss_over_ranks(Communicator& world) {
+// Every rank's peak resident set, in bytes, on rank 0 (empty elsewhere).
+// Collective.
+inline std::vector<double> peak_rss_of_ranks(Communicator& world) {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(CommAccess::max_over_ranks(world, usage.ru_maxrss)) * 1024.0;  // ru_maxrss is in KiB
+  std::vector<double> bytes;
+  for (const std::string& text : CommAccess::gather_text(world, std::to_string(usage.ru_maxrss), 0))
+    bytes.push_back(std::stod(text) * 1024.0);  // ru_maxrss is in KiB
+  return bytes;
 }
 
 // The report as JSON (nlohmann::json escapes every string, a data path with
 // quotes or backslashes included).
-inline nlohmann::json report_json(const RunReport& r, double peak_rss_bytes) {
+inline nlohmann::json report_json(const RunReport& r, const std::vector<double>& rss) {
+  const double peak_rss_bytes = *std::max_element(rss.begin(), rss.end());
   return {{"strategy", r.strategy},
           {"mp_size", r.mp_size},
           {"dp_size", r.dp_size},
@@ -85,19 +104,25 @@ inline nlohmann::json report_json(const RunReport& r, double peak_rss_bytes) {
           {"epoch_seconds", r.epoch_seconds},
           {"test_accuracy", r.test_accuracy},
           {"peak_rss_bytes", peak_rss_bytes},
+          {"peak_rss_bytes_per_rank", rss},
+          {"peak_rss_bytes_total", std::accumulate(rss.begin(), rss.end(), 0.0)},
           {"model_heap_bytes", r.model_heap_bytes},
           {"train_rows", r.train_rows},
           {"test_rows", r.test_rows},
           {"collective_seconds", r.collective_seconds},
           {"data_dir", r.data_dir},
+          {"memory", {{"parameters", r.parameter_bytes},
+                      {"gradients", r.gradient_bytes},
+                      {"optimizer", r.optimizer_bytes},
+                      {"transient", r.transient_bytes}}},
           {"ledger_calls", r.ledger_calls},
           {"ledger_seconds_per_call", r.ledger_seconds_per_call}};
 }
 
 // Writes the report on rank 0; returns false (with a message) if it cannot.
-inline bool write_report(const std::string& path, const RunReport& r, double peak_rss_bytes) {
+inline bool write_report(const std::string& path, const RunReport& r, const std::vector<double>& rss) {
   std::ofstream out(path);
-  out << report_json(r, peak_rss_bytes).dump() << "\n";
+  out << report_json(r, rss).dump() << "\n";
   out.close();
   if (!out) std::fprintf(stderr, "cannot write --report %s\n", path.c_str());
   return static_cast<bool>(out);
@@ -115,18 +140,21 @@ inline void print_layer_peaks(const LayerProfiler& profiler) {
 // The closing lines every trainer prints (on rank 0), and the --report file
 // when a path is given. Collective: every rank calls it. Returns the exit status.
 inline int finish_run(Communicator& world, const std::string& report_path, const RunReport& report) {
-  const double peak_rss = max_rss_over_ranks(world);
+  const std::vector<double> rss = peak_rss_of_ranks(world);
   if (world.rank() != 0) return 0;
   std::printf("peak heap of the largest rank for the model and its training: %.1f MiB\n",
               report.model_heap_bytes / 1048576.0);
-  std::printf("peak resident memory of the largest rank (data set included): %.1f MiB\n", peak_rss / 1048576.0);
+  std::string each;
+  for (double b : rss) each += (each.empty() ? "" : " ") + std::to_string(static_cast<long>(b / 1048576.0 + 0.5));
+  std::printf("peak resident memory per rank (data set included): %s MiB; all %zu ranks: %.1f MiB\n", each.c_str(),
+              rss.size(), std::accumulate(rss.begin(), rss.end(), 0.0) / 1048576.0);
   double training = 0;
   for (double s : report.epoch_seconds) training += s;
   std::printf("time of rank 0 inside collectives (waiting included): %.2f s of %.2f s of training\n",
               report.collective_seconds, training);
   std::printf("Test Acc: %.4f\n", report.test_accuracy);
   std::fflush(stdout);
-  return report_path.empty() || write_report(report_path, report, peak_rss) ? 0 : 1;
+  return report_path.empty() || write_report(report_path, report, rss) ? 0 : 1;
 }
 
 }  // namespace dtrain

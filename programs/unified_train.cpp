@@ -45,13 +45,13 @@ int run(Communicator& world, int argc, char** argv) {
     return 2;
   }
 
-  Dataset data = load_dataset(data_dir, train_samples, test_samples);
+  SharedDataset data = open_dataset(data_dir, train_samples, test_samples);
   const auto [x_local, y_local, usable] = take_local_rows(data, mp_size, dp_size, world.rank());
   if (lead)
     std::printf("unified_train: %s mp_size %d x dp_size %d, %ld training rows (%ld per dp group), %ld test rows, "
                 "batch %d, lr %g, data %s\n",
                 megatron ? "Megatron" : "naive", mp_size, dp_size, usable, static_cast<long>(x_local.rows()),
-                static_cast<long>(data.test.x.rows()), batch, init_lr, data.dir.c_str());
+                static_cast<long>(data.test_x.rows()), batch, init_lr, data.dir.c_str());
 
   const ModelHeap model_heap;
   MLP model(world, config);
@@ -63,7 +63,7 @@ int run(Communicator& world, int argc, char** argv) {
     std::printf("epoch %d: Test Acc: %.4f   (%.2f s of training)\n", epoch + 1, accuracy, seconds);
     std::fflush(stdout);
   };
-  const TpTrainResult result = train_tp(model, config, x_local, y_local, data.test.x, data.test.y, options);
+  const TpTrainResult result = train_tp(model, config, x_local, y_local, data.test_x, data.test_y, options);
   const double model_heap_bytes = model_heap.max_over_ranks(world);  // before any measuring run
   finish_trace(world, training,
                model.fc1.info.mp_comm.bytes_transferred() + model.fc1.info.dp_comm.bytes_transferred() +
@@ -83,7 +83,14 @@ int run(Communicator& world, int argc, char** argv) {
     std::printf("\n");
   }
   RunReport report = common_report(result.test_accuracy, result.epoch_seconds, result.iterations, usable,
-                                   static_cast<long>(data.test.x.rows()), model_heap_bytes, data.dir);
+                                   static_cast<long>(data.test_x.rows()), model_heap_bytes, data.dir,
+                                   result.collective_seconds);
+  double params = 0, grads = 0;
+  for (const FCLayer* layer : {&model.fc1, &model.fc2}) {
+    params += 8.0 * static_cast<double>(layer->w.size() + layer->b.size());
+    grads += 8.0 * static_cast<double>(layer->grad_w.size() + layer->grad_b.size());
+  }
+  set_memory(report, params, grads, 0.0);  // SGD keeps no state
   report.strategy = mp_size == 1 ? "dp" : megatron ? "megatron" : "naive";
   report.mp_size = mp_size;
   report.dp_size = dp_size;

@@ -43,11 +43,11 @@ int run(Communicator& world, int argc, char** argv) {
     return 2;
   }
 
-  Dataset data = load_dataset(data_dir, train_samples, test_samples);
+  SharedDataset data = open_dataset(data_dir, train_samples, test_samples);
   const auto [x_local, y_local, usable] = take_local_rows(data, 1, dp_size, world.rank());
   if (lead)
     std::printf("zero_dp_train: dp_size %d, %ld training rows (%ld per rank), %ld test rows, batch %d, lr %g, data %s\n",
-                dp_size, usable, static_cast<long>(x_local.rows()), static_cast<long>(data.test.x.rows()), batch,
+                dp_size, usable, static_cast<long>(x_local.rows()), static_cast<long>(data.test_x.rows()), batch,
                 init_lr, data.dir.c_str());
 
   const ModelHeap model_heap;
@@ -57,7 +57,7 @@ int run(Communicator& world, int argc, char** argv) {
   Progress progress;
   TrainOptions options = training_options(training, progress, x_local.rows(), batch / dp_size);
   const double started = CommAccess::wall_time();
-  const ZeroTrainResult result = train_zero(model, world, x_local, y_local, data.test.x, data.test.y, options);
+  const ZeroTrainResult result = train_zero(model, world, x_local, y_local, data.test_x, data.test_y, options);
   const double seconds = CommAccess::wall_time() - started;
   const double model_heap_bytes = model_heap.max_over_ranks(world);  // before any measuring run
   finish_trace(world, training, world.bytes_transferred());  // before the measuring step below
@@ -77,7 +77,15 @@ int run(Communicator& world, int argc, char** argv) {
     print_layer_peaks(profiler);
   }
   RunReport report = common_report(result.test_accuracy, result.epoch_seconds, result.iterations, usable,
-                                   static_cast<long>(data.test.x.rows()), model_heap_bytes, data.dir);
+                                   static_cast<long>(data.test_x.rows()), model_heap_bytes, data.dir,
+                                   result.collective_seconds);
+  double params = 0, grads = 0;
+  for (const ZeroDPStage3FCLayer* layer : model.layers()) {
+    params += 8.0 * static_cast<double>(layer->w_shard.size() + layer->b_shard.size());
+    grads += 8.0 * static_cast<double>(layer->grad_w_shard.size() + layer->grad_b_shard.size());
+  }
+  set_memory(report, params, grads,
+             static_cast<double>(result.footprint.sharded_bytes) - params - grads);  // Adam's m and v
   report.strategy = "zero3";
   report.dp_size = dp_size;
   report.dp_bytes_per_iteration =

@@ -36,7 +36,10 @@ def test_every_kind_round_trips(tmp_path):
     assert got.results[1]["failures"] == [{"rank": 0, "message": AWKWARD}, {"rank": 7, "message": "second"}]
     assert got.failures == {"Suite.One": [{"rank": 5, "message": AWKWARD},
                                           {"rank": 6, "message": "crashed with SIGSEGV"}]}
-    assert set(records.FIELDS) == {records.PLAN, records.RESULT, records.RANK_FAILURE, records.ABORT}
+    assert got.rollcalls == {"Suite.One": {2: {"state": "waiting in allreduce #3 on dp_comm (2 elements)",
+                                               "seconds": 5.0}}}
+    assert set(records.FIELDS) == {records.PLAN, records.RESULT, records.RANK_FAILURE, records.ABORT,
+                                   records.ROLLCALL}
 
 
 def test_a_wrong_key_trusts_no_plan_and_no_result(tmp_path):
