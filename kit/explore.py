@@ -135,10 +135,16 @@ def write_scale(out: str) -> List[Dict]:
           f"gradients (2 bytes each), K = {K} bytes of Adam state per parameter:")
     print(f"  {'model':<24} {'params':>8} {'ranks':>5} {'DP':>9} {'P_os':>9} {'P_os+g':>9} {'P_os+g+p':>9}"
           f"   comm/iteration DP, ZeRO-3")
+    def gb(v: float) -> str:  # one decimal, as the paper, where that shows anything
+        return f"{v:.1f}" if v >= 1 else f"{v:.3f}" if v >= 0.001 else f"{v:.1e}"
+
+    def count(n: int) -> str:
+        return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n / 1e3:.0f}K"
+
     for r in rows:
-        print(f"  {r['model']:<24} {r['parameters'] / 1e9:>7.3f}B {r['dp_ranks']:>5} {r['dp_gb']:>9.4g} "
-              f"{r['os_gb']:>9.4g} {r['os_g_gb']:>9.4g} {r['os_g_p_gb']:>9.4g}   {r['dp_comm_gb_per_iteration']:.4g} GB, "
-              f"{r['zero3_comm_gb_per_iteration']:.4g} GB")
+        print(f"  {r['model']:<24} {count(r['parameters']):>8} {r['dp_ranks']:>5} {gb(r['dp_gb']):>9} "
+              f"{gb(r['os_gb']):>9} {gb(r['os_g_gb']):>9} {gb(r['os_g_p_gb']):>9}   "
+              f"{gb(r['dp_comm_gb_per_iteration'])} GB, {gb(r['zero3_comm_gb_per_iteration'])} GB")
     return rows
 
 
