@@ -25,7 +25,7 @@ import time
 from kit.parts import TOTAL_POINTS, PARTS
 from kit.paths import KIT_DIR as KIT
 
-STUDENT_TARGETS = ("test", "mpi-demo", "train", "explore")  # test-partN, train-zero too
+STUDENT_TARGETS = ("test", "mpi-demo", "train", "explore", "trace")  # test-partN, train-zero too
 LEFTOVERS = ("handin.tar", "handins", "out", "results.json")
 SKIPPED = {"make check": "CI runs it next"}
 # What a command's output must show, where the README promises a result
