@@ -19,6 +19,7 @@ import tarfile
 import tempfile
 from typing import List
 
+from kit.parts import TOTAL_POINTS
 from kit.paths import KIT_DIR
 
 KEY, POINTS, TITLE, SECTION = "part11", 5, "toy sum", "Part 11"
@@ -108,7 +109,7 @@ def make(kit: str, problems: List[str], *args: str) -> str:
 
 def checks(kit: str) -> List[str]:
     problems: List[str] = []
-    total = 150 + POINTS
+    total = TOTAL_POINTS + POINTS
 
     def expect(text: str, pattern: str, where: str) -> None:
         if not re.search(pattern, text, re.M):

@@ -111,7 +111,7 @@ def verify_handout(tarball: str) -> int:
                 problems.append("a reference helper's name is in the student binary")
     for p in problems:
         print(f"dist: handout check: {p}")
-    print("dist: handout check " + ("FAILED" if problems else "passed: builds, scores 0 / 150, no solution inside"))
+    print("dist: handout check " + ("FAILED" if problems else f"passed: builds, scores 0 / {TOTAL_POINTS}, no solution inside"))
     return 1 if problems else 0
 
 
