@@ -221,7 +221,7 @@ def grading(t: Table, build: str) -> None:
         os.makedirs(batch_dir)
         for i in range(BATCH):
             shutil.copy(handin, os.path.join(batch_dir, f"student{i}.tar"))
-        cmd = [PYTHON, os.path.join(KIT, "grader", "grade"), "--build", build, "--batch", batch_dir, "--jobs", "2",
+        cmd = [PYTHON, os.path.join(KIT, "grader", "grade"), "--build", build, "--batch", batch_dir, "--jobs", "2", "--regrade",
                "--csv", os.path.join(tmp, "out", "gradebook.csv")]
         times = [run(cmd)[0] for _ in range(t.repeat)]
         t.add(f"batch --jobs 2 ({BATCH} handins)", times, "s")
