@@ -11,8 +11,8 @@ the same way. So:
     changed (another content, or another kit); --regrade grades everything;
   - the final gradebook depends only on the results, not on how many runs
     it took; graded.jsonl logs every grading that finished.
-Ctrl-C stops the batch: the handins in progress are abandoned (their
-processes killed), and a summary says what was and wasn't graded.
+Ctrl-C (or SIGTERM) stops the batch: the handins in progress are abandoned
+(their processes killed), and a summary says what was and wasn't graded.
 """
 import csv
 import glob
@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import os
+import signal
 import sys
 import tarfile
 import threading
@@ -178,9 +179,17 @@ def run_batch(args) -> int:
         print(f"grade: {skipped} handin(s) already graded with the same content and kit; "
               f"grading the other {len(todo)} (--regrade grades all)", flush=True)
     graded: List[str] = []
+
+    # Ctrl-C and a plain kill stop the batch cleanly, even when it was started
+    # with SIGINT ignored (a background job of a script inherits that).
+    def stop_batch(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
-    futures = {pool.submit(b.grade, h, keys[h]): h for h in todo}
+    signal.signal(signal.SIGINT, stop_batch)
+    signal.signal(signal.SIGTERM, stop_batch)
     try:
+        futures = {pool.submit(b.grade, h, keys[h]): h for h in todo}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -191,6 +200,7 @@ def run_batch(args) -> int:
         pool.shutdown(wait=True, cancel_futures=True)
         grading.end_all_sandboxes()
         missing = [os.path.basename(h) for h in todo if h not in graded]
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         b.write_gradebook()
         print(f"grade: stopped. Graded now: {len(graded)}; graded before: {skipped}; not graded: {len(missing)}"
               + (f" ({', '.join(missing)})" if missing else "") + f". Gradebook {args.csv}; "
