@@ -4,7 +4,3 @@
 def fmt(points: float) -> str:
     """Points as a person writes them: 10, 7.5, 6.7."""
     return str(int(round(points))) if abs(points - round(points)) < 1e-9 else f"{points:.1f}"
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -174,6 +174,9 @@ def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
             problems.append(f"{part.key} should lose points, got {fmt(got)} / {part.points}")
         elif part.key not in mutant.loses and got != part.points:
             problems.append(f"{part.key} should keep {part.points} points, got {fmt(got)}")
+            # What failed there, so a load-dependent failure can be told from a test that bites wrongly.
+            problems += [f"    {c}: {line}" for c, o in outcomes.items() if part.owns(c) and not o.passed
+                         for line in o.summary(max_lines=4)]
     texts = "\n".join(line for o in outcomes.values() for f in o.failures for line in [str(f["message"])])
     for pattern in mutant.says:
         if not re.search(pattern, texts):
