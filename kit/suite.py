@@ -64,12 +64,13 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
     return outcomes, errors
 
 
-def static_findings(impl_dir: str, chosen: List[table.Part], build: str) -> Dict[str, List[str]]:
+def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
+                    cache_path: Optional[str] = None) -> Dict[str, List[str]]:
     """The grader's static findings for the student files the chosen parts
-    use, as "fail: ..." / "warn: ..." lines per file; cached by content in the
-    build, so only an edited file is checked again."""
+    use, as "fail: ..." / "warn: ..." lines per file; cached by content (in
+    the build unless told), so only an edited file is checked again."""
     files = sorted({f for p in chosen for f in p.files})
-    cache_path = os.path.join(build, "static_checks_cache.json")
+    cache_path = cache_path or os.path.join(build, "static_checks_cache.json")
     try:
         with open(cache_path) as f:
             cache = json.load(f)
@@ -167,7 +168,7 @@ def main(argv: List[str]) -> int:
     found: Dict[str, List[str]] = {}
     checker = threading.Thread(target=lambda: found.update(static_findings(impl_dir(args.impl), chosen,
                                                                            build_dir(args.build))))
-    if args.impl == "student":
+    if args.impl == "student" and not args.binary:  # a staff binary's sources are not student/
         checker.start()
     launch_args = {}
     if args.trace_dir:
