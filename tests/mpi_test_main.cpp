@@ -234,6 +234,8 @@ class Watchdog {
  public:
   static constexpr double kPollSeconds = 0.05;
   static constexpr double kRollCallWaitSeconds = 20.0;
+  static constexpr double kIdleCompany = 2.0;
+  static constexpr double kMostStretch = 8.0;  // a loaded host stretches a time limit at most this much
 
   Watchdog() : thread_([this] { loop(); }) {}
   ~Watchdog() {
@@ -248,7 +250,7 @@ class Watchdog {
     std::lock_guard<std::mutex> lock(mu_);
     armed_ = true;
     started_ = Clock::now();
-    deadline_ = started_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    open_window(seconds);
     case_ = case_name;
     ranks_ = ranks;
     prefix_ = records::rollcall_prefix(case_name);
@@ -263,7 +265,7 @@ class Watchdog {
     const auto soon = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     failed_ = true;
     if (armed_ && soon < deadline_) {
-      deadline_ = soon;
+      open_window(seconds);
       cv_.notify_all();
     }
   }
@@ -281,6 +283,45 @@ class Watchdog {
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  // Tasks ready to run on the host now, not counting this thread (the 4th
+  // field of /proc/loadavg, "runnable/total"); 0 where the kernel doesn't say.
+  static int runnable_tasks() {
+    std::FILE* f = std::fopen("/proc/loadavg", "re");
+    if (!f) return 0;
+    double one, five, fifteen;
+    int runnable = 0, total = 0;
+    const bool ok = std::fscanf(f, "%lf %lf %lf %d/%d", &one, &five, &fifteen, &runnable, &total) == 5;
+    std::fclose(f);
+    return ok ? std::max(1, runnable - 1) : 0;
+  }
+
+  void open_window(double seconds) {
+    window_from_ = last_look_ = Clock::now();
+    window_seconds_ = seconds;
+    could_run_ = 0;
+    deadline_ = window_from_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  }
+
+  // A time limit counts time the case could have run, not the clock's. At
+  // each look, the time since the last one counts in full on a host no busier
+  // than the case's own ranks make it, and in proportion to the case's share
+  // of the cores on a busier one (CPU hogs, other graders). So a loaded host
+  // never turns a slow correct case into a timeout, and a deadlock on an idle
+  // host still ends after the limit (at most kMostStretch times it).
+  // (Waiting ranks poll and yield, so their own run-queue time says nothing.)
+  bool due() {
+    const auto now = Clock::now();
+    const int runnable = runnable_tasks();
+    // The case's own ranks (all polling, in a deadlock) and a little company
+    // (the runner, MPI's helper threads) make an idle host.
+    const double idle = std::max(static_cast<double>(ranks_), cores_) + kIdleCompany;
+    const double counts = runnable > idle ? idle / runnable : 1.0;
+    could_run_ += std::chrono::duration<double>(now - last_look_).count() * counts;
+    last_look_ = now;
+    const double elapsed = std::chrono::duration<double>(now - window_from_).count();
+    return now >= deadline_ && (could_run_ >= window_seconds_ || elapsed >= window_seconds_ * kMostStretch);
+  }
 
   static long file_size() {
     struct stat st {};
@@ -342,16 +383,19 @@ class Watchdog {
       }
       const auto poll = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(kPollSeconds));
-      cv_.wait_until(lock, std::min(deadline_, poll));
+      cv_.wait_until(lock, poll);
       if (!armed_ || quit_) continue;
-      if (Clock::now() >= deadline_ || !answered().empty()) roll_call(lock);
+      if (!answered().empty() || due()) roll_call(lock);
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
   bool armed_ = false, failed_ = false, body_done_ = false, quit_ = false;
-  Clock::time_point started_, deadline_;
+  Clock::time_point started_, deadline_, window_from_;  // the window: the case's limit, or the grace after a failure
+  Clock::time_point last_look_;
+  double window_seconds_ = 0, could_run_ = 0;
+  const double cores_ = std::max(1u, std::thread::hardware_concurrency());
   std::string case_, prefix_;
   int ranks_ = 1;
   long read_from_ = 0;
