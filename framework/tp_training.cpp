@@ -2,6 +2,7 @@
 #include "tp_training.h"
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 
 #include "comm_runtime.h"
@@ -27,6 +28,7 @@ std::string config_problem(const ParallelConfig& c, int world_size) {
 
 TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x_local, const Labels& y_local,
                        RowSource x_test, const Labels& y_test, const TrainOptions& options) {
+  if (!(options.init_lr > 0)) throw std::invalid_argument("train_tp needs init_lr > 0 (kSgdInitLr by default)");
   const long batch = options.global_batch / config.dp_size;
   if (batch < 1)
     throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +
@@ -56,7 +58,7 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
         const ledger::Phase phase("backward");
         model.backward();
       }
-      const double lr = decayed_lr(options.init_lr, result.iterations, 100.0);
+      const double lr = linear_lr(options.init_lr, result.iterations, options.epochs * per_epoch);
       {
         const ledger::Phase phase("optimizer");
         model.sgd_step(lr);

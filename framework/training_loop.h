@@ -14,12 +14,24 @@
 
 namespace dtrain {
 
+// The trainers' default learning rates, chosen by measurement on
+// Fashion-MNIST so that each reaches at least the original assignment's test
+// accuracy on the same work (handout, "Training defaults").
+// SGD (train_tp) steps on the batch's mean gradient. The original summed
+// the gradients of its 60-row batch and took steps of 0.01: 0.6 here. With
+// linear_lr, 0.3 reaches 0.848 to 0.849 at dp 1, 2 and 4 (0.5: 0.845 to 0.853).
+inline constexpr double kSgdInitLr = 0.3;
+// Adam (train_zero) doesn't care whether the gradient is a sum or a mean.
+// The original's 0.01 reaches 0.793 on dp 4, 8000 samples, batch 100; 0.003
+// reaches 0.820 (0.002: 0.818, 0.005: 0.813).
+inline constexpr double kAdamInitLr = 0.003;
+
 // How both loops train; each rank takes global_batch / dp rows (rounded
 // down) per iteration, as the seed programs do.
 struct TrainOptions {
   int epochs = 1;
   int global_batch = 60;
-  double init_lr = 0.01;  // x0.9 every 100 iterations (TP) or 100/dp (ZeRO)
+  double init_lr = 0;  // kSgdInitLr or kAdamInitLr by default; see linear_lr and decayed_lr
   std::uint64_t shuffle_seed = 15442;
   // Rank 0 only: every report_every iterations and at each epoch's end.
   std::function<void(int epoch, long iteration, long iterations_per_epoch, double loss, double accuracy, double lr)>
@@ -47,7 +59,19 @@ inline void gather_batch(const Matrix& x, const Labels& y, const std::vector<int
   }
 }
 
-// The seed's schedule: init_lr * 0.9^floor(iteration / stage).
+// SGD's learning rate at step `iteration` (from 0) of `total`: it falls
+// linearly from init_lr to 0 at the end of the run. The original assignment
+// took 0.9 of it every 100 iterations, which leaves a third of it at the end
+// of an epoch: the last steps' noise then decides the test accuracy, which
+// spread over 3 points between dp sizes (0.816 to 0.849 for one epoch at
+// 0.3); falling to 0, dp 1, 2 and 4 all reach 0.848 to 0.849.
+inline double linear_lr(double init_lr, long iteration, long total) {
+  return init_lr * (1.0 - static_cast<double>(iteration) / static_cast<double>(std::max(1L, total)));
+}
+
+// Adam's (ZeRO's), as in the original assignment: init_lr * 0.9^floor(iteration
+// / stage), stage = 100/dp. Adam sizes its own steps; a linear fall to 0
+// cost it 1 to 3 points on the short runs it makes here (80 iterations).
 inline double decayed_lr(double init_lr, long iteration, double stage) {
   return init_lr * std::pow(0.9, std::floor(static_cast<double>(iteration) / stage));
 }

@@ -56,6 +56,7 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
                            RowSource x_test, const Labels& y_test, const TrainOptions& options) {
   const int dp = comm.size();
   // Each rank takes global_batch / dp rows, rounded down, as the seed program does.
+  if (!(options.init_lr > 0)) throw std::invalid_argument("train_zero needs init_lr > 0 (kAdamInitLr by default)");
   const long batch = options.global_batch / dp;
   if (batch < 1)
     throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +

@@ -27,8 +27,9 @@ int run(Communicator& world, int argc, char** argv) {
   int& dp_size = flags.add_int("--dp_size", 1, "data-parallel size (mp_size x dp_size = ranks)");
   bool& megatron = flags.add_switch("--megatron-mp", "Megatron-style model parallelism (default: naive)");
   const TrainingFlags training = add_training_flags(
-      flags, "global batch; each dp group takes batch_size / dp_size rows",
-      "initial learning rate (x0.9 every 100 iterations)");
+      flags, "global batch; each dp group takes batch_size / dp_size rows", kSgdInitLr,
+      "initial SGD learning rate on the batch's mean gradient (falls linearly to 0 over the run); the original "
+      "Python assignment's --init_lr 0.01 stepped on the summed gradient: 0.01 x batch_size here");
   const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
   set_up_ledger(training);

@@ -25,8 +25,8 @@ int run(Communicator& world, int argc, char** argv) {
   Flags flags("zero_dp_train", "Trains the MLP with ZeRO stage 3 over all ranks (mpirun -n = --dp_size).");
   int& dp_size = flags.add_int("--dp_size", world.size(), "data-parallel size; must equal the number of ranks");
   const TrainingFlags training = add_training_flags(
-      flags, "global batch; each rank takes batch_size / dp_size rows",
-      "initial learning rate (x0.9 every 100/dp iterations)");
+      flags, "global batch (as the original assignment's zero_dp_train.py); each rank takes batch_size / dp_size rows", kAdamInitLr,
+      "initial Adam learning rate (x0.9 every 100/dp iterations)");
   const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
   set_up_ledger(training);

@@ -36,6 +36,7 @@ double zero_training_accuracy(long train_rows, long test_rows, int global_batch)
                         expected_shard(init.w2, rank(), ranks), expected_shard(init.b2, rank(), ranks));
   dtrain::TrainOptions options;
   options.global_batch = global_batch;
+  options.init_lr = dtrain::kAdamInitLr;
   const dtrain::ZeroTrainResult result =
       dtrain::train_zero(model, world(), x_local, y_local, data.test.x, data.test.y, options);
   return result.test_accuracy.back();

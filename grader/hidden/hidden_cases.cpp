@@ -5,6 +5,8 @@
 //   tools/kitrun -n 8 build/reference/kit_tests --gtest_filter='Hidden*'   (the 8-rank suites)
 // They cover other shapes and rank counts than the public cases: mp 2 and 8,
 // dp 2, 3 and 8, padding corner cases, and Adam over several steps.
+#include <cstdio>
+
 #include "data_parallel_preprocess.h"
 #include "func_impl.h"
 #include "recorded.h"
@@ -243,8 +245,12 @@ TEST(HiddenPart9Adam, FiveStepsDp3Groups) {
 }
 
 // The public training case, longer: 80 iterations on 8000 samples. The
-// reference reaches 0.8025; the threshold leaves 4 points.
+// reference reaches 0.8175 (default learning rate 0.003); the threshold
+// leaves almost 5 points.
+constexpr double kLongerTrainingThreshold = 0.77;
 TEST(HiddenPart9Training, OneEpochOfEightThousandSamples) {
   const double accuracy = zero_training_accuracy(8000, 1200, 100);
-  EXPECT_GE(accuracy, 0.76) << "the ZeRO model did not learn enough in one epoch (handout: Part 9)";
+  if (rank() == 0)
+    std::printf("    test accuracy after one epoch: %.4f (threshold %.2f)\n", accuracy, kLongerTrainingThreshold);
+  EXPECT_GE(accuracy, kLongerTrainingThreshold) << "the ZeRO model did not learn enough in one epoch (handout: Part 9)";
 }
