@@ -56,7 +56,8 @@ struct ZeroTrainResult {
 };
 
 // Trains on this rank's rows (already split by data parallelism) and
-// evaluates on the whole test set after every epoch.
+// evaluates on the whole test set after every epoch, each rank testing a
+// 1/dp share of it (the accuracy is the same on every rank).
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
                            RowSource x_test, const Labels& y_test, const TrainOptions& options);
 
