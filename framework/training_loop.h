@@ -85,21 +85,26 @@ inline double decayed_lr(double init_lr, long iteration, double stage) {
 // small (a few MiB) at 40 passes over the 10,000 test rows.
 constexpr long kEvalBatch = 250;
 
+// Right answers of `model` on rows start .. start+n-1 of (x, y), in one
+// forward pass; xb and yb are the caller's reused buffers.
+template <typename Model>
+long right_answers(Model& model, const RowSource& x, const Labels& y, long start, long n, Matrix& xb, Labels& yb) {
+  x.copy_rows(start, n, xb);
+  yb = y.segment(start, n);
+  model.forward(xb, yb);
+  return std::lround(model.accuracy() * static_cast<double>(n));
+}
+
 // The rows are converted a chunk at a time (a PixelFile is never held whole
 // as doubles).
 template <typename Model>
 double evaluate(Model& model, const RowSource& x, const Labels& y, long batch = kEvalBatch) {
   if (x.rows() == 0) return 0.0;
   long correct = 0;
-  Matrix xb;
-  Labels yb;
-  for (long start = 0; start < x.rows(); start += batch) {
-    const long n = std::min(batch, x.rows() - start);
-    x.copy_rows(start, n, xb);
-    yb = y.segment(start, n);
-    model.forward(xb, yb);
-    correct += std::lround(model.accuracy() * static_cast<double>(n));
-  }
+  Matrix xb;  // (n, 784), n <= batch
+  Labels yb;  // (n)
+  for (long start = 0; start < x.rows(); start += batch)
+    correct += right_answers(model, x, y, start, std::min(batch, x.rows() - start), xb, yb);
   return static_cast<double>(correct) / static_cast<double>(x.rows());
 }
 

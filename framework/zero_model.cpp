@@ -64,18 +64,15 @@ double evaluate_shared(ZeroMLP& model, Communicator& comm, const RowSource& x, c
   const long passes = (rows + ranks * kEvalBatch - 1) / (ranks * kEvalBatch);  // per rank
   const long chunks = ranks * passes;
   if (rows < chunks || chunks == 0) return evaluate(model, x, y);  // too few rows to give every pass one
-  double correct = 0;
+  long correct = 0;
   Matrix xb;   // (n, 784), n <= kEvalBatch
   Labels yb;   // (n)
   for (long pass = 0; pass < passes; ++pass) {
     const long chunk = comm.rank() * passes + pass;
-    const long start = rows * chunk / chunks, n = rows * (chunk + 1) / chunks - start;
-    x.copy_rows(start, n, xb);
-    yb = y.segment(start, n);
-    model.forward(xb, yb);
-    correct += static_cast<double>(std::lround(model.accuracy() * static_cast<double>(n)));
+    const long start = rows * chunk / chunks;
+    correct += right_answers(model, x, y, start, rows * (chunk + 1) / chunks - start, xb, yb);
   }
-  Matrix mine = Matrix::Constant(1, 1, correct), all(1, 1);  // (1, 1): right answers
+  Matrix mine = Matrix::Constant(1, 1, static_cast<double>(correct)), all(1, 1);  // (1, 1): right answers
   comm.allreduce(mine, all, Op::Sum);
   return all(0, 0) / static_cast<double>(rows);
 }
@@ -84,9 +81,9 @@ double evaluate_shared(ZeroMLP& model, Communicator& comm, const RowSource& x, c
 
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
                            RowSource x_test, const Labels& y_test, const TrainOptions& options) {
+  if (!(options.init_lr > 0)) throw std::invalid_argument("train_zero needs init_lr > 0 (kAdamInitLr by default)");
   const int dp = comm.size();
   // Each rank takes global_batch / dp rows, rounded down, as the seed program does.
-  if (!(options.init_lr > 0)) throw std::invalid_argument("train_zero needs init_lr > 0 (kAdamInitLr by default)");
   const long batch = options.global_batch / dp;
   if (batch < 1)
     throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +

@@ -320,7 +320,7 @@ class Watchdog {
     could_run_ += std::chrono::duration<double>(now - last_look_).count() * counts;
     last_look_ = now;
     const double elapsed = std::chrono::duration<double>(now - window_from_).count();
-    return now >= deadline_ && (could_run_ >= window_seconds_ || elapsed >= window_seconds_ * kMostStretch);
+    return could_run_ >= window_seconds_ || elapsed >= window_seconds_ * kMostStretch;  // could_run_ <= elapsed
   }
 
   static long file_size() {
