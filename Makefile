@@ -2,7 +2,7 @@
 # `make test`, `make train`, `make handin`. Staff: add IMPL=reference to any
 # target to use the solution in reference/ instead of student/.
 #
-#   make setup             install what the kit needs (Debian/Ubuntu)
+#   make setup             install what the kit needs (Debian/Ubuntu; MPI=mpich adds MPICH)
 #   make build             configure and build both variants
 #   make test-partN        one part's public cases and its points (the keys: python3 -m kit parts)
 #   make test              every part, then the score table
@@ -25,15 +25,32 @@
 #   make clean             remove the build directory
 
 IMPL   ?= student
-BUILD  ?= build
+# MPI=mpich builds against MPICH, in a build directory of its own; the
+# launcher follows the build (tools/kitrun). HOSTFILE=FILE NET=IFACE runs
+# make train, train-zero and mpi-demo across hosts (README: On a cluster).
+MPI    ?= openmpi
+BUILD  ?= $(if $(filter mpich,$(MPI)),build-mpich,build)
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell tools/find_python)
 
 ifeq ($(filter $(IMPL),student reference),)
 $(error IMPL must be student or reference, got '$(IMPL)')
 endif
+ifeq ($(filter $(MPI),openmpi mpich),)
+$(error MPI must be openmpi or mpich, got '$(MPI)')
+endif
+BUILT_FOR = $(shell cat $(BUILD)/kit_mpi.txt 2>/dev/null)
+ifneq ($(BUILT_FOR),)
+ifneq ($(BUILT_FOR),$(MPI))
+$(error $(BUILD) was built for $(BUILT_FOR), not MPI=$(MPI): give each MPI its own BUILD (MPI=mpich uses build-mpich))
+endif
+endif
 
 export KIT_BUILD := $(abspath $(BUILD))
+export KIT_MPI := $(MPI)
+HOSTFILE ?=
+NET ?=
+export HOSTFILE NET
 TRACE ?=
 KIT_TEST = $(PYTHON) -m kit test --impl $(IMPL) $(if $(filter 1 yes true,$(TRACE)),--trace-dir $(BUILD)/traces)
 
@@ -59,7 +76,7 @@ setup:
 # 0.5 s, and every `make test-partN` starts with that check.
 GENERATOR = $(if $(shell command -v ninja 2>/dev/null),-G Ninja,-DCMAKE_RULE_MESSAGES=OFF)
 $(BUILD)/CMakeCache.txt:
-	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(GENERATOR) > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; rm -f $(BUILD)/CMakeCache.txt; echo "make: configuring failed; missing packages? run 'make setup' (log: $(BUILD)/configure.log)"; exit 1; }
+	@mkdir -p $(BUILD) && cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DKIT_MPI=$(MPI) $(GENERATOR) > $(BUILD)/configure.log 2>&1 || { cat $(BUILD)/configure.log; rm -f $(BUILD)/CMakeCache.txt; echo "make: configuring failed; missing packages? run 'make setup' (log: $(BUILD)/configure.log)"; exit 1; }
 
 configure: $(BUILD)/CMakeCache.txt
 

@@ -1,9 +1,16 @@
 #!/bin/sh
 # setup.sh: installs the Debian/Ubuntu packages the kit needs, if any are missing.
 # As root it runs apt-get itself; otherwise it prints the one sudo command to run.
+#   ./setup.sh              Open MPI, the kit's default MPI
+#   MPI=mpich ./setup.sh    MPICH besides (make ... MPI=mpich); the default stays Open MPI
 set -eu
 PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev libssl-dev nlohmann-json3-dev
 python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2"
+case "${MPI:-${KIT_MPI:-openmpi}}" in
+  openmpi) ;;
+  mpich) PACKAGES="$PACKAGES mpich libmpich-dev" ;;
+  *) echo "setup.sh: MPI must be openmpi or mpich, got '${MPI:-${KIT_MPI:-}}'"; exit 2 ;;
+esac
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+ (Ninja too, if you can),"

@@ -1,6 +1,7 @@
 // comm.cpp: the implementation behind comm.h and comm_runtime.h. This is the
 // only translation unit of the kit that names MPI.
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +41,38 @@ void check_mpi(int rc, const char* call) {
   int length = 0;
   if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
   throw std::runtime_error(std::string(call) + " failed: " + std::string(text, static_cast<size_t>(length)));
+}
+
+// How a rank waits inside a collective: the one place in the kit's C++ that
+// depends on which MPI it runs on (tools/kitrun knows the launchers). Open
+// MPI's blocking collectives give up the CPU while they wait (kitrun sets
+// mpi_yield_when_idle). MPICH's spin, with no setting to stop them, and 8
+// ranks on 2 cores then spend their time slices polling: an epoch takes 10x
+// longer. So under MPICH the kit starts the nonblocking form of each
+// collective and waits for it itself, yielding between polls.
+#if defined(MPICH_VERSION)
+constexpr bool kWaitYielding = true;
+#else
+constexpr bool kWaitYielding = false;
+#endif
+constexpr long kPollsBeforeYield = 100;  // a peer that is already there answers within these
+
+template <typename Blocking, typename Start>
+void run_collective(const char* blocking_name, const char* start_name, Blocking blocking, Start start) {
+  if constexpr (kWaitYielding) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(start(&request), start_name);
+    for (long polls = 0;; ++polls) {
+      int done = 0;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), start_name);
+      if (done) return;
+      if (polls >= kPollsBeforeYield) sched_yield();
+    }
+  } else {
+    (void)start_name;
+    (void)start;
+    check_mpi(blocking(), blocking_name);
+  }
 }
 
 MPI_Op to_mpi(Op op) {
@@ -215,8 +248,12 @@ class Call {
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
     const std::int64_t mine[kFields] = {op, count, reduction, h.calls, name_hash(function), world_rank};
     std::vector<std::int64_t> all(static_cast<size_t>(kFields * h.size));
-    check_mpi(MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, h.comm),
-              "MPI_Allgather (agreement)");
+    run_collective(
+        "MPI_Allgather (agreement)", "MPI_Iallgather (agreement)",
+        [&] { return MPI_Allgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, h.comm); },
+        [&](MPI_Request* r) {
+          return MPI_Iallgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, h.comm, r);
+        });
     auto row = [&](int r) { return all.data() + kFields * r; };
     bool same = true;
     for (int r = 1; r < h.size && same; ++r) same = std::equal(row(r), row(r) + 3, row(0));
@@ -305,7 +342,9 @@ int Communicator::size() const { return live(handle_).size; }
 
 void Communicator::barrier() {
   Call call(live(handle_), kBarrier, 0, kNoReduction, false);
-  check_mpi(MPI_Barrier(live(handle_).comm), "MPI_Barrier");
+  const MPI_Comm c = live(handle_).comm;
+  run_collective("MPI_Barrier", "MPI_Ibarrier", [&] { return MPI_Barrier(c); },
+                 [&](MPI_Request* r) { return MPI_Ibarrier(c, r); });
   call.done(0);
 }
 
@@ -313,7 +352,9 @@ void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op
   const MPI_Op mpi_op = to_mpi(op);
   const int n = to_count(count, "allreduce");
   Call call(live(handle_), kAllreduce, count, static_cast<std::int64_t>(op), true);
-  check_mpi(MPI_Allreduce(src, dst, n, MPI_DOUBLE, mpi_op, live(handle_).comm), "MPI_Allreduce");
+  const MPI_Comm c = live(handle_).comm;
+  run_collective("MPI_Allreduce", "MPI_Iallreduce", [&] { return MPI_Allreduce(src, dst, n, MPI_DOUBLE, mpi_op, c); },
+                 [&](MPI_Request* r) { return MPI_Iallreduce(src, dst, n, MPI_DOUBLE, mpi_op, c, r); });
   const std::uint64_t bytes = ring_bytes(count, size(), 2);
   bytes_ += bytes;
   call.done(bytes);
@@ -323,7 +364,9 @@ void Communicator::all_gather_raw(const double* src, long count, double* dst) {
   const int n = to_count(count, "allgather");
   to_count(count * size(), "allgather");
   Call call(live(handle_), kAllgather, count, kNoReduction, true);
-  check_mpi(MPI_Allgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, live(handle_).comm), "MPI_Allgather");
+  const MPI_Comm c = live(handle_).comm;
+  run_collective("MPI_Allgather", "MPI_Iallgather", [&] { return MPI_Allgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, c); },
+                 [&](MPI_Request* r) { return MPI_Iallgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, c, r); });
   const std::uint64_t bytes = ring_bytes(count * size(), size(), 1);
   bytes_ += bytes;
   call.done(bytes);
@@ -334,8 +377,10 @@ void Communicator::reduce_scatter_raw(const double* src, double* dst, long block
   const int n = to_count(block, "reduce_scatter");
   to_count(block * size(), "reduce_scatter");
   Call call(live(handle_), kReduceScatter, block, static_cast<std::int64_t>(op), true);
-  check_mpi(MPI_Reduce_scatter_block(src, dst, n, MPI_DOUBLE, mpi_op, live(handle_).comm),
-            "MPI_Reduce_scatter_block");
+  const MPI_Comm c = live(handle_).comm;
+  run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
+                 [&] { return MPI_Reduce_scatter_block(src, dst, n, MPI_DOUBLE, mpi_op, c); },
+                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(src, dst, n, MPI_DOUBLE, mpi_op, c, r); });
   const std::uint64_t bytes = ring_bytes(block * size(), size(), 1);
   bytes_ += bytes;
   call.done(bytes);
@@ -415,6 +460,17 @@ void MpiSession::abort_job(int exit_code) {
   std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler and for safety
 }
 
+int MpiSession::launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long rank = std::strtol(value, &end, 10);
+    if (*end == '\0' && rank >= 0 && rank <= std::numeric_limits<int>::max()) return static_cast<int>(rank);
+  }
+  return -1;
+}
+
 Communicator CommAccess::duplicate(Communicator& comm) {
   auto handle = std::make_unique<Communicator::Handle>();
   check_mpi(MPI_Comm_dup(live(comm.handle_).comm, &handle->comm), "MPI_Comm_dup");
@@ -472,7 +528,9 @@ std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::
 
 long CommAccess::max_over_ranks(Communicator& comm, long value) {
   long result = 0;
-  check_mpi(MPI_Allreduce(&value, &result, 1, MPI_LONG, MPI_MAX, live(comm.handle_).comm), "MPI_Allreduce");
+  const MPI_Comm c = live(comm.handle_).comm;
+  run_collective("MPI_Allreduce", "MPI_Iallreduce", [&] { return MPI_Allreduce(&value, &result, 1, MPI_LONG, MPI_MAX, c); },
+                 [&](MPI_Request* r) { return MPI_Iallreduce(&value, &result, 1, MPI_LONG, MPI_MAX, c, r); });
   return result;
 }
 

@@ -22,6 +22,10 @@ class MpiSession {
 
   // Ends every rank of the job at once, from any rank (MPI_Abort).
   [[noreturn]] static void abort_job(int exit_code);
+
+  // This process's rank as the launcher announced it, readable before MPI
+  // starts (each MPI names the variable differently); -1 if none did.
+  static int launcher_rank();
 };
 
 struct CommAccess {

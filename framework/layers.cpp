@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gemm.h"
 #include "random.h"
 #include "student_calls.h"
 
@@ -61,7 +62,7 @@ const Matrix& FCLayer::forward(const Matrix& x) {
   } else {
     x_ = student::naive_collect_forward_input(x, info.mp_comm, mp_size);
   }
-  out_.noalias() = x_ * w;
+  gemm(x_, false, w, false, out_);  // (B, Dout/P) or, Megatron FC2, (B, Dout) partial sums
   if (is_fc1) {
     out_.rowwise() += b.row(0);
   } else if (megatron) {
@@ -81,14 +82,13 @@ const Matrix& FCLayer::backward(const Matrix& output_grad) {
     collected = megatron ? student::megatron_collect_backward_output(output_grad, info.mp_idx, mp_size)
                          : student::naive_collect_backward_output(output_grad, info.mp_idx, mp_size);
   const Matrix& local_grad = is_fc1 ? output_grad : collected;  // (B, part_out_dim)
-  local_w_.resize(w.rows(), w.cols());  // allocates once: the shape never changes
-  local_w_.noalias() = x_.transpose() * local_grad;
+  gemm(x_, true, local_grad, false, local_w_);  // (rows of w, cols of w); allocated once, the shape never changes
   const Matrix local_b = local_grad.colwise().sum();
   if (is_fc1) {
     grad_x_.resize(0, 0);  // the network's input needs no gradient
   } else {
-    Matrix partial(local_grad.rows(), w.rows());
-    partial.noalias() = local_grad * w.transpose();
+    Matrix partial;  // (B, rows of w)
+    gemm(local_grad, false, w, true, partial);
     grad_x_ = megatron ? student::megatron_collect_backward_x(partial, info.mp_comm, mp_size)
                        : student::naive_collect_backward_x(partial, info.mp_comm, mp_size);
   }

@@ -120,7 +120,9 @@ def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subpr
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
     if launch.trace_dir:
         cmd.append(f"--trace-dir={launch.trace_dir}")
-    env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin")
+    # Rank 0 is made unreadable to the others (it holds the key), so no
+    # rank may copy a message straight out of its memory (tools/kitrun).
+    env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin", KIT_SINGLE_COPY="none")
     proc = subprocess.Popen(
         cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.PIPE,
         stdout=subprocess.PIPE if launch.capture else None,

@@ -3,6 +3,11 @@
 The build directory is, in this order: the one a command is given
 (--build), $KIT_BUILD, or build/ in the kit. It is always made absolute,
 because the grader runs jobs in a scratch directory of their own.
+
+A build is made for one MPI (CMake records it in BUILD/kit_mpi.txt), and its
+programs must start with that MPI's launcher. Finding the build therefore
+also sets KIT_MPI for every process this one starts: tools/kitrun reads it,
+also inside the grader's sandbox, where the build tree can't be read.
 """
 import os
 from typing import Optional
@@ -15,7 +20,25 @@ FRAMEWORK_DIR = os.path.join(KIT_DIR, "framework")
 
 
 def build_dir(given: Optional[str] = None) -> str:
-    return os.path.abspath(given or os.environ.get("KIT_BUILD") or os.path.join(KIT_DIR, "build"))
+    build = os.path.abspath(given or os.environ.get("KIT_BUILD") or os.path.join(KIT_DIR, "build"))
+    recorded = build_mpi(build)
+    if recorded:
+        asked = os.environ.get("KIT_MPI")
+        if asked and asked != recorded:
+            # A configuration mistake, found before anything runs: stop with the fix.
+            raise SystemExit(f"kit: {build} was built for {recorded}, not {asked} (KIT_MPI); use a build "
+                             f"directory of its own: `make ... MPI={asked}` builds in build-{asked}")
+        os.environ["KIT_MPI"] = recorded
+    return build
+
+
+def build_mpi(build: str) -> Optional[str]:
+    """The MPI a build was configured for: openmpi, mpich, or None (not configured yet)."""
+    try:
+        with open(os.path.join(build, "kit_mpi.txt")) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
 
 
 def test_binary(build: str, impl: str) -> str:

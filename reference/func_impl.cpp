@@ -109,8 +109,11 @@ std::pair<Matrix, Matrix> collect_weight_grad(const Matrix& grad_w, const Matrix
   Matrix sum_b(grad_b.rows(), grad_b.cols());
   dp_comm.allreduce(grad_w, sum_w, Op::Sum);
   dp_comm.allreduce(grad_b, sum_b, Op::Sum);
-  const double ranks = static_cast<double>(dp_comm.size());
-  return {sum_w / ranks, sum_b / ranks};
+  // In place, and a product: a (Din, Dout) division is slow enough to show in an epoch.
+  const double share = 1.0 / static_cast<double>(dp_comm.size());
+  sum_w *= share;
+  sum_b *= share;
+  return {std::move(sum_w), std::move(sum_b)};
 }
 
 }  // namespace dtrain

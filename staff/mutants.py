@@ -108,7 +108,7 @@ MUTANTS: List[Mutant] = [
            "Matrix all(x.rows(), x.cols() * mp_size); mp_comm.allgather(x, all); return all;",
            ("part3",)),
     Mutant("gradients summed instead of averaged", "func_impl.cpp",
-           "return {sum_w / ranks, sum_b / ranks};", "(void)ranks; return {sum_w, sum_b};", ("part7",)),
+           "  sum_w *= share;\n  sum_b *= share;", "  (void)share;", ("part7",)),
     Mutant("mp and dp communicators swapped", "func_impl.cpp",
            "Communicator mp_comm = comm.split(dp_idx, mp_idx);", "Communicator mp_comm = comm.split(mp_idx, dp_idx);",
            ("part2",)),

@@ -21,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "comm_runtime.h"
+
 namespace harness {
 namespace {
 
@@ -39,8 +41,7 @@ int hex_value(char c) {
 __attribute__((constructor(101))) void read_results_key() {
   const char* mode = std::getenv("KIT_RESULTS_KEY");
   if (mode == nullptr || std::strcmp(mode, "stdin") != 0) return;
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (rank != nullptr && std::strcmp(rank, "0") != 0) return;
+  if (dtrain::MpiSession::launcher_rank() > 0) return;
   char hex[2 * kKeyBytes + 1];
   size_t got = 0;
   while (got < sizeof hex) {

@@ -1,0 +1,97 @@
+// gemm.cpp: see gemm.h.
+#include "gemm.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+// The three copies of gemm_kernel.cpp.
+void kit_gemm_generic(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
+                      std::ptrdiff_t, bool, double*);
+void kit_gemm_avx2(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
+                   std::ptrdiff_t, bool, double*);
+void kit_gemm_avx512(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
+                     std::ptrdiff_t, bool, double*);
+
+namespace dtrain {
+
+namespace {
+
+GemmKernel chosen_kernel() {
+  const char* forced = std::getenv("KIT_GEMM");
+  if (forced != nullptr && *forced != '\0') {
+    for (GemmKernel k : {GemmKernel::generic, GemmKernel::avx2, GemmKernel::avx512}) {
+      if (std::string(forced) != gemm_kernel_name(k)) continue;
+      if (!gemm_kernel_runs_here(k))
+        throw std::runtime_error(std::string("KIT_GEMM=") + forced + ": this CPU lacks its instructions");
+      return k;
+    }
+    throw std::runtime_error(std::string("KIT_GEMM=") + forced + ": expected generic, avx2 or avx512");
+  }
+  if (gemm_kernel_runs_here(GemmKernel::avx512)) return GemmKernel::avx512;
+  if (gemm_kernel_runs_here(GemmKernel::avx2)) return GemmKernel::avx2;
+  return GemmKernel::generic;
+}
+
+}  // namespace
+
+const char* gemm_kernel_name(GemmKernel kernel) {
+  switch (kernel) {
+    case GemmKernel::avx2: return "avx2";
+    case GemmKernel::avx512: return "avx512";
+    case GemmKernel::generic: break;
+  }
+  return "generic";
+}
+
+bool gemm_kernel_runs_here(GemmKernel kernel) {
+  __builtin_cpu_init();
+  switch (kernel) {
+    case GemmKernel::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case GemmKernel::avx512:
+      // the flags gemm_kernel.cpp's AVX-512 copy is compiled with (CMakeLists.txt)
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case GemmKernel::generic: break;
+  }
+  return true;
+}
+
+GemmKernel gemm_kernel() {
+  static const GemmKernel kernel = chosen_kernel();
+  return kernel;
+}
+
+void gemm(const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b, Matrix& out) {
+  gemm_on(gemm_kernel(), a, transpose_a, b, transpose_b, out);
+}
+
+void gemm_on(GemmKernel kernel, const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b,
+             Matrix& out) {
+  const Eigen::Index m = transpose_a ? a.cols() : a.rows();
+  const Eigen::Index k = transpose_a ? a.rows() : a.cols();
+  const Eigen::Index kb = transpose_b ? b.cols() : b.rows();
+  const Eigen::Index n = transpose_b ? b.rows() : b.cols();
+  if (!gemm_kernel_runs_here(kernel))
+    throw std::logic_error(std::string("gemm: this CPU can't run the ") + gemm_kernel_name(kernel) + " kernel");
+  if (k != kb)
+    throw std::logic_error("gemm: op(a) is (" + std::to_string(m) + ", " + std::to_string(k) + "), op(b) is (" +
+                           std::to_string(kb) + ", " + std::to_string(n) + ")");
+  if (out.data() != nullptr && (out.data() == a.data() || out.data() == b.data()))
+    throw std::logic_error("gemm: the result must not share storage with an operand");
+  if (out.rows() != m || out.cols() != n) out.resize(m, n);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    out.setZero();
+    return;
+  }
+  auto* entry = kernel == GemmKernel::avx512 ? kit_gemm_avx512
+                : kernel == GemmKernel::avx2 ? kit_gemm_avx2
+                                             : kit_gemm_generic;
+  entry(a.data(), a.rows(), a.cols(), transpose_a, b.data(), b.rows(), b.cols(), transpose_b, out.data());
+}
+
+}  // namespace dtrain

@@ -1,0 +1,30 @@
+// gemm.h: the layers' matrix products, on the fastest kernel this CPU runs.
+//
+// The kit is built without -march so that its binaries run on any x86-64
+// grading host, which leaves Eigen at SSE2. The products that are most of a
+// training epoch therefore go through here: the same Eigen code is compiled
+// three times (gemm_kernel.cpp: plain x86-64, AVX2+FMA, AVX-512), and the
+// first call picks the best one the CPU has. Only these entry points hold
+// instructions beyond x86-64; `make bench` and kit/portable.py check it.
+//
+// KIT_GEMM=generic|avx2|avx512 in the environment forces a kernel (for
+// comparisons; asking for one the CPU lacks is an error, not a crash).
+#pragma once
+
+#include "tensor.h"
+
+namespace dtrain {
+
+enum class GemmKernel { generic, avx2, avx512 };
+
+const char* gemm_kernel_name(GemmKernel kernel);
+bool gemm_kernel_runs_here(GemmKernel kernel);  // the CPU has the instructions
+GemmKernel gemm_kernel();                       // the one the layers use (chosen once)
+
+// out = op(a) * op(b), op(m) = m or m^T.   op(a): (M, K)   op(b): (K, N)   out: (M, N)
+// out is resized when its shape differs; it must not alias a or b.
+void gemm(const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b, Matrix& out);
+void gemm_on(GemmKernel kernel, const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b,
+             Matrix& out);
+
+}  // namespace dtrain
