@@ -151,7 +151,7 @@ bench: build
 
 # The kit's self-test: CTest, then the grader's and the staff tools' pytest suites.
 check: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants|staff'
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants|staff|multihost'
 	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
 	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
 	  $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider $$workers; fi

@@ -25,6 +25,7 @@ struct RunReport {
   double mp_bytes_per_iteration = 0, dp_bytes_per_iteration = 0;  // rank 0's
   std::vector<double> epoch_seconds;
   double test_accuracy = 0;
+  double final_loss = 0;  // rank 0's loss in the last iteration: runs that compute alike agree on it
   long train_rows = 0, test_rows = 0;
   double model_heap_bytes = 0;  // the largest rank's heap rise for the model and its training
   double collective_seconds = 0;  // rank 0's time inside the collectives during the epochs, waiting included
@@ -103,6 +104,7 @@ inline nlohmann::json report_json(const RunReport& r, const std::vector<double>&
           {"dp_bytes_per_iteration", r.dp_bytes_per_iteration},
           {"epoch_seconds", r.epoch_seconds},
           {"test_accuracy", r.test_accuracy},
+          {"final_loss", r.final_loss},
           {"peak_rss_bytes", peak_rss_bytes},
           {"peak_rss_bytes_per_rank", rss},
           {"peak_rss_bytes_total", std::accumulate(rss.begin(), rss.end(), 0.0)},

@@ -92,6 +92,7 @@ int run(Communicator& world, int argc, char** argv) {
     grads += 8.0 * static_cast<double>(layer->grad_w.size() + layer->grad_b.size());
   }
   set_memory(report, params, grads, 0.0);  // SGD keeps no state
+  report.final_loss = result.losses.empty() ? 0.0 : result.losses.back();
   report.strategy = mp_size == 1 ? "dp" : megatron ? "megatron" : "naive";
   report.mp_size = mp_size;
   report.dp_size = dp_size;

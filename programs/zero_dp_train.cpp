@@ -84,6 +84,7 @@ int run(Communicator& world, int argc, char** argv) {
     params += 8.0 * static_cast<double>(layer->w_shard.size() + layer->b_shard.size());
     grads += 8.0 * static_cast<double>(layer->grad_w_shard.size() + layer->grad_b_shard.size());
   }
+  report.final_loss = result.final_loss;
   set_memory(report, params, grads,
              static_cast<double>(result.footprint.sharded_bytes) - params - grads);  // Adam's m and v
   report.strategy = "zero3";
