@@ -98,13 +98,17 @@ test: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))
 	@$(KIT_TEST) --all
 
-train: build
+# Each program target builds only its program (and what it links).
+train: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,unified_train_$(IMPL))
 	tools/kitrun -n $$(( $(MP) * $(DP) )) $(BUILD)/$(IMPL)/unified_train --mp_size $(MP) --dp_size $(DP) $(MEGATRON_FLAG) $(TRAIN_ARGS)
 
-train-zero: build
+train-zero: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,zero_dp_train_$(IMPL))
 	tools/kitrun -n $(DP) $(BUILD)/$(IMPL)/zero_dp_train --dp_size $(DP) $(TRAIN_ARGS)
 
-mpi-demo: build
+mpi-demo: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,mpi_demo)
 	tools/kitrun -n 8 $(BUILD)/mpi_demo --case $(CASE)
 
 explore: build
@@ -112,12 +116,14 @@ explore: build
 
 # A short training with every rank's collectives and phases recorded.
 TRACE_FILE = $(BUILD)/trace.json
-trace: build
+trace: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,unified_train_$(IMPL))
 	tools/kitrun -n $$(( $(MP) * $(DP) )) $(BUILD)/$(IMPL)/unified_train --mp_size $(MP) --dp_size $(DP) $(MEGATRON_FLAG) \
 	  --num_train_samples 1200 --num_test_samples 200 --trace $(TRACE_FILE) $(TRAIN_ARGS)
 	@$(PYTHON) -m kit trace $(TRACE_FILE)
 
-handin: build
+handin: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,kit_tests_$(IMPL))
 	@$(PYTHON) -m kit handin
 
 grade: build
