@@ -94,10 +94,14 @@ class Sandbox:
             os.chmod(self.scratch, 0o711)  # the sandbox user may pass through, not list
             os.chown(self.run_dir, self.uid, self.uid)
             os.chmod(self.run_dir, 0o700)
-        self.hidden_paths = [p for p in (os.path.join(self.kit_dir, "reference"),
-                                         os.path.join(self.kit_dir, "grader", "hidden"),
-                                         os.path.join(self.kit_dir, "dist"),
-                                         self.build_dir) if os.path.isdir(p)]
+        # Every build tree of the kit, not only the one grading: a reference
+        # binary holds the hidden expected values (build/ beside build-mpich/).
+        builds = [os.path.join(self.kit_dir, n) for n in sorted(os.listdir(self.kit_dir))
+                  if n.startswith("build") and os.path.isfile(os.path.join(self.kit_dir, n, "CMakeCache.txt"))]
+        self.hidden_paths = [p for p in dict.fromkeys([os.path.join(self.kit_dir, "reference"),
+                                                       os.path.join(self.kit_dir, "grader", "hidden"),
+                                                       os.path.join(self.kit_dir, "dist"),
+                                                       self.build_dir] + builds) if os.path.isdir(p)]
 
     def own_dir(self, name: str) -> str:
         """A new directory of the run directory that the sandbox user owns."""

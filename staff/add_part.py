@@ -66,7 +66,8 @@ TEST_FILE = ("// Part 11, the toy part of the README's recipe. Two ranks.\n//   
 
 def copy_kit(dest: str) -> None:
     def ignore(_dir, names):
-        return [n for n in names if n in SKIPPED or n.endswith(".pyc")]
+        # build-mpich/ too: every build directory belongs to its own kit copy
+        return [n for n in names if n in SKIPPED or n.startswith("build-") or n.endswith(".pyc")]
     shutil.copytree(KIT_DIR, dest, ignore=ignore, symlinks=True)
 
 
@@ -135,8 +136,10 @@ def checks(kit: str) -> List[str]:
     if autolab.get("scores", {}).get(KEY) != POINTS or autolab.get("scoreboard") != [float(total)]:
         problems.append(f"the Autolab line lacks {KEY} = {POINTS} or the total {total}: {autolab}")
     results = os.path.join(kit, "gradescope.json")
-    in_copy([sys.executable, "grader/grade", os.path.join("build", "reference-handin.tar"), "--gradescope", results],
-            kit)
+    # The build the copy's make made (build-mpich/ under MPI=mpich).
+    build = next((b for b in ("build", "build-mpich") if os.path.isdir(os.path.join(kit, b))), "build")
+    in_copy([sys.executable, "grader/grade", "--build", build, os.path.join(build, "reference-handin.tar"),
+             "--gradescope", results], kit)
     try:
         with open(results) as f:
             tests = {t["name"]: t for t in json.load(f)["tests"]}

@@ -121,7 +121,7 @@ AUTOLAB_MAKEFILE = """# Autolab's autograder Makefile: Autolab puts autograde.ta
 MAKEFLAGS += --no-print-directory
 all:
 \ttar xf autograde.tar
-\tcd dtrain-kit && make build > build.log 2>&1 || { tail -40 build.log; exit 1; }
+\tcd dtrain-kit && make build BUILD=build > build.log 2>&1 || { tail -40 build.log; exit 1; }
 \tcd dtrain-kit && python3 grader/grade ../handin.tar
 """
 
@@ -130,7 +130,7 @@ GRADESCOPE_SETUP = """#!/usr/bin/env bash
 set -euo pipefail
 cd "$(dirname "$0")/dtrain-kit"   # /autograder/source/dtrain-kit
 ./setup.sh
-make build
+make build BUILD=build   # build/ under either MPI (MPI=mpich picks MPICH; the grader follows the build)
 # Where the container forbids namespaces, the grader's sandbox user relies on
 # these modes to keep out of the hidden cases and the build (grader/README.md).
 chmod -R o-rwx grader/hidden build
