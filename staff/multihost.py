@@ -146,7 +146,8 @@ class Hosts:
 
 
 def launcher_env(hosts: Hosts) -> Dict[str, str]:
-    env = dict(os.environ, HOSTFILE=hosts.hostfile, NET=IFACE)
+    # TMPDIR: kitrun's rewritten hostfile goes with the scratch, also when a kill skips kitrun's own removal.
+    env = dict(os.environ, HOSTFILE=hosts.hostfile, NET=IFACE, TMPDIR=hosts.scratch)
     env["OMPI_MCA_plm_rsh_agent"] = hosts.agent          # Open MPI
     env.update(HYDRA_LAUNCHER="ssh", HYDRA_LAUNCHER_EXEC=hosts.agent)  # MPICH's Hydra
     return env
