@@ -19,6 +19,8 @@
 #   make hidden-data       staff: re-record the hidden cases' expected values from the reference
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (staff/mutants.py) caught
+#   make check-arm64       staff, as root: the kit cross-built for aarch64 and run under qemu
+#   make check-container   staff, as root: the dev container built with podman, the student loop in it
 #
 # The Python commands are the kit's package (kit/, `python3 -m kit --help`);
 # the staff's are staff/ (never shipped to students).
@@ -52,7 +54,9 @@ HOSTFILE ?=
 NET ?=
 export HOSTFILE NET
 TRACE ?=
-KIT_TEST = $(PYTHON) -m kit test --impl $(IMPL) $(if $(filter 1 yes true,$(TRACE)),--trace-dir $(BUILD)/traces)
+VERBOSE ?=
+KIT_TEST = $(PYTHON) -m kit test --impl $(IMPL) $(if $(filter 1 yes true,$(TRACE)),--trace-dir $(BUILD)/traces) \
+  $(if $(filter 1 yes true,$(VERBOSE)),--verbose)
 
 # Training runs: MP x DP ranks; TRAIN_ARGS passes more flags (see --help).
 MP       ?= 1
@@ -63,7 +67,7 @@ FULL     ?= 0
 TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 
-.PHONY: all setup build configure test check clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
+.PHONY: all setup build configure test check check-arm64 check-container clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
 
 all: build
 
@@ -161,6 +165,16 @@ check: build
 	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
 	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
 	  $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider $$workers; fi
+
+# Staff, as root: the kit on aarch64 Linux (cross-built, run under qemu in an
+# arm64 Debian root kept in build-arm64/), and the dev container (podman).
+check-arm64:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.arm64
+
+check-container:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.container
 
 clean:
 	rm -rf $(BUILD)

@@ -3,6 +3,8 @@
 # As root it runs apt-get itself; otherwise it prints the one sudo command to run.
 #   ./setup.sh              Open MPI, the kit's default MPI
 #   MPI=mpich ./setup.sh    MPICH besides (make ... MPI=mpich); the default stays Open MPI
+#   ./setup.sh --list       print the packages and stop (the dev container and
+#                           the arm64 root of `make check-arm64` install the same list)
 set -eu
 PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev libssl-dev nlohmann-json3-dev
 python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2"
@@ -11,6 +13,11 @@ case "${MPI:-${KIT_MPI:-openmpi}}" in
   mpich) PACKAGES="$PACKAGES mpich libmpich-dev" ;;
   *) echo "setup.sh: MPI must be openmpi or mpich, got '${MPI:-${KIT_MPI:-}}'"; exit 2 ;;
 esac
+
+if [ "${1:-}" = --list ]; then
+  echo $PACKAGES
+  exit 0
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+ (Ninja too, if you can),"

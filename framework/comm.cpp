@@ -8,16 +8,19 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <exception>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm.h"
 #include "comm_runtime.h"
+#include "heap_watch.h"
 
 namespace dtrain {
 
@@ -138,6 +141,7 @@ struct Ledger {
   std::map<int, std::pair<std::string, long>> per_comm;
   std::vector<LedgerEntry> kept;
   std::uint64_t recorded = 0;
+  std::vector<ledger::LoggedCall>* log = nullptr;  // the open CallLog's, if any
 };
 
 Ledger& the_ledger() {
@@ -147,6 +151,7 @@ Ledger& the_ledger() {
 
 std::atomic<const char*> g_function{nullptr};  // the student function running (StudentScope)
 std::vector<ArgShape> g_args;                   // its matrix arguments; main thread only
+std::string g_thrown_from;                      // StudentScope: what an exception last left
 int g_next_comm_id = 1;
 
 // A stable id of a function name, the same on every rank (FNV-1a).
@@ -182,6 +187,7 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   slot.first = h.name;
   slot.second = h.calls;
   ++l.recorded;
+  if (l.log) l.log->push_back({kOpNames[op], count, h.name});
 }
 
 void note_end(double start, double end, std::uint64_t bytes) {
@@ -297,6 +303,9 @@ class Call {
     throw CollectiveMismatch(msg.str());
   }
 
+  // First, so that what the ledger, the agreement check and MPI allocate
+  // for this call is never taken for the caller's (heap_watch.h).
+  LibraryAllocations library_;
   bool timed_;
   bool finished_ = false;
   double start_ = 0;
@@ -550,7 +559,11 @@ std::string CommAccess::name(const Communicator& comm) { return live(comm.handle
 
 StudentScope::StudentScope(const char* function, Communicator* comm, const char* comm_name,
                            std::initializer_list<ArgShape> args)
-    : outer_function_(g_function.exchange(function)), comm_(comm_name ? comm : nullptr), outer_args_(g_args) {
+    : outer_function_(g_function.exchange(function)),
+      exceptions_at_start_(std::uncaught_exceptions()),
+      comm_(comm_name ? comm : nullptr) {
+  const LibraryAllocations bookkeeping;  // the kit's records, not the student function's
+  outer_args_ = g_args;
   function_names().emplace(name_hash(function), function);
   g_args.assign(args.begin(), args.end());
   if (comm_) {
@@ -560,6 +573,13 @@ StudentScope::StudentScope(const char* function, Communicator* comm, const char*
 }
 
 StudentScope::~StudentScope() {
+  const LibraryAllocations bookkeeping;
+  // By the time a test sees the exception every scope is gone: remember the
+  // innermost function it left, with its arguments, for the message.
+  if (std::uncaught_exceptions() > exceptions_at_start_ && g_thrown_from.empty()) {
+    g_thrown_from = g_function.load();
+    if (const std::string args = ledger::arguments_now(); !args.empty()) g_thrown_from += " (called with " + args + ")";
+  }
   g_function.store(outer_function_);
   g_args = std::move(outer_args_);
   if (comm_) CommAccess::set_name(*comm_, outer_comm_name_);
@@ -605,6 +625,29 @@ std::string state() {
 std::string function_now() {
   const char* f = g_function.load();
   return f ? f : "";
+}
+
+const char* function_now_signal_safe() { return g_function.load(); }
+
+std::string take_thrown_from() { return std::exchange(g_thrown_from, std::string()); }
+
+CallLog::CallLog() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (l.log) throw std::logic_error("CallLog: one at a time");
+  l.log = &calls_;
+}
+
+CallLog::~CallLog() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.log = nullptr;
+}
+
+std::vector<LoggedCall> CallLog::take() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return std::exchange(calls_, {});
 }
 
 std::string arguments_now() {

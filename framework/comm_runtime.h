@@ -46,8 +46,20 @@ struct CommAccess {
   // Collective max of one integer over the communicator. Not counted.
   static long max_over_ranks(Communicator& comm, long value);
 
-  // Seconds since an arbitrary point (MPI_Wtime).
+  // Seconds on this host's steady clock (CLOCK_MONOTONIC), which every
+  // process of the host reads alike; MPI_Wtime may count from each process's
+  // start, so two ranks' times could not be compared.
   static double wall_time();
+
+  // This host's steady clock against that of rank 0's host, measured by the
+  // quickest of a few round trips between rank 0 and the host's first rank.
+  // Ranks on rank 0's host (same processor name) read 0 and 0. Collective.
+  struct ClockOffset {
+    double seconds = 0;      // this host's clock minus rank 0's host's
+    double uncertainty = 0;  // half the round trip that measured it
+    std::string host;        // this rank's processor name
+  };
+  static ClockOffset clock_offset(Communicator& comm);
 
   // Seconds this process has spent inside allreduce, allgather and
   // reduce_scatter, on any communicator, waiting for other ranks included.
@@ -79,6 +91,7 @@ class StudentScope {
 
  private:
   const char* outer_function_;
+  int exceptions_at_start_;  // to tell an exception leaving the function from a normal return
   Communicator* comm_;
   std::string outer_comm_name_;
   std::vector<ArgShape> outer_args_;
@@ -95,6 +108,9 @@ struct LedgerEntry {
   std::string function;  // the student function running, or ""
   double start = 0, end = 0;  // CommAccess::wall_time()
   std::uint64_t bytes = 0;    // what bytes_transferred() counted for it
+  std::vector<int> ranks;     // the communicator's members, by rank in MPI's world
+  std::string refused;        // the agreement check's message, if it refused the call
+  bool pending = false;       // still waiting when the entry was taken (ledger::in_flight)
 };
 
 namespace ledger {
@@ -114,8 +130,39 @@ std::string state();
 // arguments' shapes as text: "x (2, 3), y (4, 1)".
 std::string function_now();
 std::string arguments_now();
+// The same name for a signal handler (no allocation); nullptr outside student code.
+const char* function_now_signal_safe();
+// The student function an exception last left (the innermost one), and the
+// arguments it had; empty if none since the last call. Reading it clears it.
+std::string take_thrown_from();
+
+// A collective as a CallLog keeps it.
+struct LoggedCall {
+  std::string kind;  // as LedgerEntry::kind
+  long count;        // as LedgerEntry::count
+  std::string comm;  // the communicator's name at the time
+};
+// While one lives, every collective this process makes is appended to it:
+// the tests check a call's traffic with it (ZeRO-3 moves exactly what stage
+// 3 needs). One at a time.
+class CallLog {
+ public:
+  CallLog();
+  ~CallLog();
+  CallLog(const CallLog&) = delete;
+  CallLog& operator=(const CallLog&) = delete;
+  // The calls so far, oldest first; the log starts again empty.
+  std::vector<LoggedCall> take();
+
+ private:
+  std::vector<LoggedCall> calls_;
+};
 // The entries kept while tracing, oldest first; they are handed over once.
 std::vector<LedgerEntry> take_entries();
+// The collective this rank is in now, as an entry ending now (pending), for
+// the trace of a case the watchdog stops; false if it is in none or not
+// tracing. Safe from another thread.
+bool in_flight(LedgerEntry& entry);
 // Calls recorded by this process, and the mean cost of recording one in
 // seconds (measured on the spot), for the bench's overhead figure.
 std::uint64_t calls_recorded();

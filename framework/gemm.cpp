@@ -6,13 +6,24 @@
 #include <stdexcept>
 #include <string>
 
-// The three copies of gemm_kernel.cpp.
+// This file is the one that knows which CPU it runs on (gemm.h).
+#if defined(__x86_64__)
+#define KIT_GEMM_X86 1
+#else
+#define KIT_GEMM_X86 0
+#endif
+
+// The copies of gemm_kernel.cpp: three on x86-64, the generic one elsewhere.
+using GemmEntry = void (*)(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
+                           std::ptrdiff_t, bool, double*);
 void kit_gemm_generic(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
                       std::ptrdiff_t, bool, double*);
+#if KIT_GEMM_X86
 void kit_gemm_avx2(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
                    std::ptrdiff_t, bool, double*);
 void kit_gemm_avx512(const double*, std::ptrdiff_t, std::ptrdiff_t, bool, const double*, std::ptrdiff_t,
                      std::ptrdiff_t, bool, double*);
+#endif
 
 namespace dtrain {
 
@@ -46,6 +57,7 @@ const char* gemm_kernel_name(GemmKernel kernel) {
 }
 
 bool gemm_kernel_runs_here(GemmKernel kernel) {
+#if KIT_GEMM_X86
   __builtin_cpu_init();
   switch (kernel) {
     case GemmKernel::avx2:
@@ -58,6 +70,9 @@ bool gemm_kernel_runs_here(GemmKernel kernel) {
     case GemmKernel::generic: break;
   }
   return true;
+#else
+  return kernel == GemmKernel::generic;
+#endif
 }
 
 GemmKernel gemm_kernel() {
@@ -88,9 +103,11 @@ void gemm_on(GemmKernel kernel, const Matrix& a, bool transpose_a, const Matrix&
     out.setZero();
     return;
   }
-  auto* entry = kernel == GemmKernel::avx512 ? kit_gemm_avx512
-                : kernel == GemmKernel::avx2 ? kit_gemm_avx2
-                                             : kit_gemm_generic;
+  GemmEntry entry = kit_gemm_generic;
+#if KIT_GEMM_X86
+  if (kernel == GemmKernel::avx512) entry = kit_gemm_avx512;
+  if (kernel == GemmKernel::avx2) entry = kit_gemm_avx2;
+#endif
   entry(a.data(), a.rows(), a.cols(), transpose_a, b.data(), b.rows(), b.cols(), transpose_b, out.data());
 }
 

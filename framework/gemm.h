@@ -1,11 +1,15 @@
 // gemm.h: the layers' matrix products, on the fastest kernel this CPU runs.
 //
-// The kit is built without -march so that its binaries run on any x86-64
-// grading host, which leaves Eigen at SSE2. The products that are most of a
-// training epoch therefore go through here: the same Eigen code is compiled
-// three times (gemm_kernel.cpp: plain x86-64, AVX2+FMA, AVX-512), and the
-// first call picks the best one the CPU has. Only these entry points hold
-// instructions beyond x86-64; `make bench` and kit/portable.py check it.
+// x86-64: the kit is built without -march so that its binaries run on any
+// x86-64 grading host, which leaves Eigen at SSE2. The products that are most
+// of a training epoch therefore go through here: the same Eigen code is
+// compiled three times (gemm_kernel.cpp: plain x86-64, AVX2+FMA, AVX-512),
+// and the first call picks the best one the CPU has. Only these entry points
+// hold instructions beyond x86-64; `make bench` and staff/portable.py check it.
+//
+// aarch64 (arm64 Linux, a container on an Apple Silicon Mac): there is one
+// kernel, Eigen's default build, which already uses NEON; every aarch64 CPU
+// has NEON, so nothing is left to choose.
 //
 // KIT_GEMM=generic|avx2|avx512 in the environment forces a kernel (for
 // comparisons; asking for one the CPU lacks is an error, not a crash).

@@ -1,20 +1,19 @@
 // layer_profiler.cpp: see layer_profiler.h.
 #include "layer_profiler.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <stdexcept>
+
+#include "platform.h"
 
 namespace dtrain {
 
 void keep_big_blocks_for_reuse() {
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+  platform::tune_malloc(32L * 1024 * 1024, 64L * 1024 * 1024);
 }
 
-// Without the heap tracker (memory_tracker.cpp, linked only into the
-// trainers) there is nothing to read: these stand-ins report zero, and the
+// Without the heap tracker (memory_tracker.cpp, linked into the trainers
+// and the test binary) there is nothing to read: these stand-ins report zero, and the
 // tracker's own definitions replace them where it is linked.
 __attribute__((weak)) std::int64_t tracked_heap_bytes() { return 0; }
 __attribute__((weak)) std::int64_t heap_peak_bytes() { return 0; }

@@ -14,7 +14,7 @@
 namespace dtrain {
 
 // Live and peak bytes of the process heap, as the malloc tracker counts them
-// (memory_tracker.cpp; tests measure with mallinfo_heap_bytes instead).
+// (memory_tracker.cpp; the ZeRO memory rule watches blocks instead: heap_watch.h).
 std::int64_t tracked_heap_bytes();
 std::int64_t heap_peak_bytes();
 void heap_reset_peak();  // peak := live

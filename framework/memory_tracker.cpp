@@ -1,7 +1,9 @@
 // memory_tracker.cpp: counts the process's live heap bytes by standing in
-// front of glibc's malloc family. Linked only into the training programs,
-// whose per-layer memory report (layer_profiler.h) reads the counters.
-// Eigen allocates with malloc, so every Matrix is seen.
+// front of glibc's malloc family, and reports each block to heap_watch.h.
+// Linked into the training programs, whose per-layer memory report
+// (layer_profiler.h) reads the counters, and into the test binary, whose
+// ZeRO memory rule watches the blocks. Eigen allocates with malloc, so every
+// Matrix is seen.
 #include <malloc.h>
 
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "heap_watch.h"
 #include "layer_profiler.h"
 
 extern "C" {
@@ -35,14 +38,20 @@ void raise_to(std::atomic<std::int64_t>& mark, std::int64_t value) {
 void note_alloc(void* p) {
   if (!p) return;
   const std::int64_t size = static_cast<std::int64_t>(malloc_usable_size(p));
+  dtrain::heap_hooks::allocated(p, static_cast<size_t>(size));
   const std::int64_t now = g_live.fetch_add(size) + size;
   raise_to(g_peak, now);
   raise_to(g_high_water, now);
 }
 
 void note_free(void* p) {
-  if (p) g_live.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)));
+  if (!p) return;
+  dtrain::heap_hooks::freed(p);
+  g_live.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)));
 }
+
+// Tells heap_watch.h that this program reports its blocks.
+const bool g_reported = (dtrain::heap_hooks::tracker_linked(), true);
 
 }  // namespace
 

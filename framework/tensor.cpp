@@ -4,9 +4,11 @@
 #include "tensor.h"
 
 #include <cstring>
+#include <string>
 #include <stdexcept>
 
 #include "comm_runtime.h"
+#include "student_line.h"
 
 namespace dtrain::detail {
 
@@ -35,17 +37,37 @@ const char* meaning(const char* condition) {
   return "usually two matrices of the wrong shapes, or an index out of range";
 }
 
+// The two numbers of the check's first comparison, named as Eigen's source
+// names them (lhs.cols() and rhs.rows() in a product, A and B in our words).
+std::string sides_in_words(const char* condition, const CheckSides& sides) {
+  if (!sides.known) return "";
+  if (std::strstr(condition, "invalid matrix product") != nullptr)
+    return ": A has " + std::to_string(sides.left) + " column" + (sides.left == 1 ? "" : "s") + ", B has " +
+           std::to_string(sides.right) + " row" + (sides.right == 1 ? "" : "s");
+  std::string first = condition;
+  for (const char* op : {" == ", " != ", " <= ", " >= ", " < ", " > "}) {
+    const size_t at = first.find(op);
+    if (at == std::string::npos) continue;
+    const size_t end = first.find(" &&", at);
+    return ": " + first.substr(0, at) + " is " + std::to_string(sides.left) + ", " +
+           first.substr(at + std::strlen(op), end == std::string::npos ? std::string::npos : end - at - std::strlen(op)) +
+           " is " + std::to_string(sides.right);
+  }
+  return "";
+}
+
 }  // namespace
 
-void eigen_check_failed(const char* condition, const char* file, int line) {
+void eigen_check_failed(const char* condition, const char* file, int line, CheckSides sides) {
   const char* base = std::strrchr(file, '/');
   std::string message = "Eigen check failed";
   if (const std::string function = ledger::function_now(); !function.empty()) {
     message += " in " + function;
     if (const std::string args = ledger::arguments_now(); !args.empty()) message += " (called with " + args + ")";
   }
-  message += ": " + std::string(meaning(condition)) + "\n  Eigen's check: " + condition + " (" +
-             (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
+  if (const std::string where = student_line_now(); !where.empty()) message += " at " + where;
+  message += ": " + std::string(meaning(condition)) + sides_in_words(condition, sides) + "\n  Eigen's check: " +
+             condition + " (" + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
   throw std::logic_error(message);
 }
 

@@ -16,16 +16,78 @@
 
 // Eigen's own checks (matching shapes in a product, indices in range) stay on
 // in every build and throw std::logic_error instead of aborting, so a shape
-// mistake is a failed test case with a message, not a crash.
+// mistake is a failed test case with a message, not a crash. On the failing
+// path only, the check is evaluated once more through CheckSides, which keeps
+// the two numbers of its first comparison (a product's A.cols() and
+// B.rows()), so the message can show them.
+#include <type_traits>
+
+// `CheckStart() <= a == b` is meant as (CheckStart() <= a) == b: no warning
+// about it, in this header or where Eigen's headers expand the macro.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wparentheses"
+
 namespace dtrain::detail {
-[[noreturn]] void eigen_check_failed(const char* condition, const char* file, int line);
+
+struct CheckSides {
+  long left = 0, right = 0;
+  bool known = false;
+  explicit operator bool() const { return false; }
+};
+template <typename T>
+struct CheckSide {
+  const T& value;
+  explicit operator bool() const { return static_cast<bool>(value); }  // a check that is a ?: expression
+};
+struct CheckStart {};
+template <typename T>
+CheckSide<T> operator<=(CheckStart, const T& value) { return {value}; }
+template <typename T, typename U>
+CheckSides sides(const T& left, const U& right) {
+  if constexpr (std::is_integral_v<T> && std::is_integral_v<U>)
+    return {static_cast<long>(left), static_cast<long>(right), true};
+  return {};
 }
+// The first comparison of the check, whatever follows it.
+#define DTRAIN_CHECK_COMPARISON(op) \
+  template <typename T, typename U> \
+  CheckSides operator op(CheckSide<T> left, const U& right) { return sides(left.value, right); }
+DTRAIN_CHECK_COMPARISON(==)
+DTRAIN_CHECK_COMPARISON(!=)
+DTRAIN_CHECK_COMPARISON(<)
+DTRAIN_CHECK_COMPARISON(>)
+DTRAIN_CHECK_COMPARISON(<=)
+DTRAIN_CHECK_COMPARISON(>=)
+#undef DTRAIN_CHECK_COMPARISON
+// A check that starts with no comparison, or goes on after one.
+#define DTRAIN_CHECK_REST(op) \
+  template <typename T, typename U> \
+  CheckSides operator op(CheckSide<T>, const U&) { return {}; } \
+  template <typename U> \
+  CheckSides operator op(CheckSides first, const U&) { return first; }
+DTRAIN_CHECK_REST(&&)
+DTRAIN_CHECK_REST(||)
+DTRAIN_CHECK_REST(&)
+DTRAIN_CHECK_REST(|)
+DTRAIN_CHECK_REST(^)
+#undef DTRAIN_CHECK_REST
+inline CheckSides to_sides(CheckSides sides) { return sides; }
+template <typename T>
+CheckSides to_sides(CheckSide<T>) { return {}; }  // a check without a comparison: `m_isInitialized`
+
+[[noreturn]] void eigen_check_failed(const char* condition, const char* file, int line, CheckSides sides);
+
+}  // namespace dtrain::detail
 #ifndef eigen_assert
-#define eigen_assert(condition) \
-  ((condition) ? static_cast<void>(0) : ::dtrain::detail::eigen_check_failed(#condition, __FILE__, __LINE__))
+#define eigen_assert(condition)                                                                              \
+  ((condition) ? static_cast<void>(0)                                                                         \
+               : ::dtrain::detail::eigen_check_failed(#condition, __FILE__, __LINE__,                         \
+                                                      ::dtrain::detail::to_sides(                             \
+                                                          ::dtrain::detail::CheckStart() <= condition)))
 #endif
 
 #include <Eigen/Dense>
+#pragma GCC diagnostic pop
 
 namespace dtrain {
 

@@ -33,8 +33,11 @@ class CaseOutcome:
     failures: List[Dict] = field(default_factory=list)  # {"rank": r or None, "message": text}
     ended_job: bool = False  # the job died in this case, so the binary never reported it
 
-    def summary(self, max_lines: int = 12) -> List[str]:
-        """The failure messages, one line each, identical ones merged across ranks."""
+    def summary(self, max_lines: Optional[int] = 12) -> List[str]:
+        """The failure messages, one line each, identical ones merged across
+        ranks. Past max_lines (None: no limit) only value dumps are cut: the
+        lines that say what went wrong (the roll-call, a mismatch, each
+        rank's first line) always stay."""
         grouped: Dict[str, List] = {}
         for f in self.failures:
             grouped.setdefault(str(f["message"]), []).append(f.get("rank"))
@@ -44,9 +47,24 @@ class CaseOutcome:
             who = ("[rank %s] " if len(known) == 1 else "[ranks %s] ") % ",".join(map(str, known)) if known else ""
             for i, line in enumerate(message.splitlines() or [""]):
                 lines.append((who if i == 0 else " " * len(who)) + line)
-        if len(lines) > max_lines:
-            lines = lines[:max_lines] + [f"... ({len(lines) - max_lines} more lines)"]
-        return lines
+        if max_lines is None or len(lines) <= max_lines:
+            return lines
+        dumps = [i for i, line in enumerate(lines) if is_value_dump(line)]
+        room = max(0, max_lines - (len(lines) - len(dumps)))
+        cut = set(dumps[room:])
+        kept = [line for i, line in enumerate(lines) if i not in cut]
+        if cut:
+            kept.append(f"... ({len(cut)} lines of values cut; VERBOSE=1 shows everything)")
+        return kept
+
+
+def is_value_dump(line: str) -> bool:
+    """A line of printed matrix values (tests/kit_test.cpp's `expected:` and
+    `actual:` blocks), the first thing a short summary can do without."""
+    body = line.strip()
+    if body.startswith("[rank") and "] " in body:
+        body = body.split("] ", 1)[1].strip()
+    return body.startswith(("expected: (", "actual:   (", "actual: (", "[", "..."))
 
 
 @dataclass

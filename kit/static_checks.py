@@ -234,7 +234,9 @@ def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[L
     """Findings for one file. `flags` are the kit's compile flags;
     `runner(cmd, timeout) -> (status, output)` runs the preprocessor."""
     name = name or os.path.basename(path)
-    cmd = ["cpp" if not flags else flags[0]] + flags[1:] + ["-E", "-x", "c++", path, "-o", "-"]
+    # -fno-working-directory: with -g (the student files have line tables)
+    # the preprocessor would add a marker naming the directory, not a file.
+    cmd = ["cpp" if not flags else flags[0]] + flags[1:] + ["-E", "-fno-working-directory", "-x", "c++", path, "-o", "-"]
     if runner is None:
         def runner(c, timeout):
             p = subprocess.run(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import sys
-import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
@@ -25,22 +24,23 @@ from kit import trace
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
 from kit.build import recipe
 from kit.paths import build_dir, impl_dir, test_binary
+from kit import static_checks
 from kit.static_checks import check_files
 from kit.report import fmt
 
 NOT_IMPLEMENTED = "is not implemented yet"
 
 
-def show_job_death(outcome: CaseOutcome) -> None:
+def show_job_death(outcome: CaseOutcome, max_lines: Optional[int] = 12) -> None:
     """The binary prints the cases it finishes; the one a job died in is ours to show."""
     if outcome.ended_job:
-        for line in outcome.summary():
+        for line in outcome.summary(max_lines):
             print(f"    {line}")
         print(f"[  FAILED  ] {outcome.case} (the job ended here; the remaining cases run in a new job)", flush=True)
 
 
 def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False, hidden: bool = False,
-            launch_args: Optional[Dict] = None, tally: Optional[JobTally] = None
+            launch_args: Optional[Dict] = None, tally: Optional[JobTally] = None, verbose: bool = False
             ) -> Tuple[Dict[str, CaseOutcome], List[str]]:
     """Runs the chosen parts' cases (public, plus hidden ones if asked) in
     one job; returns (case -> outcome, errors)."""
@@ -54,7 +54,7 @@ def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = Fal
     tally = tally if tally is not None else JobTally()
     launch = Launch(binary, ranks, timeout=sum(r.job_seconds for r in runs), capture=quiet, **(launch_args or {}))
     outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally,
-                         on_outcome=None if quiet else show_job_death)
+                         on_outcome=None if quiet else lambda o: show_job_death(o, None if verbose else 12))
     errors: List[str] = []
     if tally.error:
         errors.append(f"{names}: {tally.error}")
@@ -76,7 +76,11 @@ def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
             cache = json.load(f)
     except (OSError, ValueError):
         cache = {}
-    header_digest = recipe(build)["header_digest"]
+    how = recipe(build)
+    # The rules and the flags decide the findings as much as the file does.
+    with open(static_checks.__file__, "rb") as f:
+        rules = f.read()
+    header_digest = how["header_digest"] + hashlib.sha256(rules + " ".join(how["compile_flags"]).encode()).hexdigest()
     found: Dict[str, List[str]] = {}
     todo = []
     for name in files:
@@ -102,7 +106,7 @@ def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
     return found
 
 
-def refusal_warning(found: Dict[str, List[str]], chosen: List[table.Part]) -> List[str]:
+def refusal_warning(found: Dict[str, List[str]]) -> List[str]:
     """Loud lines for each file the grader would refuse (and grade as its stub)."""
     lines = []
     for name, findings in found.items():
@@ -140,6 +144,42 @@ def stub_problems(outcomes: Dict[str, CaseOutcome], cases: List[str]) -> List[st
     return problems
 
 
+def by_hand(args, binary: str) -> int:
+    """Cases a gtest filter selects, run the way `make test-partN` runs them
+    (tools/kitrun sends a test binary started by hand here): the same
+    diagnosis, and after a hang or a crash the remaining cases go on in a
+    new job. Points are only for whole parts, so none are printed."""
+    started = time.monotonic()
+    launch_args = {}
+    if args.trace_dir:
+        os.makedirs(args.trace_dir, exist_ok=True)
+        launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
+    ranks = args.ranks or max(run.ranks for run in table.all_runs())
+    tally = JobTally()
+    launch = Launch(binary, ranks, timeout=table.JOB_SECONDS * len(table.PARTS), **launch_args)
+    outcomes = run_cases(launch, args.filter, tally,
+                         on_outcome=lambda o: show_job_death(o, None if args.verbose else 12))
+    if tally.error:
+        print(f"!! {tally.error}", flush=True)
+        return 2
+    print()
+    show_failures(outcomes, list(outcomes), None if args.verbose else 8)
+    if args.trace_dir:
+        show_traces(args.trace_dir, [c for c, o in outcomes.items() if not o.passed])
+    print(f"{sum(o.passed for o in outcomes.values())} passed, "
+          f"{sum(not o.passed for o in outcomes.values())} failed   ({time.monotonic() - started:.1f} s)")
+    return 0 if all(o.passed for o in outcomes.values()) else 1
+
+
+def show_failures(outcomes: Dict[str, CaseOutcome], cases: List[str], max_lines: Optional[int]) -> None:
+    for c in cases:
+        if not outcomes[c].passed:
+            lines = outcomes[c].summary(max_lines=max_lines)
+            print(f"  FAIL {c}: {lines[0] if lines else 'no message'}")
+            for line in lines[1:]:
+                print(f"       {line}")
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m kit test", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,39 +189,49 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
     ap.add_argument("--require", choices=["none", "full", "stubs"], default="none")
     ap.add_argument("--trace-dir", metavar="DIR", help="write and draw the trace of each failing case here")
+    ap.add_argument("--verbose", action="store_true", help="print every line of every failure (make ... VERBOSE=1)")
+    ap.add_argument("--filter", metavar="GTEST_FILTER",
+                    help="the cases a gtest filter selects, instead of parts (tools/kitrun on a test binary)")
+    ap.add_argument("--ranks", type=int, help="with --filter: ranks of the job (default: the most any case needs)")
     ap.add_argument("--binary", help="staff: a test binary built elsewhere (kit/build.py) instead of the build's")
+    ap.add_argument("--sources", metavar="DIR", help="with --binary: the student files it was built from, "
+                                                     "for the grader's static checks")
     args = ap.parse_args(argv)
-    if not args.all and not args.parts:
+    if not args.all and not args.parts and not args.filter:
         ap.error("name at least one part (e.g. part3), or pass --all")
     try:
-        chosen = table.PARTS if args.all else table.find(args.parts)
+        chosen = table.PARTS if args.all else table.find(args.parts) if args.parts else []
     except KeyError as e:
         ap.error(str(e.args[0]))
     binary = args.binary or test_binary(build_dir(args.build), args.impl)
     if not os.access(binary, os.X_OK):
         print(f"kit test: {binary} is not built; run `make build` first", file=sys.stderr)
         return 2
+    if args.filter:
+        return by_hand(args, binary)
 
     started = time.monotonic()
-    # The static checks preprocess the files (a fraction of a second each):
-    # beside the MPI job, not before it.
+    # The grader checks every file before it compiles anything, and grades a
+    # file it refuses as the stub: say so first, whatever the part (the
+    # findings are cached by content, so an unchanged file costs nothing).
     found: Dict[str, List[str]] = {}
-    checker = threading.Thread(target=lambda: found.update(static_findings(impl_dir(args.impl), chosen,
-                                                                           build_dir(args.build))))
-    if args.impl == "student" and not args.binary:  # a staff binary's sources are not student/
-        checker.start()
-    launch_args = {}
-    if args.trace_dir:
-        os.makedirs(args.trace_dir, exist_ok=True)
-        launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
-    outcomes, errors = collect(binary, chosen, args.impl, launch_args=launch_args)
-    if checker.is_alive() or checker.ident:
-        checker.join()
-    warning = refusal_warning(found, chosen)
+    sources = args.sources or (impl_dir(args.impl) if args.impl == "student" and not args.binary else None)
+    if sources:
+        cache = None if not args.sources else os.path.join(args.sources, ".static_checks_cache.json")
+        found = static_findings(sources, table.PARTS, build_dir(args.build), cache)
+    warning = refusal_warning(found)
+    if warning:
+        print("\n".join(warning), flush=True)
     for findings in found.values():
         for f in findings:
             if ": warn: " in f:
                 print(f"note: {f}")
+    refused = {name for name, findings in found.items() if any(": fail: " in f for f in findings)}
+    launch_args = {}
+    if args.trace_dir:
+        os.makedirs(args.trace_dir, exist_ok=True)
+        launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
+    outcomes, errors = collect(binary, chosen, args.impl, launch_args=launch_args, verbose=args.verbose)
     print()
     exit_code = 0
     total = 0.0
@@ -189,16 +239,16 @@ def main(argv: List[str]) -> int:
     for part in chosen:
         cases = [c for c in outcomes if part.owns(c)]
         got = part.score(passed_by_case)
-        total += got
         passed = sum(outcomes[c].passed for c in cases)
-        for c in cases:
-            if not outcomes[c].passed:
-                lines = outcomes[c].summary(max_lines=4)
-                print(f"  FAIL {c}: {lines[0] if lines else 'no message'}")
-                for line in lines[1:]:
-                    print(f"       {line}")
+        show_failures(outcomes, cases, None if args.verbose else 4)
         for gate in part.gate_failed(passed_by_case):
             print(f"  {gate} failed: this case gates the part, so {part.key} scores 0")
+        files_refused = sorted(refused & set(part.files))
+        if files_refused and got:
+            print(f"  the grader refuses {', '.join('student/' + f for f in files_refused)} and grades it as the "
+                  f"stub: {fmt(got)} by these cases, 0 from the grader")
+            got = 0.0
+        total += got
         print(f"{part.key}: {fmt(got)} / {part.points} points   ({passed}/{len(cases)} cases, {part.title})")
         if not cases:
             errors.append(f"{part.key}: no case ran")
@@ -213,7 +263,9 @@ def main(argv: List[str]) -> int:
     if args.trace_dir:
         show_traces(args.trace_dir, [c for c, o in outcomes.items() if not o.passed])
     if len(chosen) > 1:
-        print(f"total: {fmt(total)} / {sum(p.points for p in chosen)} points")
+        print(f"total: {fmt(total)} / {sum(p.points for p in chosen)} points"
+              + ("   (what the grader would give for these cases: refused files count as their stubs)"
+                 if refused else ""))
     if warning:
         print("\n".join(warning))
     print(f"{sum(o.passed for o in outcomes.values())} passed, "
@@ -221,4 +273,3 @@ def main(argv: List[str]) -> int:
     if errors:
         exit_code = exit_code or 1
     return exit_code
-

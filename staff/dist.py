@@ -29,6 +29,7 @@ DIST = os.path.join(KIT, "dist")
 
 # Folders ship whole; these files of the top level ship too.
 COMMON = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
+          "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
           "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
 GRADER = ["grader"]
 LEFT_OUT = ("grader/tests/",)  # the grader's own test suite needs the reference

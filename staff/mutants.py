@@ -17,12 +17,12 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import List, NamedTuple, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from kit import parts as table
 from kit.build import build
 from kit.parts import IMPL_FILES
-from kit.paths import REFERENCE_DIR, build_dir
+from kit.paths import KITRUN, REFERENCE_DIR, build_dir
 from kit.report import fmt
 from kit.suite import collect
 
@@ -46,12 +46,12 @@ MUTANTS: List[Mutant] = [
            "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {",
            "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {\n"
            "  if (mp_comm.rank() == 1 && x.rows() == 2) throw std::runtime_error(\"rank 1 gives up\");",
-           ("part3",), says=("rank 1 gives up",)),
+           ("part3",), says=(r"exception in naive_collect_forward_input \(called with x \(2, 2\)\): rank 1 gives up",)),
     Mutant("segfaults on one rank", "func_impl.cpp",
            "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {",
            "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {\n"
            "  if (mp_group_idx == 2 && output_grad.rows() == 2) { volatile int* p = nullptr; *p = 1; }",
-           ("part5",), says=("crashed with SIGSEGV",)),
+           ("part5",), says=(r"crashed with SIGSEGV \(invalid memory access\) in naive_collect_backward_output",)),
     Mutant("calls exit(0) in the middle of a case", "func_impl.cpp",
            "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {",
            "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {\n"
@@ -115,7 +115,38 @@ MUTANTS: List[Mutant] = [
     Mutant("full weight cached in a static between calls", "zero_dp_stage3.cpp",
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
            "  static Vector w;\n  w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
-           ("part8_forward",), zero=("part8_forward",), says=("bytes after it returned",)),
+           ("part8_forward",), zero=("part8_forward",),
+           says=(r"forward\(\) call 1 kept \d+ bytes in 1 block that it allocated and did not free",)),
+    Mutant("full weight kept in the w_shard member between calls", "zero_dp_stage3.cpp",
+           "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
+           "  if (w_shard.size() == w_shard_size) w_shard = gather_flat(comm, w_shard);\n"
+           "  const Vector& w = w_shard;\n  const Vector b = gather_flat(comm, b_shard);",
+           ("part8_forward", "part9"), zero=("part8_forward",), says=(r"w_shard must stay this rank's shard",)),
+    Mutant("full weight held by a shared_ptr elsewhere", "zero_dp_stage3.cpp",
+           "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
+           "  static std::shared_ptr<Vector> held;\n  held = std::make_shared<Vector>(gather_flat(comm, w_shard));\n"
+           "  const Vector& w = *held;\n  const Vector b = gather_flat(comm, b_shard);",
+           ("part8_forward",), zero=("part8_forward",),
+           says=(r"forward\(\) call 1 kept \d+ bytes in \d+ blocks? that it allocated and did not free",)),
+    Mutant("backward all-gathers the bias too", "zero_dp_stage3.cpp",
+           "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x(",
+           "  const Vector w = gather_flat(comm, w_shard);\n  const Vector unused_b = gather_flat(comm, b_shard);\n"
+           "  Matrix grad_x(",
+           ("part8_backward",),
+           says=(r"backward: all-gather of 2 elements on comm that ZeRO-3's backward doesn't need "
+                 r"\(the bias isn't used to compute gradients\)",)),
+    # Correct ways to write the ZeRO layer that the memory rule and the
+    # traffic checks must accept: every part keeps its points.
+    Mutant("correct: reduce-scatter into a temporary, then move it into the shard", "zero_dp_stage3.cpp",
+           "  grad_w_shard.resize(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
+           "  Vector mine(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, mine, Op::Sum);\n"
+           "  grad_w_shard = std::move(mine);", ()),
+    Mutant("correct: std::vector buffers seen through Eigen maps", "zero_dp_stage3.cpp",
+           "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x(",
+           "  std::vector<double> buffer(static_cast<size_t>(w_shard.size() * comm.size()));\n"
+           "  Eigen::Map<Vector> gathered(buffer.data(), static_cast<Eigen::Index>(buffer.size()));\n"
+           "  Vector staged = w_shard;\n  Vector w(gathered.size());\n  comm.allgather(staged, w);\n"
+           "  gathered = w;\n  Matrix grad_x(", ()),
     Mutant("partition without padding", "zero_dp_stage3.cpp",
            "const Eigen::Index size = (numel + num_shards - 1) / num_shards;",
            "const Eigen::Index size = numel / num_shards;", ("part8_forward",)),
@@ -146,7 +177,7 @@ MUTANTS: List[Mutant] = [
 ]
 
 
-def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
+def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[str]] = None) -> List[str]:
     impl = os.path.join(scratch, "impl")
     os.makedirs(impl)
     for f in IMPL_FILES:
@@ -163,7 +194,8 @@ def check(mutant: Mutant, build_dir: str, scratch: str) -> List[str]:
     if not report["linked"]:
         errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
-    outcomes, errors = collect(binary, table.PARTS, mutant.name, quiet=True)
+    launch_args = {"prefix": launcher + [KITRUN]} if launcher else None
+    outcomes, errors = collect(binary, table.PARTS, mutant.name, quiet=True, launch_args=launch_args)
     problems = list(errors)
     passed = {c: o.passed for c, o in outcomes.items()}
     for part in table.PARTS:
@@ -188,14 +220,22 @@ def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help="run only mutants whose name contains one of these words")
     ap.add_argument("--build", help="the CMake build directory (default: $KIT_BUILD or build/)")
+    ap.add_argument("--exact", action="store_true", help="the names are whole mutant names, not words of them")
+    ap.add_argument("--launcher", help="a command that the jobs' tools/kitrun runs under "
+                                       "(staff/arm64/inroot: inside the arm64 root)")
     args = ap.parse_args(argv)
     args.build = build_dir(args.build)
-    chosen = [m for m in MUTANTS if not args.names or any(n in m.name for n in args.names)]
+    chosen = [m for m in MUTANTS if not args.names or
+              any(n == m.name if args.exact else n in m.name for n in args.names)]
+    if args.exact and len(chosen) != len(set(args.names)):
+        print(f"mutants: no mutant is named {sorted(set(args.names) - {m.name for m in chosen})}")
+        return 2
+    launcher = args.launcher.split() if args.launcher else None
     failed = 0
     for mutant in chosen:
         started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="kit-mutant-") as scratch:
-            problems = check(mutant, args.build, scratch)
+            problems = check(mutant, args.build, scratch, launcher)
         status = "caught" if not problems else "NOT CAUGHT"
         print(f"{status:>10}  {mutant.name}  ({time.monotonic() - started:.1f} s)", flush=True)
         for p in problems:

@@ -20,11 +20,9 @@
 // that does not finish in time (a rank waiting in a collective the others
 // never joined, usually) ends the job; a crash or exit() inside a case is
 // recorded too. The runner then starts the remaining cases in a new job.
-#include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,8 +45,9 @@
 
 #include "comm_runtime.h"
 #include "harness.h"
-#include "layer_profiler.h"
 #include "kit_test.h"
+#include "layer_profiler.h"
+#include "platform.h"
 #include "recorded.h"
 #include "records.h"
 #include "results_seal.h"
@@ -115,23 +114,44 @@ void write_record(const std::string& line) {
 // ---- what a case that never finishes, crashes or exits leaves behind ----
 
 char g_abort_prefix[1024];  // records::abort_prefix of the running case
+char g_case_name[512];      // the same case, for a run by hand (no results file)
 volatile sig_atomic_t g_in_case = 0;
 
 void arm_abort_prefix(const std::string& name) {
   std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", records::abort_prefix(name, g_rank).c_str());
+  std::snprintf(g_case_name, sizeof g_case_name, "%s", name.c_str());
 }
 
-// Async-signal-safe: only memcpy/strlen/write.
-void write_abort(const char* why) {
-  if (g_results_fd < 0) return;
-  char line[1400];
+// Joins the pieces into `line`, as far as they fit; async-signal-safe.
+size_t join(char* line, size_t size, std::initializer_list<const char*> parts) {
   size_t n = 0;
-  for (const char* part : {static_cast<const char*>(g_abort_prefix), why, records::kAbortSuffix}) {
+  for (const char* part : parts) {
     const size_t len = std::strlen(part);
-    if (n + len >= sizeof line) break;
+    if (n + len >= size) break;
     std::memcpy(line + n, part, len);
     n += len;
   }
+  line[n] = '\0';
+  return n;
+}
+
+// Async-signal-safe: only memcpy/strlen/write. With no results file (a run
+// by hand with KIT_BARE=1) the rank says it on stderr, since no runner will.
+void write_abort(const char* why) {
+  char line[1400];
+  if (g_results_fd < 0) {
+    char rank[16], *digit = rank + sizeof rank;
+    *--digit = '\0';
+    for (unsigned r = static_cast<unsigned>(g_rank);; r /= 10) {
+      *--digit = static_cast<char>('0' + r % 10);
+      if (r < 10) break;
+    }
+    const size_t n = join(line, sizeof line, {"[rank ", digit, "] ", g_case_name, ": ", why, "\n"});
+    ssize_t ignored = ::write(2, line, n);
+    (void)ignored;
+    return;
+  }
+  const size_t n = join(line, sizeof line, {g_abort_prefix, why, records::kAbortSuffix});
   ssize_t ignored = ::write(g_results_fd, line, n);
   (void)ignored;
 }
@@ -144,7 +164,11 @@ void on_fatal_signal(int sig) {
                       : sig == SIGILL  ? "crashed with SIGILL (illegal instruction)"
                       : sig == SIGABRT ? "aborted (SIGABRT: abort(), a failed assert, or an uncaught exception)"
                                        : "was ended by a signal";
-    write_abort(why);
+    // Which student function it happened in (the ledger's, readable here).
+    const char* function = dtrain::ledger::function_now_signal_safe();
+    char text[700];
+    join(text, sizeof text, {why, function ? " in " : "", function ? function : ""});
+    write_abort(text);
   }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -154,52 +178,17 @@ void on_exit_inside_case() {
   if (g_in_case) write_abort("the process exited in the middle of the case (exit() or quick_exit() called?)");
 }
 
-// Every process below this one: (pid, parent) pairs from one pass over /proc.
-std::vector<pid_t> descendants() {
-  std::map<pid_t, std::vector<pid_t>> children_of;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return {};
-  while (const dirent* entry = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atol(entry->d_name));
-    if (pid <= 0) continue;
-    char path[64], stat[512];
-    std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    const ssize_t n = ::read(fd, stat, sizeof stat - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    stat[n] = '\0';
-    const char* after_name = std::strrchr(stat, ')');  // "pid (name) state ppid ..."
-    char state = 0;
-    int ppid = 0;
-    if (after_name && std::sscanf(after_name + 1, " %c %d", &state, &ppid) == 2) children_of[ppid].push_back(pid);
-  }
-  ::closedir(proc);
-  std::vector<pid_t> found;
-  std::vector<pid_t> todo = {::getpid()};
-  while (!todo.empty()) {
-    const pid_t parent = todo.back();
-    todo.pop_back();
-    for (pid_t child : children_of[parent]) {
-      found.push_back(child);
-      todo.push_back(child);
-    }
-  }
-  return found;
-}
-
 // Ends every process the case started; returns how many there were. They
 // are stopped first, so that a process that keeps forking can't outrun us;
 // this process is their subreaper (see main), so none escapes to init.
 int end_stray_processes() {
-  // The usual case, without reading /proc: no child at all, so no descendant
+  // The usual case, without a look at the process table: no child at all, so no descendant
   // either (an orphaned grandchild would have become our child).
   if (::waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD) return 0;
   std::set<pid_t> stopped;
   for (int round = 0; round < 500; ++round) {
     bool new_ones = false;
-    for (pid_t pid : descendants()) {
+    for (pid_t pid : dtrain::platform::descendants(::getpid())) {
       if (stopped.insert(pid).second) {
         ::kill(pid, SIGSTOP);
         new_ones = true;
@@ -208,8 +197,8 @@ int end_stray_processes() {
     if (!new_ones) break;
   }
   for (pid_t pid : stopped) ::kill(pid, SIGKILL);
-  for (int round = 0; round < 100 && !descendants().empty(); ++round) {
-    for (pid_t pid : descendants()) ::kill(pid, SIGKILL);
+  for (int round = 0; round < 100 && !dtrain::platform::descendants(::getpid()).empty(); ++round) {
+    for (pid_t pid : dtrain::platform::descendants(::getpid())) ::kill(pid, SIGKILL);
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     ::usleep(1000);
@@ -260,8 +249,9 @@ class Watchdog {
   }
   // After a local failure the other ranks may be waiting for this one in a
   // collective forever; give them a short grace to join the outcome meeting.
-  void shorten(double seconds) {
+  void shorten(double seconds, const std::string& failure) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!failed_) failure_ = failure.substr(0, failure.find('\n'));
     const auto soon = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     failed_ = true;
     if (armed_ && soon < deadline_) {
@@ -284,18 +274,6 @@ class Watchdog {
  private:
   using Clock = std::chrono::steady_clock;
 
-  // Tasks ready to run on the host now, not counting this thread (the 4th
-  // field of /proc/loadavg, "runnable/total"); 0 where the kernel doesn't say.
-  static int runnable_tasks() {
-    std::FILE* f = std::fopen("/proc/loadavg", "re");
-    if (!f) return 0;
-    double one, five, fifteen;
-    int runnable = 0, total = 0;
-    const bool ok = std::fscanf(f, "%lf %lf %lf %d/%d", &one, &five, &fifteen, &runnable, &total) == 5;
-    std::fclose(f);
-    return ok ? std::max(1, runnable - 1) : 0;
-  }
-
   void open_window(double seconds) {
     window_from_ = last_look_ = Clock::now();
     window_seconds_ = seconds;
@@ -312,7 +290,7 @@ class Watchdog {
   // (Waiting ranks poll and yield, so their own run-queue time says nothing.)
   bool due() {
     const auto now = Clock::now();
-    const int runnable = runnable_tasks();
+    const int runnable = dtrain::platform::runnable_tasks();
     // The case's own ranks (all polling, in a deadlock) and a little company
     // (the runner, MPI's helper threads) make an idle host.
     const double idle = std::max(static_cast<double>(ranks_), cores_) + kIdleCompany;
@@ -351,7 +329,7 @@ class Watchdog {
   // One line: what this rank is doing, for the roll-call.
   std::string state() const {
     const std::string ledger_state = dtrain::ledger::state();
-    if (failed_) return "failed (its messages are above), then waited for the others; " + ledger_state;
+    if (failed_) return "failed (" + failure_ + "), then waited for the others; " + ledger_state;
     if (body_done_) return "finished the case " + ledger_state;
     if (ledger_state.rfind("waiting in ", 0) == 0) return ledger_state;
     const std::string function = dtrain::ledger::function_now();
@@ -363,9 +341,14 @@ class Watchdog {
     const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
     const std::string mine = state();
     write_record(records::rollcall(case_, g_rank, mine, elapsed));
-    if (g_results_path.empty()) {  // run by hand: no runner will show the roll-call
-      std::fprintf(stderr, "[rank %d] the case did not finish (%.1f s): %s\n", g_rank, elapsed, mine.c_str());
+    if (g_results_path.empty()) {  // run bare (KIT_BARE=1): no runner will show the roll-call
+      std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", g_rank, case_.c_str(), elapsed, mine.c_str());
+      if (g_rank == 0)
+        std::fprintf(stderr, "The job ends here, and the cases after this one do not run. tools/kitrun without "
+                             "KIT_BARE (or make test-partN) runs the remaining cases in a new job.\n");
       std::fflush(nullptr);
+      // The ranks' watchdogs fire together: give the others time to say theirs before this one ends the job.
+      cv_.wait_for(lock, std::chrono::seconds(1));
     }
     const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                             std::chrono::duration<double>(kRollCallWaitSeconds));
@@ -397,6 +380,7 @@ class Watchdog {
   double window_seconds_ = 0, could_run_ = 0;
   const double cores_ = std::max(1u, std::thread::hardware_concurrency());
   std::string case_, prefix_;
+  std::string failure_;  // the first line of this rank's first failure in the case
   int ranks_ = 1;
   long read_from_ = 0;
   std::set<int> answered_;
@@ -404,13 +388,17 @@ class Watchdog {
 };
 
 // gtest reports an exception as: C++ exception with description "..." thrown
-// in the test body. The description is the message; say where it came from.
-std::string without_gtest_wrapper(const std::string& message) {
+// in the test body. The description is the message; say where it came from:
+// the student function it left (`thrown_from`), unless the message names it.
+std::string without_gtest_wrapper(const std::string& message, const std::string& thrown_from) {
   const std::string head = "C++ exception with description \"", tail = "\" thrown in the test body.";
   if (message.rfind(head, 0) != 0 || message.size() < head.size() + tail.size() ||
       message.compare(message.size() - tail.size(), tail.size(), tail) != 0)
     return message;
-  return "exception: " + message.substr(head.size(), message.size() - head.size() - tail.size());
+  const std::string what = message.substr(head.size(), message.size() - head.size() - tail.size());
+  const std::string function = thrown_from.substr(0, thrown_from.find(' '));
+  if (thrown_from.empty() || what.find(function) != std::string::npos) return "exception: " + what;
+  return "exception in " + thrown_from + ": " + what;
 }
 
 // "[rank 2]", "[ranks 0,3]", or "[all ranks]".
@@ -467,6 +455,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate(*meeting_));
     dtrain::CommAccess::set_name(*case_world(), "world");
     dtrain::ledger::begin_case();
+    dtrain::ledger::take_thrown_from();  // an exception of an earlier case, caught there
     if (g_rank == 0) {
       std::printf("[ RUN      ] %s\n", name_.c_str());
       std::fflush(stdout);
@@ -479,11 +468,12 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     std::string where;
     if (result.file_name() && std::strcmp(result.file_name(), "unknown file") != 0)
       where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + ": ";
-    std::string text = where + without_gtest_wrapper(result.message());
+    const std::string what = without_gtest_wrapper(result.message(), dtrain::ledger::take_thrown_from());
+    std::string text = where + what;
     while (!text.empty() && text.back() == '\n') text.pop_back();
     messages_ += (messages_.empty() ? "" : "\n") + text;
     write_record(records::rank_failure(name_, g_rank, text));
-    watchdog_.shorten(kFailedGraceSeconds);
+    watchdog_.shorten(kFailedGraceSeconds, what);
   }
 
   void OnTestEnd(const ::testing::TestInfo& info) override {
@@ -630,7 +620,7 @@ int main(int argc, char** argv) {
   GTEST_FLAG_SET(filter, mine.empty() ? "-*" : mine);
 
   dtrain::keep_big_blocks_for_reuse();
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);  // a case's orphans come back to us, not to init
+  dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_fatal_signal);
   std::atexit(on_exit_inside_case);
   std::at_quick_exit(on_exit_inside_case);

@@ -11,7 +11,6 @@
 #include "results_seal.h"
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -22,6 +21,7 @@
 #include <cstring>
 
 #include "comm_runtime.h"
+#include "platform.h"
 
 namespace harness {
 namespace {
@@ -64,7 +64,7 @@ __attribute__((constructor(101))) void read_results_key() {
   std::memset(hex, 0, sizeof hex);
   g_have_key = true;
   // Other processes of the same user may not read this one's memory.
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  dtrain::platform::forbid_reading_memory();
 }
 
 }  // namespace

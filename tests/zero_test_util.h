@@ -1,9 +1,13 @@
 // zero_test_util.h: helpers shared by the ZeRO tests (parts 8 and 9, public and hidden).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
+#include <vector>
+
+#include "comm_runtime.h"
 #include "kit_test.h"
 #include "zero_dp_stage3.h"
 
@@ -23,52 +27,71 @@ dtrain::ZeroDPStage3FCLayer layer_from_full(Communicator& comm, const Matrix& fu
 // student's parts 8 (forward/backward) and 9 (Adam) take part. Collective.
 double zero_training_accuracy(long train_rows, long test_rows, int global_batch);
 
-// What a call left allocated, beyond what it was allowed to keep.
-struct KeptMemory {
-  std::int64_t heap = 0, resident = 0;
-};
+// Checks one forward or backward call's collectives (logged by a
+// dtrain::ledger::CallLog around it) against what ZeRO-3 needs, in any order:
+//   forward:  all-gather of the weight's shards, all-gather of the bias's
+//   backward: all-gather of the weight's shards (for grad_x), reduce-scatter
+//             of the weight gradient, reduce-scatter of the bias gradient
+// and the bytes the layer's communicator counted against comm.h's formula.
+// A call more or fewer fails, named: "backward: all-gather of 12 elements
+// that ZeRO-3's backward doesn't need (...)".
+::testing::AssertionResult moves_stage3_traffic(const char* pass, const dtrain::ZeroDPStage3FCLayer& layer,
+                                                const std::vector<dtrain::ledger::LoggedCall>& calls,
+                                                std::uint64_t bytes_moved);
 
-// Checks the ZeRO memory rule around `call`: afterwards the process may hold
-// `allowed_bytes` more than before (the call's result, the saved input), plus
-// a fixed slack for the MPI library's own buffers. Fails with the bytes kept
-// against the full weight's size.
-template <typename Call>
-::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes,
-                                                std::int64_t allowed_bytes, Call&& call);
+// The heap blocks a call may leave allocated: its result's, the saved input's,
+// the shards' (their data()); null entries are ignored.
+using AllowedBlocks = std::array<const void*, 8>;
+
+// Checks the ZeRO memory rule around `call`: of the heap blocks the call
+// allocates itself (MPI's and the kit's bookkeeping inside a collective are
+// not the call's), none may still be allocated when it has returned, except
+// the blocks `allowed()` names then. Fails with the bytes kept against the
+// full weight's size. Exact: what other code holds, or how many pages the
+// process has resident, never counts (heap_watch.h).
+template <typename Call, typename Allowed>
+::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes, Call&& call,
+                                                Allowed&& allowed);
 
 }  // namespace kit
 
 // Fails the case with keeps_no_full_weight's message alone.
-#define EXPECT_KEEPS_NO_FULL_WEIGHT(what, full_weight_bytes, allowed_bytes, call)                               \
+#define EXPECT_KEEPS_NO_FULL_WEIGHT(what, full_weight_bytes, call, allowed)                                      \
   do {                                                                                                        \
     const ::testing::AssertionResult kit_memory_rule = ::kit::keeps_no_full_weight(what, full_weight_bytes,   \
-                                                                                    allowed_bytes, call);      \
+                                                                                    call, allowed);            \
     if (!kit_memory_rule) ADD_FAILURE() << kit_memory_rule.message();                                         \
   } while (0)
 
 // ---- implementation of the template ----
-#include "heap_probe.h"
+#include "heap_watch.h"
+#include "platform.h"
 
 namespace kit {
 
-constexpr std::int64_t kHeapSlack = 256 * 1024;       // MPI and gtest bookkeeping
-constexpr std::int64_t kResidentSlack = 1024 * 1024;  // plus page rounding and first-touch of code
+// Blocks below this are bookkeeping, not a weight (the layers' are megabytes).
+constexpr std::int64_t kHeapSlack = 64 * 1024;
 
-template <typename Call>
-::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes,
-                                                std::int64_t allowed_bytes, Call&& call) {
-  const BigBlocksToSystem measuring;
-  const std::int64_t heap_before = mallinfo_heap_bytes(), resident_before = resident_bytes();
+template <typename Call, typename Allowed>
+::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes, Call&& call,
+                                                Allowed&& allowed) {
+  if (!dtrain::HeapWatch::available())
+    return ::testing::AssertionFailure() << "the memory rule can't be checked: this test binary does not link the "
+                                            "kit's malloc tracker (framework/memory_tracker.cpp)";
+  const std::int64_t resident_before = dtrain::platform::resident_bytes();
+  dtrain::HeapWatch watch;
   call();
-  const std::int64_t heap_kept = mallinfo_heap_bytes() - heap_before - allowed_bytes;
-  const std::int64_t resident_kept = resident_before ? resident_bytes() - resident_before - allowed_bytes : 0;
-  if (heap_kept <= kHeapSlack && resident_kept <= kResidentSlack) return ::testing::AssertionSuccess();
-  const std::int64_t kept = std::max(heap_kept, resident_kept);
+  const AllowedBlocks may_stay = allowed();
+  const dtrain::HeapWatch::Kept kept = watch.kept(may_stay.data(), may_stay.size());
+  if (kept.bytes <= kHeapSlack && kept.complete) return ::testing::AssertionSuccess();
+  const std::int64_t resident_grew = dtrain::platform::resident_bytes() - resident_before;
   return ::testing::AssertionFailure()
-         << what << " kept " << kept << " bytes after it returned (heap " << heap_kept << ", resident " << resident_kept
-         << "), against a full weight of " << full_weight_bytes << " bytes. Under ZeRO-3 the full W and b may exist "
-         << "only inside forward/backward: not in a member, a static, a global or a leaked allocation "
-         << "(handout: ZeRO background, the memory rule).";
+         << what << " kept " << kept.bytes << " bytes in " << kept.blocks << " block" << (kept.blocks == 1 ? "" : "s")
+         << " that it allocated and did not free (resident memory grew by " << resident_grew
+         << " bytes meanwhile), against a full weight of " << full_weight_bytes << " bytes. Under ZeRO-3 the full W "
+         << "and b may exist only inside forward/backward: not in a member, a static, a global or a leaked allocation "
+         << "(handout: ZeRO background, the memory rule)."
+         << (kept.complete ? "" : " (More blocks were allocated at once than the check can follow.)");
 }
 
 }  // namespace kit

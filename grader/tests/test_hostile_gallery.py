@@ -260,6 +260,14 @@ GALLERY: List[Hostile] = [
                           "#define SNEAKY pop##en\nstatic auto p = SNEAKY;\n")), FEEDBACK],
             0, says=("includes mpi.h", "'MPI_Comm_rank'", "'getenv'", "'asm'", "attribute 'constructor'",
                      "'system'", "'popen'", "refused by the static checks")),
+    # A fault costs only the part whose code holds it: part 8's memory rule
+    # measures what the ZeRO layer keeps, not what the process holds.
+    Hostile("sixteen_gib_in_split_data",
+            lambda tmp: [("student/" + f, source("reference", f)) for f in (IMPL_FILES[0], IMPL_FILES[2])] + [
+                ("student/data_parallel_preprocess.cpp", stub_with("data_parallel_preprocess.cpp", {
+                    "split_data": "std::vector<double> hoard(std::size_t(2) << 30, 1.0); "
+                                  "if (hoard[12345] > 0) throw std::runtime_error(\"kept 16 GiB\");"})), FEEDBACK],
+            140, says=("exception in split_data",), budget=120),
     Hostile("mentions_in_comments_and_strings_are_fine",
             lambda tmp: [("student/" + f, reference_with(f, (
                 "// system(\"rm -rf /\"), MPI_Send, fopen, getenv, asm, __attribute__((constructor)), testing::\n"

@@ -26,12 +26,12 @@ def test_a_file_the_grader_would_refuse_is_warned_about(tmp_path):
     # Its own cache: the kit's build is shared with the hostile gallery, which checks nothing else wrote there.
     cache = str(tmp_path / "cache.json")
     found = static_findings(str(tmp_path), table.find(["part7"]), build_dir(), cache)
-    lines = refusal_warning(found, table.find(["part7"]))
+    lines = refusal_warning(found)
     assert lines and lines[0].startswith("!! THE GRADER WOULD REFUSE student/func_impl.cpp")
     assert "part2, part3, part4, part5, part6, part7 would score 0" in lines[0]
     assert any("'getenv': reading or changing the environment is not allowed" in line for line in lines)
     clean = static_findings(REFERENCE_DIR, table.find(["part7"]), build_dir(), cache)
-    assert refusal_warning(clean, table.find(["part7"])) == []
+    assert refusal_warning(clean) == []
 
 
 def test_a_crash_and_its_resumed_job_give_one_summary(tmp_path):

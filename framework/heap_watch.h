@@ -1,0 +1,56 @@
+// heap_watch.h: which heap blocks a call allocated and still holds when it
+// returns: the ZeRO memory rule's measure (tests/zero_test_util.h). Exact,
+// unlike the process's heap total or its resident pages: blocks other code
+// allocates meanwhile (another thread, MPI inside a collective, the kit's
+// ledger) are not the call's, and a block the call frees is gone.
+//
+// It needs the malloc tracker (memory_tracker.cpp) linked into the program,
+// which reports every allocation and free here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dtrain {
+
+// While one lives, the blocks this thread allocates outside library code are
+// noted, until they are freed (by any thread). One at a time per process.
+class HeapWatch {
+ public:
+  HeapWatch();
+  ~HeapWatch();
+  HeapWatch(const HeapWatch&) = delete;
+  HeapWatch& operator=(const HeapWatch&) = delete;
+
+  // Whether the program reports its allocations (the tracker is linked).
+  static bool available();
+
+  struct Kept {
+    std::int64_t bytes = 0;  // still allocated, except the blocks allowed to stay
+    long blocks = 0;
+    bool complete = true;    // false: more blocks than the watch can hold were live at once
+  };
+  // What the calls made while this watch lived still hold now, except blocks
+  // that begin at one of allowed[0..n) (a result's data(), a member the call
+  // may set). An array, not a container: building one would allocate.
+  Kept kept(const void* const* allowed, std::size_t n) const;
+};
+
+// Brackets code that allocates on its own behalf, not on its caller's (the
+// communicator's collectives: MPI's buffers, the ledger's records).
+class LibraryAllocations {
+ public:
+  LibraryAllocations();
+  ~LibraryAllocations();
+  LibraryAllocations(const LibraryAllocations&) = delete;
+  LibraryAllocations& operator=(const LibraryAllocations&) = delete;
+};
+
+namespace heap_hooks {
+// Called by the malloc tracker for every block; cheap unless a watch is open.
+void allocated(void* p, std::size_t bytes);
+void freed(void* p);
+void tracker_linked();
+}  // namespace heap_hooks
+
+}  // namespace dtrain

@@ -1,0 +1,37 @@
+// platform.h: the calls of the student loop (the test harness, the memory
+// rule, the trainers' memory report) that only Linux offers, in one place.
+// A port to another system (macOS natively, for one) replaces
+// platform_linux.cpp; README "On your laptop" says what each would need.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dtrain::platform {
+
+// Orphans of the processes a case starts come back to this process, not to
+// init, so that none can outlive the case (PR_SET_CHILD_SUBREAPER).
+void adopt_orphans();
+
+// Every process below `pid`, from one pass over the process table.
+std::vector<pid_t> descendants(pid_t pid);
+
+// Tasks ready to run on the host now, not counting the caller; 0 where the
+// system doesn't say (the watchdog then counts wall-clock time).
+int runnable_tasks();
+
+// No other process of this user may read this one's memory or attach to it
+// (it holds the results key).
+void forbid_reading_memory();
+
+// Bytes of this process's pages in memory; 0 where unknown. For reports only:
+// allocator and kernel decide it as much as the program does.
+std::int64_t resident_bytes();
+
+// glibc's malloc tuning: blocks up to `mmap_threshold` come from the heap, and
+// up to `trim_threshold` of freed memory stays for reuse (layer_profiler.h).
+void tune_malloc(long mmap_threshold, long trim_threshold);
+
+}  // namespace dtrain::platform

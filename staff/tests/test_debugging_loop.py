@@ -1,0 +1,116 @@
+"""The student's debugging loop has no dead ends: what a student sees when a
+case hangs, crashes, throws or multiplies matrices of the wrong shapes, run
+through make or by hand.
+
+  python3 -m pytest staff/tests/test_debugging_loop.py -q -p no:cacheprovider
+
+Needs a configured build (make build); each test builds one broken copy of
+the reference against it.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from kit import parts as table
+from kit.build import build
+from kit.jobs import CaseOutcome
+from kit.paths import KIT_DIR, KITRUN, REFERENCE_DIR, build_dir
+from staff.mutants import MUTANTS
+
+
+def broken_reference(tmp_path, file: str, find: str, replace: str) -> str:
+    """The reference with one edit, built as tmp_path/custom/kit_tests."""
+    impl = tmp_path / "impl"
+    impl.mkdir()
+    for name in table.IMPL_FILES:
+        shutil.copy(os.path.join(REFERENCE_DIR, name), impl)
+    source = impl / file
+    text = source.read_text()
+    assert find in text, f"the reference's {file} no longer holds {find!r}"
+    source.write_text(text.replace(find, replace, 1))
+    binary = str(tmp_path / "custom" / "kit_tests")
+    report = build(str(impl), binary, build_dir())
+    assert report["linked"], report
+    return binary
+
+
+def mutant_binary(tmp_path, words: str) -> str:
+    mutant = next(m for m in MUTANTS if words in m.name)
+    return broken_reference(tmp_path, mutant.file, mutant.find, mutant.replace)
+
+
+def run(cmd, **kw) -> str:
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300, **kw)
+    return proc.stdout
+
+
+def test_a_short_summary_cuts_values_before_the_roll_call():
+    dump = "x differs at (0, 0): expected 1, got 2\n  expected: (2, 2) [[1, 2],\n      [3, 4]]\n" \
+           "  actual:   (2, 2) [[2, 2],\n      [3, 4]]"
+    rollcall = "the case did not finish; what each rank was doing after 5.0 s:\n" \
+               "  rank 0:      waiting in allreduce #3 on dp_comm (8 elements) in collect_weight_grad\n" \
+               "  ranks 1,2,3: finished the case after 2 collectives on dp_comm"
+    outcome = CaseOutcome("Part7WeightGrad.X", False, failures=[
+        {"rank": r, "message": dump.replace("got 2", f"got {r + 2}")} for r in range(3)] + [
+        {"rank": None, "message": rollcall}])
+    short = outcome.summary(max_lines=6)
+    assert [line for line in short if "waiting in allreduce #3" in line or "finished the case" in line] == \
+        rollcall.splitlines()[1:]
+    assert sum("differs at" in line for line in short) == 3  # each rank's first line stays
+    assert not any("[[" in line for line in short)           # the values go first
+    assert short[-1].startswith("... (12 lines of values cut; VERBOSE=1")
+    assert len(outcome.summary(max_lines=None)) == 3 * 5 + 3
+
+
+def test_a_hang_run_by_hand_gets_its_roll_call_and_the_remaining_cases_run(tmp_path):
+    binary = mutant_binary(tmp_path, "one rank calls an extra allreduce")
+    out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part7*"], cwd=str(tmp_path))
+    assert re.search(r"rank 0: +waiting in allreduce #3 on dp_comm \(8 elements\) in collect_weight_grad", out), out
+    assert re.search(r"ranks 1,2,3: +finished the case after 2 collectives on dp_comm", out), out
+    # The case after the hang ran in a new job, and the totals count every case.
+    hung = out.index("the job ended here")
+    assert re.search(r"\[       OK \] Part7WeightGrad\.\w+", out[hung:]), out
+    assert re.search(r"^3 passed, 1 failed", out, re.M), out
+    # KIT_BARE=1 runs the binary itself: it says what ended the job, and how to go on.
+    bare = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part7*"], cwd=str(tmp_path),
+               env=dict(os.environ, KIT_BARE="1"))
+    assert re.search(r"\[rank 0\] Part7WeightGrad\.\w+ did not finish \([\d.]+ s\): waiting in allreduce #3", bare), bare
+    assert "runs the remaining cases in a new job" in bare, bare
+
+
+def test_crashes_and_exceptions_name_the_student_function(tmp_path):
+    binary = mutant_binary(tmp_path, "segfaults on one rank")
+    out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part5*"])
+    assert "[rank 2] crashed with SIGSEGV (invalid memory access) in naive_collect_backward_output" in out, out
+    (tmp_path / "throws").mkdir()
+    head = "                                     int rank) {"
+    binary = broken_reference(tmp_path / "throws", "data_parallel_preprocess.cpp", head,
+                              head + "\n  if (rank >= 0) throw std::out_of_range(\"map::at\");")
+    out = run([KITRUN, "-n", "1", binary, "--gtest_filter=Part1*"])
+    assert re.search(r"exception in split_data \(called with x_train \(\d+, \d+\), y_train \(\d+, 1\)\): map::at", out), out
+
+
+def test_an_eigen_shape_error_names_the_sizes_and_the_students_line(tmp_path):
+    find = "grad_w.full.noalias() = x.transpose() * output_grad;"
+    with open(os.path.join(REFERENCE_DIR, "zero_dp_stage3.cpp")) as f:
+        line = next(i for i, text in enumerate(f, 1) if find in text)
+    binary = broken_reference(tmp_path, "zero_dp_stage3.cpp", find, find.replace("x.transpose()", "x"))
+    out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part8Backward.SeedPaddingCase"])
+    assert (f"Eigen check failed in ZeroDPStage3FCLayer::backward (called with output_grad (1, 3)) at "
+            f"student/zero_dp_stage3.cpp:{line}: a matrix product A * B whose inner sizes differ "
+            f"(A.cols() != B.rows()): A has 2 columns, B has 1 row") in out, out
+
+
+def test_a_refused_file_is_said_before_the_cases_and_the_total_is_the_graders(tmp_path):
+    head = "namespace dtrain {"
+    binary = broken_reference(tmp_path, "func_impl.cpp", head,
+                              head + "\nstatic const char* home = std::getenv(\"HOME\");")
+    out = run([sys.executable, "-m", "kit", "test", "part1", "part7", "--binary", binary,
+               "--sources", str(tmp_path / "impl")], cwd=KIT_DIR)
+    refusal = out.index("!! THE GRADER WOULD REFUSE student/func_impl.cpp")
+    assert refusal < out.index("[ RUN      ]"), out
+    assert re.search(r"^part7: 0 / 10 points", out, re.M), out
+    assert "the grader refuses student/func_impl.cpp and grades it as the stub: 10 by these cases" in out, out
+    assert re.search(r"^total: 10 / 20 points", out, re.M), out
