@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dtrain::platform {
@@ -29,6 +30,12 @@ void forbid_reading_memory();
 // Bytes of this process's pages in memory; 0 where unknown. For reports only:
 // allocator and kernel decide it as much as the program does.
 std::int64_t resident_bytes();
+
+// The calling thread's stack as "file:line", innermost first, inlined calls
+// included, for the frames that have line information; empty where it can't
+// be read (a binary the process may not read, as in the grader's sandbox).
+// Slow (binutils' addr2line): for failure paths only.
+std::vector<std::string> call_stack_lines();
 
 // glibc's malloc tuning: blocks up to `mmap_threshold` come from the heap, and
 // up to `trim_threshold` of freed memory stays for reuse (layer_profiler.h).

@@ -32,7 +32,7 @@ from typing import List
 
 from kit import parts as table
 from kit.paths import KIT_DIR
-from staff.student_loop_as_user import StepFailed, as_user, expect
+from staff.student_loop_as_user import StepFailed, as_user, expect, unprivileged_user
 
 PODMAN = ["podman", "--runtime", "runc"]
 LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
@@ -108,11 +108,7 @@ def main(argv: List[str]) -> int:
         if shutil.which(tool) is None:
             print(f"check-container: {tool} is missing: apt-get install podman runc mmdebstrap", file=sys.stderr)
             return 2
-    try:
-        pwd.getpwnam(args.user)
-    except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", args.user], check=True)
-    user = pwd.getpwnam(args.user)
+    user = unprivileged_user(args.user)
     checkout = os.path.join(user.pw_dir, "kit")
     volume = f"dtrain-kit-check-{args.arch}"
     total = table.TOTAL_POINTS

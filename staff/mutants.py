@@ -1,6 +1,8 @@
 """The kit's proof that its tests bite: each mutant is the reference with one
 known bug; it must lose points in the parts the bug touches and keep full
-points everywhere else.
+points everywhere else. The table's "correct: ..." entries are the other
+way round: the reference written differently and still right, which must
+keep every point (the memory and traffic rules must not fail them).
 
   python3 -m staff.mutants [--build build] [NAME ...]
 

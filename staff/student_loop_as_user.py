@@ -44,6 +44,15 @@ def as_user(user: pwd.struct_passwd, cmd: List[str], cwd: str, timeout: float = 
     return f"[exit {proc.returncode}]\n" + proc.stdout
 
 
+def unprivileged_user(name: str) -> pwd.struct_passwd:
+    """The user `name`, made (useradd) if missing."""
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+        return pwd.getpwnam(name)
+
+
 def expect(step: str, out: str, *patterns: str) -> None:
     for pattern in patterns:
         if not re.search(pattern, out, re.M):
@@ -59,11 +68,7 @@ def main(argv: List[str]) -> int:
     if os.geteuid() != 0:
         print("student_loop_as_user: run it as root (it makes the user and switches to it)", file=sys.stderr)
         return 2
-    try:
-        pwd.getpwnam(args.user)
-    except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", args.user], check=True)
-    user = pwd.getpwnam(args.user)
+    user = unprivileged_user(args.user)
     home = user.pw_dir
     clone = os.path.join(home, "kit")
     total = table.TOTAL_POINTS
