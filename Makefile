@@ -124,7 +124,7 @@ trace: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,unified_train_$(IMPL))
 	tools/kitrun -n $$(( $(MP) * $(DP) )) $(BUILD)/$(IMPL)/unified_train --mp_size $(MP) --dp_size $(DP) $(MEGATRON_FLAG) \
 	  --num_train_samples 1200 --num_test_samples 200 --trace $(TRACE_FILE) $(TRAIN_ARGS)
-	@$(PYTHON) -m kit trace $(TRACE_FILE)
+	@$(PYTHON) -m kit trace $(TRACE_FILE) --check-overlap
 
 handin: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))

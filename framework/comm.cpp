@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <limits>
@@ -34,6 +35,7 @@ struct Communicator::Handle {
   std::string name = "world";
   int id = 0;
   long calls = 0;
+  std::vector<int> members;  // by rank in MPI's world, for the trace's args.ranks
 };
 
 namespace {
@@ -116,6 +118,24 @@ std::uint64_t ring_bytes(long elements, int n, int passes) {
          static_cast<std::uint64_t>(n);
 }
 
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int> world_ranks_of(MPI_Comm comm) {
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  int n = 0;
+  check_mpi(MPI_Group_size(group, &n), "MPI_Group_size");
+  std::vector<int> mine(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) mine[static_cast<size_t>(r)] = r;
+  check_mpi(MPI_Group_translate_ranks(group, n, mine.data(), world, out.data()), "MPI_Group_translate_ranks");
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return out;
+}
+
 // Time inside the counted collectives, for the trainers' reports: how much
 // of an epoch is communication (and waiting for the slowest rank).
 double g_collective_seconds = 0;
@@ -137,6 +157,8 @@ struct Ledger {
   std::int64_t reduction = kNoReduction;
   std::string comm;
   std::string function;
+  const std::vector<int>* members = nullptr;  // the handle's, alive while the call lasts
+  double since = 0;                           // when it was made, if tracing
   // This case's calls, per communicator id: (its name at the last call, calls).
   std::map<int, std::pair<std::string, long>> per_comm;
   std::vector<LedgerEntry> kept;
@@ -183,6 +205,8 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   l.reduction = reduction;
   l.comm = h.name;
   l.function = function ? function : "";
+  l.members = &h.members;
+  if (l.tracing) l.since = steady_seconds();
   auto& slot = l.per_comm[h.id];
   slot.first = h.name;
   slot.second = h.calls;
@@ -190,23 +214,42 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   if (l.log) l.log->push_back({kOpNames[op], count, h.name});
 }
 
+// The call in flight as an entry; the caller holds the ledger's lock.
+LedgerEntry entry_of(const Ledger& l, double start, double end) {
+  LedgerEntry e;
+  e.kind = kOpNames[l.op];
+  e.seq = l.seq;
+  e.count = l.count;
+  e.reduction = l.reduction == kNoReduction ? "" : kReductionNames[l.reduction];
+  e.comm = l.comm;
+  e.function = l.function;
+  if (l.members) e.ranks = *l.members;
+  e.start = start;
+  e.end = end;
+  return e;
+}
+
 void note_end(double start, double end, std::uint64_t bytes) {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   l.active = false;
-  if (l.tracing && end > 0) {  // a call refused by the agreement check never ran
-    LedgerEntry e;
-    e.kind = kOpNames[l.op];
-    e.seq = l.seq;
-    e.count = l.count;
-    e.reduction = l.reduction == kNoReduction ? "" : kReductionNames[l.reduction];
-    e.comm = l.comm;
-    e.function = l.function;
-    e.start = start;
-    e.end = end;
+  if (l.tracing && end > 0) {  // a call that failed before MPI saw it never ran
+    LedgerEntry e = entry_of(l, start, end);
     e.bytes = bytes;
     l.kept.push_back(std::move(e));
   }
+}
+
+// The agreement check refused the call: the trace keeps it, marked, spanning
+// the check (the one exchange all ranks made for it).
+void note_refused(const char* why) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = false;
+  if (!l.tracing) return;
+  LedgerEntry e = entry_of(l, l.since, steady_seconds());
+  e.refused = why;
+  l.kept.push_back(std::move(e));
 }
 
 std::string rank_list(const std::vector<int>& ranks) {
@@ -225,21 +268,24 @@ class Call {
     if (the_ledger().checking) {
       try {
         agree(h, op, count, reduction);
+      } catch (const CollectiveMismatch& mismatch) {
+        note_refused(mismatch.what());
+        throw;
       } catch (...) {
         note_end(0, 0, 0);
         throw;
       }
     }
-    start_ = MPI_Wtime();
+    start_ = steady_seconds();
   }
   void done(std::uint64_t bytes) {
-    const double end = MPI_Wtime();
+    const double end = steady_seconds();
     if (timed_) g_collective_seconds += end - start_;
     note_end(start_, end, bytes);
     finished_ = true;
   }
   ~Call() {
-    if (!finished_) note_end(start_, MPI_Wtime(), 0);  // MPI failed: the call is over all the same
+    if (!finished_) note_end(start_, steady_seconds(), 0);  // MPI failed: the call is over all the same
   }
 
  private:
@@ -338,6 +384,7 @@ Communicator Communicator::world() {
   handle->comm = MPI_COMM_WORLD;
   check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &handle->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &handle->size), "MPI_Comm_size");
+  for (int r = 0; r < handle->size; ++r) handle->members.push_back(r);
   return Communicator(std::move(handle));
 }
 
@@ -445,6 +492,7 @@ Communicator Communicator::split(int color, int key) {
   handle->name = "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ") of " + handle_->name;
   check_mpi(MPI_Comm_rank(handle->comm, &handle->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(handle->comm, &handle->size), "MPI_Comm_size");
+  handle->members = world_ranks_of(handle->comm);
   return Communicator(std::move(handle));
 }
 
@@ -486,6 +534,7 @@ Communicator CommAccess::duplicate(Communicator& comm) {
   handle->owned = true;
   handle->id = g_next_comm_id++;
   handle->name = live(comm.handle_).name;
+  handle->members = live(comm.handle_).members;
   check_mpi(MPI_Comm_rank(handle->comm, &handle->rank), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(handle->comm, &handle->size), "MPI_Comm_size");
   return Communicator(std::move(handle));
@@ -543,7 +592,57 @@ long CommAccess::max_over_ranks(Communicator& comm, long value) {
   return result;
 }
 
-double CommAccess::wall_time() { return MPI_Wtime(); }
+double CommAccess::wall_time() { return steady_seconds(); }
+
+CommAccess::ClockOffset CommAccess::clock_offset(Communicator& comm) {
+  constexpr int kRounds = 50, kTag = 7;
+  MPI_Comm c = MPI_COMM_NULL;  // private, so no other message can match these
+  check_mpi(MPI_Comm_dup(live(comm.handle_).comm, &c), "MPI_Comm_dup");
+  const int n = comm.size(), me = comm.rank();
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  check_mpi(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
+  std::vector<char> names(static_cast<size_t>(n) * MPI_MAX_PROCESSOR_NAME);
+  check_mpi(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, c),
+            "MPI_Allgather");
+  auto host = [&](int r) {
+    const char* at = names.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    return std::string(at, strnlen(at, MPI_MAX_PROCESSOR_NAME));
+  };
+  auto first_of_host = [&](int r) {
+    int f = 0;
+    while (host(f) != host(r)) ++f;
+    return f;
+  };
+  std::vector<double> measured(2 * static_cast<size_t>(n), 0.0);  // per rank: offset, uncertainty
+  for (int r = 1; r < n; ++r) {
+    if (host(r) == host(0) || first_of_host(r) != r || (me != 0 && me != r)) continue;
+    double best = std::numeric_limits<double>::infinity(), offset = 0;
+    for (int i = 0; i < kRounds; ++i) {
+      double theirs = 0;
+      if (me == 0) {
+        const double sent = steady_seconds();
+        check_mpi(MPI_Send(&sent, 1, MPI_DOUBLE, r, kTag, c), "MPI_Send");
+        check_mpi(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, kTag, c, MPI_STATUS_IGNORE), "MPI_Recv");
+        const double back = steady_seconds();
+        if (back - sent < best) {
+          best = back - sent;
+          offset = theirs - (sent + back) / 2;
+        }
+      } else {
+        check_mpi(MPI_Recv(&theirs, 1, MPI_DOUBLE, 0, kTag, c, MPI_STATUS_IGNORE), "MPI_Recv");
+        theirs = steady_seconds();
+        check_mpi(MPI_Send(&theirs, 1, MPI_DOUBLE, 0, kTag, c), "MPI_Send");
+      }
+    }
+    measured[2 * static_cast<size_t>(r)] = offset;
+    measured[2 * static_cast<size_t>(r) + 1] = best / 2;
+  }
+  check_mpi(MPI_Bcast(measured.data(), 2 * n, MPI_DOUBLE, 0, c), "MPI_Bcast");
+  MPI_Comm_free(&c);
+  const size_t mine = 2 * static_cast<size_t>(first_of_host(me));
+  return {measured[mine], measured[mine + 1], host(me)};
+}
 
 double CommAccess::seconds_in_collectives() { return g_collective_seconds; }
 
@@ -664,6 +763,15 @@ std::vector<LedgerEntry> take_entries() {
   return std::move(l.kept);
 }
 
+bool in_flight(LedgerEntry& entry) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (!l.active || !l.tracing) return false;
+  entry = entry_of(l, l.since, steady_seconds());
+  entry.pending = true;
+  return true;
+}
+
 std::uint64_t calls_recorded() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
@@ -687,7 +795,7 @@ double seconds_per_record(long samples) {
   return seconds / static_cast<double>(samples);
 }
 
-Phase::Phase(const char* name) : name_(name), start_(the_ledger().tracing ? MPI_Wtime() : 0) {}
+Phase::Phase(const char* name) : name_(name), start_(the_ledger().tracing ? steady_seconds() : 0) {}
 
 Phase::~Phase() {
   Ledger& l = the_ledger();
@@ -697,7 +805,7 @@ Phase::~Phase() {
   e.collective = false;
   e.function = function_now();
   e.start = start_;
-  e.end = MPI_Wtime();
+  e.end = steady_seconds();
   std::lock_guard<std::mutex> lock(l.mu);
   l.kept.push_back(std::move(e));
 }

@@ -75,6 +75,14 @@ bool gemm_kernel_runs_here(GemmKernel kernel) {
 #endif
 }
 
+const char* gemm_kernels_here() {
+#if KIT_GEMM_X86
+  return "x86-64: Eigen compiled three times (generic SSE2, AVX2+FMA, AVX-512), those this CPU runs";
+#else
+  return "aarch64 (or another CPU): Eigen's one build, which uses NEON on aarch64";
+#endif
+}
+
 GemmKernel gemm_kernel() {
   static const GemmKernel kernel = chosen_kernel();
   return kernel;

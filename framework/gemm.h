@@ -24,6 +24,8 @@ enum class GemmKernel { generic, avx2, avx512 };
 const char* gemm_kernel_name(GemmKernel kernel);
 bool gemm_kernel_runs_here(GemmKernel kernel);  // the CPU has the instructions
 GemmKernel gemm_kernel();                       // the one the layers use (chosen once)
+// Which kernels this architecture has, in words, for reports (gemm_peak).
+const char* gemm_kernels_here();
 
 // out = op(a) * op(b), op(m) = m or m^T.   op(a): (M, K)   op(b): (K, N)   out: (M, N)
 // out is resized when its shape differs; it must not alias a or b.

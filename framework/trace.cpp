@@ -1,5 +1,4 @@
-// trace.cpp: see trace.h. Times are microseconds from the earliest entry of
-// any rank; the ranks of one host share one clock.
+// trace.cpp: see trace.h.
 #include "trace.h"
 
 #include <algorithm>
@@ -14,41 +13,73 @@ namespace dtrain {
 
 namespace {
 
+// This rank's host clock against rank 0's, from start_trace; zero on rank 0's host.
+CommAccess::ClockOffset g_clock;
+
+// Times in microseconds on rank 0's host clock.
 nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
   nlohmann::json events = nlohmann::json::array();
   for (const LedgerEntry& e : entries) {
     nlohmann::json args = {{"function", e.function}};
+    std::string name = e.kind;
     if (e.collective) {
       args["op"] = e.kind;
       args["bytes"] = e.bytes;
       args["elements"] = e.count;
       args["communicator"] = e.comm;
       args["seq"] = e.seq;
+      args["ranks"] = e.ranks;
       if (!e.reduction.empty()) args["reduction"] = e.reduction;
+      name += " on " + e.comm;
+      if (!e.refused.empty()) {
+        args["mismatch"] = e.refused;
+        name = "MISMATCH: " + name + " (ranks disagree)";
+      }
+      if (e.pending) {
+        args["pending"] = true;
+        name += " (still waiting when stopped)";
+      }
     }
-    events.push_back({{"name", e.collective ? e.kind + " on " + e.comm : e.kind},
+    events.push_back({{"name", name},
                       {"cat", e.collective ? "collective" : "phase"},
                       {"ph", "X"},
                       {"pid", rank},
                       {"tid", 0},
-                      {"ts", e.start * 1e6},
+                      {"ts", (e.start - g_clock.seconds) * 1e6},
                       {"dur", std::max(0.0, (e.end - e.start) * 1e6)},
                       {"args", args}});
   }
   return events;
 }
 
+nlohmann::json clock_of(int rank) {
+  return {{"rank", rank},
+          {"host", g_clock.host},
+          {"offset_us", g_clock.seconds * 1e6},
+          {"uncertainty_us", g_clock.uncertainty * 1e6}};
+}
+
+const char* const kClockSource =
+    "steady_clock (CLOCK_MONOTONIC) of each host, shifted by the host's offset from rank 0's host";
+
 }  // namespace
+
+void start_trace(Communicator& comm) {
+  g_clock = CommAccess::clock_offset(comm);
+  ledger::set_tracing(true);
+}
 
 bool write_trace(Communicator& comm, const std::string& path, std::uint64_t bytes_counted) {
   const nlohmann::json mine = {{"rank", comm.rank()},
                                {"bytes", bytes_counted},
+                               {"clock", clock_of(comm.rank())},
                                {"events", events_of(ledger::take_entries(), comm.rank())}};
   const std::vector<std::string> all = CommAccess::gather_text(comm, mine.dump(), 0);
   if (comm.rank() != 0) return true;
   nlohmann::json events = nlohmann::json::array();
   nlohmann::json bytes = nlohmann::json::array();
-  double origin = std::numeric_limits<double>::infinity();
+  nlohmann::json clocks = nlohmann::json::array();
+  double origin = std::numeric_limits<double>::infinity(), uncertainty = 0;
   std::vector<nlohmann::json> ranks;
   for (const std::string& text : all) ranks.push_back(nlohmann::json::parse(text));
   for (const auto& r : ranks)
@@ -62,12 +93,35 @@ bool write_trace(Communicator& comm, const std::string& path, std::uint64_t byte
       events.push_back(std::move(e));
     }
     bytes.push_back(r["bytes"]);
+    clocks.push_back(r["clock"]);
+    uncertainty = std::max(uncertainty, r["clock"]["uncertainty_us"].get<double>());
   }
   const nlohmann::json trace = {{"traceEvents", events},
                                 {"displayTimeUnit", "ms"},
-                                {"otherData", {{"ranks", ranks.size()}, {"bytes_transferred", bytes}}}};
+                                {"otherData",
+                                 {{"ranks", ranks.size()},
+                                  {"bytes_transferred", bytes},
+                                  {"clock", kClockSource},
+                                  {"clock_uncertainty_us", uncertainty},
+                                  {"clocks", clocks}}}};
   std::ofstream out(path);
   out << trace.dump() << "\n";
+  out.close();
+  return static_cast<bool>(out);
+}
+
+bool write_trace_part(const std::string& path, int rank) {
+  std::vector<LedgerEntry> entries = ledger::take_entries();
+  LedgerEntry now;
+  if (ledger::in_flight(now)) entries.push_back(std::move(now));
+  // Times stay on the shared clock, not from this rank's first entry: the
+  // merge takes the earliest entry of any rank as 0.
+  const nlohmann::json part = {{"rank", rank},
+                               {"clock", clock_of(rank)},
+                               {"clock_source", kClockSource},
+                               {"events", events_of(entries, rank)}};
+  std::ofstream out(path);
+  out << part.dump() << "\n";
   out.close();
   return static_cast<bool>(out);
 }

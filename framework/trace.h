@@ -1,8 +1,17 @@
 // trace.h: the ledger's entries as one Chrome Trace Event file for all ranks
 // (open it in ui.perfetto.dev or chrome://tracing; `python3 -m kit trace`
 // draws it as a PNG). One pid per rank; a "X" span per collective, with its
-// operation, bytes, communicator and student function in args, and spans for
-// the phases of training (forward, backward, optimizer).
+// operation, bytes, elements, reduction, communicator, its member ranks
+// (args.ranks: one call's spans on its ranks match by ranks and seq) and
+// student function in args, and spans for the phases of training (forward,
+// backward, optimizer). A call the agreement check refused carries
+// args.mismatch (its message); a call still waiting when the watchdog stopped
+// the case carries args.pending.
+//
+// Times are microseconds on one clock: every rank of a host reads the host's
+// steady clock, and each other host's offset from rank 0's host is measured
+// when the trace starts; otherData.clock states the offsets and their
+// uncertainty.
 #pragma once
 
 #include <cstdint>
@@ -12,9 +21,20 @@
 
 namespace dtrain {
 
+// Keeps the ledger's entries from now on (ledger::set_tracing) and measures
+// this host's clock against rank 0's. Collective over `comm`, whose rank 0 is
+// rank 0 of every trace written later.
+void start_trace(Communicator& comm);
+
 // Collective over `comm`: every rank hands over the entries its ledger kept
-// (ledger::set_tracing) and the bytes its communicators counted; rank 0
-// writes the merged file. Returns false on rank 0 if the file can't be written.
+// and the bytes its communicators counted; rank 0 writes the merged file.
+// Returns false on rank 0 if the file can't be written.
 bool write_trace(Communicator& comm, const std::string& path, std::uint64_t bytes_counted);
+
+// This rank's part alone, with no other rank taking part: its entries so far
+// and the call it is in now, open until now. For a case the watchdog ends;
+// `python3 -m kit trace` merges the parts of the ranks (PATH.rank<N>.json).
+// Safe from another thread than the one making the calls.
+bool write_trace_part(const std::string& path, int rank);
 
 }  // namespace dtrain

@@ -122,10 +122,12 @@ def refusal_warning(found: Dict[str, List[str]]) -> List[str]:
 
 
 def show_traces(trace_dir: str, failed: List[str]) -> None:
-    """Draws the trace of each failing case that wrote one (a case that
-    hung has none: its roll-call says what each rank was doing)."""
+    """Draws the trace of each failing case that wrote one. A case the
+    watchdog stopped left one part per rank, ending with the call it waited
+    in: they are merged first."""
     for case in failed:
         path = os.path.join(trace_dir, case + ".json")
+        trace.merge_parts(path)
         if not os.path.isfile(path):
             continue
         events, _ = trace.load(path)

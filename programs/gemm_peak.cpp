@@ -158,7 +158,8 @@ int main(int argc, char** argv) {
       std::printf("%s\"%s\": %.3f", i ? ", " : "", results[i].name.c_str(), results[i].gflops);
     std::printf("}}\n");
   } else {
-    std::printf("the products of one iteration at batch %d, one core:\n", batch);
+    std::printf("the products of one iteration at batch %d, one core, on the kernels of %s:\n", batch,
+                dtrain::gemm_kernels_here());
     for (const Result& r : results)
       std::printf("  %-28s %6.2f GFLOP/s%s%s\n", r.name.c_str(), r.gflops, &r == best ? "  (peak)" : "",
                   r.name == layers ? "  (the layers use it)" : "");

@@ -71,8 +71,9 @@ inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, do
 }
 
 // What --trace and --check-collectives ask of the ledger; call after parsing.
-inline void set_up_ledger(const TrainingFlags& f) {
-  ledger::set_tracing(!f.trace_path.empty());
+// Collective when tracing (the hosts' clocks are compared).
+inline void set_up_ledger(Communicator& world, const TrainingFlags& f) {
+  if (!f.trace_path.empty()) start_trace(world);
   ledger::set_checking(f.check_collectives);
 }
 

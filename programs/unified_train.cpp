@@ -32,7 +32,7 @@ int run(Communicator& world, int argc, char** argv) {
       "Python assignment's --init_lr 0.01 stepped on the summed gradient: 0.01 x batch_size here");
   const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
-  set_up_ledger(training);
+  set_up_ledger(world, training);
 
   const bool lead = world.rank() == 0;
   const ParallelConfig config{mp_size, dp_size, megatron};

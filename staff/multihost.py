@@ -13,6 +13,9 @@ Steps:
   checks     the link carried at least rank 0's data-parallel traffic (its
              partner is on the other host), and the final loss and the test
              accuracy equal the one-host run's to 1e-9
+  trace      the run across was traced (--trace): its clock offset between
+             the hosts was measured, and every collective's spans overlap on
+             all its ranks within 200 us plus twice the stated uncertainty
 Everything it made (namespaces, the link, processes, files) is removed at the
 end, also when a step fails or the test is killed (SIGTERM, SIGINT).
 
@@ -30,6 +33,7 @@ import tempfile
 import uuid
 from typing import Dict, List, Optional
 
+from kit import trace
 from kit.paths import KITRUN, build_dir
 
 SKIPPED = 77
@@ -162,6 +166,24 @@ def train(cmd: List[str], report: str, env: Optional[Dict[str, str]] = None) -> 
         return json.load(f)
 
 
+def trace_problems(path: str) -> List[str]:
+    """The trace across the hosts is on one clock: two hosts measured, and
+    each call's spans overlap on its ranks."""
+    events, other = trace.load(path)
+    hosts = sorted({c["host"] for c in other.get("clocks", [])})
+    uncertainty = other.get("clock_uncertainty_us", float("inf"))
+    slack = trace.SLACK_US + 2 * uncertainty
+    checked, problems = trace.overlap_problems(events, slack)
+    offsets = ", ".join(f"rank {c['rank']} on {c['host']}: {c['offset_us']:+.1f} us" for c in other.get("clocks", []))
+    print(f"trace:   hosts {', '.join(hosts)}; clock offsets {offsets}; uncertainty {uncertainty:.1f} us; "
+          f"{checked - len(problems)} of {checked} calls overlap on all their ranks (slack {slack:.0f} us)")
+    if len(hosts) != 2:
+        problems.insert(0, f"the trace names {len(hosts)} host(s), not 2: {hosts}")
+    if not checked:
+        problems.append("the trace has no collective that all its ranks made")
+    return [f"trace: {p}" for p in problems[:5]]
+
+
 def check_mpi() -> None:
     if os.environ.get("KIT_MPI") == "mpich":
         raise Skip("not with MPICH here: Debian 12's MPICH runs on UCX 1.13, whose TCP transport usually hangs "
@@ -216,8 +238,9 @@ def main(argv: List[str]) -> int:
         alone = train([KITRUN, "-n", ranks, program] + TRAIN, os.path.join(hosts.scratch, "alone.json"))
         print(f"alone:   final loss {alone['final_loss']!r}, test accuracy {alone['test_accuracy']!r}")
         before = hosts.link_bytes(0)
-        across = train(hosts.on(0, [KITRUN, "-n", ranks, program] + TRAIN), os.path.join(hosts.scratch, "across.json"),
-                       env=launcher_env(hosts))
+        trace_path = os.path.join(hosts.scratch, "across-trace.json")
+        across = train(hosts.on(0, [KITRUN, "-n", ranks, program] + TRAIN + ["--trace", trace_path]),
+                       os.path.join(hosts.scratch, "across.json"), env=launcher_env(hosts))
         after = hosts.link_bytes(0)
         print(f"across:  final loss {across['final_loss']!r}, test accuracy {across['test_accuracy']!r}")
         sent, received = (after[k] - before[k] for k in ("tx_bytes", "rx_bytes"))
@@ -233,6 +256,7 @@ def main(argv: List[str]) -> int:
         for key in ("final_loss", "test_accuracy"):
             if abs(float(across[key]) - float(alone[key])) > TOLERANCE:
                 problems.append(f"{key}: {across[key]!r} across two hosts, {alone[key]!r} on one")
+        problems += trace_problems(trace_path)
         if problems:
             raise StepFailed("; ".join(problems))
     except Skip as why:

@@ -211,6 +211,7 @@ int end_stray_processes() {
 // The results file, read back by the watchdog to hear the other ranks'
 // roll-call answers (they share the file; it is on this host).
 std::string g_results_path;
+std::string g_trace_dir;  // --trace-dir: a case the watchdog ends leaves each rank's part of its trace here
 
 // Rank r's watchdog. When its case runs out of time (or, after this rank
 // failed, out of its short grace), it calls the roll: it records what this
@@ -340,6 +341,9 @@ class Watchdog {
   [[noreturn]] void roll_call(std::unique_lock<std::mutex>& lock) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
     const std::string mine = state();
+    // Before answering: once every rank has answered, the job may end at any moment.
+    if (!g_trace_dir.empty())
+      dtrain::write_trace_part(g_trace_dir + "/" + case_ + ".rank" + std::to_string(g_rank) + ".json", g_rank);
     write_record(records::rollcall(case_, g_rank, mine, elapsed));
     if (g_results_path.empty()) {  // run bare (KIT_BARE=1): no runner will show the roll-call
       std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", g_rank, case_.c_str(), elapsed, mine.c_str());
@@ -571,7 +575,8 @@ int main(int argc, char** argv) {
   // Every collective of a case is checked against the other ranks' before
   // MPI sees it (comm.h), and kept for the trace of a failing case if asked.
   dtrain::ledger::set_checking(true);
-  dtrain::ledger::set_tracing(!trace_dir.empty());
+  g_trace_dir = trace_dir;
+  if (!trace_dir.empty()) dtrain::start_trace(meeting);
 
   // Which rank counts do the selected cases need, and which of them run on
   // this rank? Cases of n ranks run on ranks 0..n-1 of the job, so one job

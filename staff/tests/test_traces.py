@@ -1,0 +1,105 @@
+"""Traces are on one clock, and `make test-partN TRACE=1` draws the cases it
+is offered for: a hang, a mismatch, a wrong reduction.
+
+  python3 -m pytest staff/tests/test_traces.py -q      (after `make build`)
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+from kit import parts as table
+from kit import trace
+from kit.build import build
+from kit.paths import KITRUN, KIT_DIR, REFERENCE_DIR, build_dir
+from staff.mutants import MUTANTS
+
+
+def traced_case(tmp_path, mutant_name: str, part: str, case: str):
+    """Runs `part` of the reference with one mutant of staff/mutants.py, as
+    `make test-partN TRACE=1` does; returns (stdout, events, otherData) of
+    the case's trace."""
+    mutant = next(m for m in MUTANTS if m.name == mutant_name)
+    impl = tmp_path / "impl"
+    impl.mkdir()
+    for name in table.IMPL_FILES:
+        shutil.copy(os.path.join(REFERENCE_DIR, name), impl)
+    source = impl / mutant.file
+    assert mutant.find in source.read_text()
+    source.write_text(source.read_text().replace(mutant.find, mutant.replace, 1))
+    binary = str(tmp_path / "kit_tests")
+    assert build(str(impl), binary, build_dir())["linked"]
+    traces = tmp_path / "traces"
+    proc = subprocess.run([sys.executable, "-m", "kit", "test", part, "--binary", binary, "--trace-dir", str(traces)],
+                          cwd=KIT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    path = traces / f"{case}.json"
+    assert f"trace of {case}: {path}, drawn in {traces / case}.png" in proc.stdout, proc.stdout
+    assert (traces / f"{case}.png").stat().st_size > 10000
+    assert not list(traces.glob(f"{case}.rank*.json")), "the parts of a stopped case are merged and removed"
+    events, other = trace.load(str(path))
+    return proc.stdout, events, other
+
+
+def labels(events):
+    _, _, rows = trace.panel(events, None, trace.last_arrivals(events))
+    return [row.split('"')[1] for row in rows]
+
+
+def test_a_traced_training_is_on_one_clock(tmp_path):
+    path = tmp_path / "trace.json"
+    proc = subprocess.run([KITRUN, "-n", "4", os.path.join(build_dir(), "reference", "unified_train"),
+                           "--mp_size", "2", "--dp_size", "2", "--num_train_samples", "1200", "--num_test_samples", "200",
+                           "--trace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    events, other = trace.load(str(path))
+    spans = [e for e in events if trace.collective(e)]
+    assert spans and all(e["pid"] in e["args"]["ranks"] for e in spans)
+    assert [c["uncertainty_us"] for c in other["clocks"]] == [0.0] * 4  # one host: one clock, nothing to estimate
+    checked, problems = trace.overlap_problems(events)
+    assert problems == [] and checked >= 100, problems
+    # The check bites: rank 3's clock 1 ms late splits the calls it shares.
+    shifted = [dict(e, ts=e["ts"] + 1000 * (e["pid"] == 3)) for e in events]
+    _, problems = trace.overlap_problems(shifted)
+    assert problems and all("rank 3" in p for p in problems)
+    assert trace.draw(events, str(tmp_path / "trace.png")) is None
+
+
+def test_a_hung_case_is_drawn_up_to_where_each_rank_waits(tmp_path):
+    case = "Part7WeightGrad.SeedCaseFourRows"
+    out, events, other = traced_case(tmp_path, "one rank calls an extra allreduce", "part7", case)
+    assert "waiting in allreduce #3 on dp_comm" in out
+    assert other["stopped_by_watchdog"] and {c["rank"] for c in other["clocks"]} == {0, 1, 2, 3}
+    for rank in range(4):
+        mine = sorted((e for e in events if e["pid"] == rank), key=lambda e: e["ts"])
+        assert [e["args"]["seq"] for e in mine] == ([1, 2, 3] if rank == 0 else [1, 2])
+        assert all(e["args"]["function"] == "collect_weight_grad" for e in mine)
+        assert [bool(e["args"].get("pending")) for e in mine] == [False] * (len(mine) - 1) + [rank == 0]
+    waiting = next(e for e in events if e["args"].get("pending"))
+    assert waiting["args"]["op"] == "allreduce" and waiting["args"]["communicator"] == "dp_comm"
+    assert waiting["dur"] > 1e6  # open until the watchdog stopped the case, seconds later
+    assert trace.overlap_problems(events) == (2, [])  # the two calls all four ranks finished
+    assert any(text.startswith("WAITING when stopped") and text.endswith("allreduce Sum 8") for text in labels(events))
+
+
+def test_a_mismatch_is_drawn_with_the_disagreeing_call_marked(tmp_path):
+    case = "Part7WeightGrad.SeedCaseFourRows"
+    _, events, _ = traced_case(tmp_path, "one rank makes its two allreduces in swapped order", "part7", case)
+    marked = [e for e in events if "mismatch" in e["args"]]
+    assert sorted(e["pid"] for e in marked) == [0, 1, 2, 3]
+    assert all("collective #1 on dp_comm in collect_weight_grad: ranks disagree" in e["args"]["mismatch"]
+               for e in marked)
+    assert {e["pid"]: e["args"]["elements"] for e in marked} == {0: 32, 1: 8, 2: 32, 3: 32}
+    assert trace.overlap_problems(events) == (1, [])  # the agreement check itself is one call of all four
+    assert sorted(t for t in labels(events) if t.startswith("MISMATCH")) == \
+        ["MISMATCH: allreduce Sum 32"] * 3 + ["MISMATCH: allreduce Sum 8"]
+
+
+def test_a_wrong_reduction_shows_in_the_picture(tmp_path):
+    case = "Part4MegatronForward.OutputInGroupsOfTwo"
+    _, events, _ = traced_case(tmp_path, "Megatron partial outputs not summed", "part4", case)
+    reductions = [e for e in events if e["args"].get("op") == "allreduce"]
+    assert sorted(e["pid"] for e in reductions) == [0, 1, 2, 3]
+    assert {e["args"]["reduction"] for e in reductions} == {"Max"}
+    shown = labels(events)
+    assert shown.count(f"allreduce Max {reductions[0]['args']['elements']}") == 4, shown
