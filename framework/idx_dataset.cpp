@@ -27,6 +27,7 @@ namespace {
 
 constexpr std::uint32_t kImagesMagic = 0x00000803, kLabelsMagic = 0x00000801;
 constexpr long kMaxBytes = 1L << 31;
+constexpr long kPixels = 28 * 28;  // what the model's first layer takes (layers.h: kFeatures)
 const char* const kStems[4] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                                "t10k-labels-idx1-ubyte"};
 
@@ -69,12 +70,6 @@ class IdxReader {
     return done;
   }
 
-  std::uint32_t read_u32(const char* what) {
-    unsigned char b[4];
-    if (read(b, 4) != 4) throw DataError(name_ + ": truncated header (no " + what + ")");
-    return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | b[3];
-  }
-
   // Counts what is left after the data the header promised.
   long trailing_bytes() {
     char buf[4096];
@@ -97,32 +92,96 @@ std::string hex(std::uint32_t v) {
   return buf;
 }
 
-void check_magic(IdxReader& in, std::uint32_t expected) {
-  const std::uint32_t magic = in.read_u32("magic number");
-  if (magic == expected) return;
-  std::string hint;
-  if (expected == kImagesMagic && magic == kLabelsMagic) hint = " (this is a labels file, not images)";
-  if (expected == kLabelsMagic && magic == kImagesMagic) hint = " (this is an images file, not labels)";
-  throw DataError(in.name() + ": not an IDX " + (expected == kImagesMagic ? "images" : "labels") +
-                  " file: magic number " + hex(magic) + ", expected " + hex(expected) + hint);
+std::uint32_t be32(const unsigned char* b) {
+  return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | b[3];
 }
 
-// Reads `count` bytes of payload, or explains the truncation.
-std::vector<unsigned char> read_payload(IdxReader& in, long count, long items, const std::string& what) {
-  std::vector<unsigned char> bytes(static_cast<size_t>(count));
-  const long got = in.read(bytes.data(), count);
-  if (got != count) {
-    std::ostringstream msg;
-    msg << in.name() << ": truncated: header promises " << items << " " << what << " (" << count << " bytes), file has "
-        << got << " bytes of them";
-    throw DataError(msg.str());
+// The header of an IDX file, checked. Both loaders read it this way: the
+// stream reader from the first bytes it reads, the mapped file from memory.
+enum class IdxKind { Images, Labels };
+
+struct IdxHeader {
+  IdxKind kind = IdxKind::Images;
+  long items = 0;
+  long rows = 1, cols = 1;  // of one image (1 and 1 for a label)
+  long item_bytes() const { return rows * cols; }
+  std::string what() const {  // "images of 28x28", "labels"
+    return kind == IdxKind::Labels ? "labels" : "images of " + std::to_string(rows) + "x" + std::to_string(cols);
   }
-  return bytes;
+};
+
+long header_bytes(IdxKind kind) { return kind == IdxKind::Images ? 16 : 8; }
+
+// Parses the first `available` bytes of the file `name` (header_bytes of them, or fewer).
+IdxHeader parse_header(IdxKind kind, const unsigned char* bytes, long available, const std::string& name) {
+  static const char* const kFields[] = {"magic number", "image count", "row count", "column count"};
+  auto require = [&](long bytes_needed) {  // the magic first: a short file of the other kind says so
+    if (available >= bytes_needed) return;
+    const long field = available / 4;
+    const char* missing = kind == IdxKind::Labels && field == 1 ? "label count" : kFields[field];
+    throw DataError(name + ": truncated header (no " + missing + ")");
+  };
+  require(4);
+  const std::uint32_t expected = kind == IdxKind::Images ? kImagesMagic : kLabelsMagic;
+  const std::uint32_t magic = be32(bytes);
+  if (magic != expected) {
+    std::string hint;
+    if (kind == IdxKind::Images && magic == kLabelsMagic) hint = " (this is a labels file, not images)";
+    if (kind == IdxKind::Labels && magic == kImagesMagic) hint = " (this is an images file, not labels)";
+    throw DataError(name + ": not an IDX " + (kind == IdxKind::Images ? "images" : "labels") + " file: magic number " +
+                    hex(magic) + ", expected " + hex(expected) + hint);
+  }
+  require(header_bytes(kind));
+  IdxHeader h;
+  h.kind = kind;
+  h.items = be32(bytes + 4);
+  if (kind == IdxKind::Images) {
+    h.rows = be32(bytes + 8);
+    h.cols = be32(bytes + 12);
+    if (h.rows == 0 || h.cols == 0)
+      throw DataError(name + ": images of " + std::to_string(h.rows) + "x" + std::to_string(h.cols));
+  }
+  if (h.items * h.item_bytes() > kMaxBytes)
+    throw DataError(name + ": header promises " + std::to_string(h.items) + " " + h.what() + ", more than this kit reads");
+  return h;
 }
 
-void reject_trailing(IdxReader& in) {
-  if (const long extra = in.trailing_bytes(); extra > 0)
-    throw DataError(in.name() + ": " + std::to_string(extra) + " unexpected bytes after the data the header promises");
+// The payload of `items` items must be there: `available` bytes of it are.
+void require_payload(const IdxHeader& h, long items, long available, const std::string& name) {
+  const long needed = items * h.item_bytes();
+  if (available >= needed) return;
+  std::ostringstream msg;
+  msg << name << ": truncated: header promises " << items << " " << h.what() << " (" << needed << " bytes), file has "
+      << available << " bytes of them";
+  throw DataError(msg.str());
+}
+
+void reject_trailing(long extra, const std::string& name) {
+  if (extra > 0) throw DataError(name + ": " + std::to_string(extra) + " unexpected bytes after the data the header promises");
+}
+
+// A split's images and labels agree, and the images are what the model takes.
+void check_split(const std::string& dir, int stem, long images, long pixels, long labels) {
+  if (images != labels)
+    throw DataError(dir + ": " + kStems[stem] + " has " + std::to_string(images) + " images but " + kStems[stem + 1] +
+                    " has " + std::to_string(labels) + " labels");
+  if (pixels != kPixels)
+    throw DataError(dir + ": " + kStems[stem] + " holds images of " + std::to_string(pixels) +
+                    " pixels; the model needs 28x28 = " + std::to_string(kPixels));
+}
+
+IdxHeader read_header(IdxReader& in, IdxKind kind) {
+  unsigned char bytes[16];
+  const long got = in.read(bytes, header_bytes(kind));
+  return parse_header(kind, bytes, got, in.name());
+}
+
+// The first `keep` items' payload; when that is all of them, nothing may follow.
+std::vector<unsigned char> read_payload(IdxReader& in, const IdxHeader& h, long keep) {
+  std::vector<unsigned char> bytes(static_cast<size_t>(keep * h.item_bytes()));
+  require_payload(h, keep, in.read(bytes.data(), static_cast<long>(bytes.size())), in.name());
+  if (keep == h.items) reject_trailing(in.trailing_bytes(), in.name());
+  return bytes;
 }
 
 bool is_dir(const std::string& path) {
@@ -160,28 +219,18 @@ void require_complete(const std::string& dir, const std::string& named_by) {
 
 Matrix read_idx_images(const std::string& path, long max_items) {
   IdxReader in(path);
-  check_magic(in, kImagesMagic);
-  const long items = in.read_u32("image count"), rows = in.read_u32("row count"), cols = in.read_u32("column count");
-  if (rows == 0 || cols == 0) throw DataError(in.name() + ": images of " + std::to_string(rows) + "x" + std::to_string(cols));
-  if (items * rows * cols > kMaxBytes)
-    throw DataError(in.name() + ": header promises " + std::to_string(items) + " images of " + std::to_string(rows) +
-                    "x" + std::to_string(cols) + ", more than this kit reads");
-  const long keep = max_items < 0 ? items : std::min(items, max_items);
-  const std::string what = "images of " + std::to_string(rows) + "x" + std::to_string(cols);
-  const auto bytes = read_payload(in, (keep == items ? items : keep) * rows * cols, keep == items ? items : keep, what);
-  if (keep == items) reject_trailing(in);
+  const IdxHeader h = read_header(in, IdxKind::Images);
+  const long keep = max_items < 0 ? h.items : std::min(h.items, max_items);
+  const auto bytes = read_payload(in, h, keep);
   using Bytes = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  return Eigen::Map<const Bytes>(bytes.data(), keep, rows * cols).cast<double>() / 255.0;  // one pass
+  return Eigen::Map<const Bytes>(bytes.data(), keep, h.item_bytes()).cast<double>() / 255.0;  // one pass
 }
 
 Labels read_idx_labels(const std::string& path, long max_items) {
   IdxReader in(path);
-  check_magic(in, kLabelsMagic);
-  const long items = in.read_u32("label count");
-  if (items > kMaxBytes) throw DataError(in.name() + ": header promises " + std::to_string(items) + " labels, more than this kit reads");
-  const long keep = max_items < 0 ? items : std::min(items, max_items);
-  const auto bytes = read_payload(in, keep, keep, "labels");
-  if (keep == items) reject_trailing(in);
+  const IdxHeader h = read_header(in, IdxKind::Labels);
+  const long keep = max_items < 0 ? h.items : std::min(h.items, max_items);
+  const auto bytes = read_payload(in, h, keep);
   Labels y(keep);
   for (long i = 0; i < keep; ++i) {
     if (bytes[static_cast<size_t>(i)] > 9)
@@ -245,14 +294,8 @@ Dataset load_dataset(const std::string& flag_dir, long max_train, long max_test)
   data.train.y = read_idx_labels(idx_file(data.dir, kStems[1]), max_train);
   data.test.x = read_idx_images(idx_file(data.dir, kStems[2]), max_test);
   data.test.y = read_idx_labels(idx_file(data.dir, kStems[3]), max_test);
-  for (const auto& [split, stem] : {std::pair{&data.train, 0}, std::pair{&data.test, 2}}) {
-    if (split->x.rows() != split->y.size())
-      throw DataError(data.dir + ": " + kStems[stem] + " has " + std::to_string(split->x.rows()) + " images but " +
-                      kStems[stem + 1] + " has " + std::to_string(split->y.size()) + " labels");
-    if (split->x.cols() != 784)
-      throw DataError(data.dir + ": " + kStems[stem] + " holds images of " + std::to_string(split->x.cols()) +
-                      " pixels; the model needs 28x28 = 784");
-  }
+  for (const auto& [split, stem] : {std::pair{&data.train, 0}, std::pair{&data.test, 2}})
+    check_split(data.dir, stem, split->x.rows(), split->x.cols(), split->y.size());
   return data;
 }
 
@@ -325,11 +368,38 @@ std::string unpacked_copy(const std::string& gz_path) {
   return result;
 }
 
-std::uint32_t be32(const unsigned char* b) {
-  return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | b[3];
+}  // namespace
+
+Mapping::Mapping(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DataError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  length_ = static_cast<size_t>(st.st_size);
+  if (length_ > 0) data_ = ::mmap(nullptr, length_, PROT_READ, MAP_SHARED, fd, 0);
+  const int mmap_errno = errno;
+  ::close(fd);
+  if (data_ == MAP_FAILED) {
+    data_ = nullptr;
+    throw DataError(path + ": cannot map: " + std::strerror(mmap_errno));
+  }
 }
 
-}  // namespace
+Mapping::~Mapping() {
+  if (data_) ::munmap(data_, length_);
+}
+
+Mapping::Mapping(Mapping&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), length_(std::exchange(other.length_, 0)) {}
+
+Mapping& Mapping::operator=(Mapping&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, length_);
+    data_ = std::exchange(other.data_, nullptr);
+    length_ = std::exchange(other.length_, 0);
+  }
+  return *this;
+}
 
 PixelFile::PixelFile(const std::string& path, long max_items) {
   const bool gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
@@ -338,60 +408,18 @@ PixelFile::PixelFile(const std::string& path, long max_items) {
     throw DataError(path + ": cannot unpack it into a cache directory (" + cache_dir() +
                     "); set DTRAIN_CACHE to a writable directory");
   }
+  // read_idx_images's checks, on the mapped bytes; a throw unmaps them (RAII).
   const std::string name = base_name(path);
-  const int fd = ::open(mapped_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DataError(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  ::fstat(fd, &st);
-  length_ = static_cast<size_t>(st.st_size);
-  if (length_ < 16) {
-    ::close(fd);
-    throw DataError(name + ": truncated header (" + std::to_string(length_) + " bytes)");
-  }
-  map_ = ::mmap(nullptr, length_, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    throw DataError(path + ": cannot map: " + std::strerror(errno));
-  }
-  const auto* bytes = static_cast<const unsigned char*>(map_);
-  const std::uint32_t magic = be32(bytes);
-  if (magic != kImagesMagic)
-    throw DataError(name + ": not an IDX images file: magic number " + hex(magic) + ", expected " + hex(kImagesMagic) +
-                    (magic == kLabelsMagic ? " (this is a labels file, not images)" : ""));
-  const long items = be32(bytes + 4), height = be32(bytes + 8), width = be32(bytes + 12);
-  if (height == 0 || width == 0)
-    throw DataError(name + ": images of " + std::to_string(height) + "x" + std::to_string(width));
-  const long payload = static_cast<long>(length_) - 16;
-  if (items * height * width > payload)
-    throw DataError(name + ": truncated: header promises " + std::to_string(items) + " images of " +
-                    std::to_string(height) + "x" + std::to_string(width) + " (" + std::to_string(items * height * width) +
-                    " bytes), file has " + std::to_string(payload) + " bytes of them");
-  if (items * height * width < payload)
-    throw DataError(name + ": " + std::to_string(payload - items * height * width) +
-                    " unexpected bytes after the data the header promises");
-  rows_ = max_items < 0 ? items : std::min(items, max_items);
-  cols_ = height * width;
-  pixels_ = bytes + 16;
-}
-
-PixelFile::~PixelFile() {
-  if (map_) ::munmap(map_, length_);
-}
-
-PixelFile::PixelFile(PixelFile&& other) noexcept { *this = std::move(other); }
-
-PixelFile& PixelFile::operator=(PixelFile&& other) noexcept {
-  if (this != &other) {
-    if (map_) ::munmap(map_, length_);
-    map_ = std::exchange(other.map_, nullptr);
-    length_ = std::exchange(other.length_, 0);
-    pixels_ = std::exchange(other.pixels_, nullptr);
-    rows_ = std::exchange(other.rows_, 0);
-    cols_ = std::exchange(other.cols_, 0);
-    mapped_path_ = std::move(other.mapped_path_);
-  }
-  return *this;
+  map_ = Mapping(mapped_path_);
+  const auto* bytes = static_cast<const unsigned char*>(map_.data());
+  const long length = static_cast<long>(map_.length());
+  const IdxHeader h = parse_header(IdxKind::Images, bytes, std::min(length, header_bytes(IdxKind::Images)), name);
+  const long payload = length - header_bytes(IdxKind::Images);
+  require_payload(h, h.items, payload, name);
+  reject_trailing(payload - h.items * h.item_bytes(), name);
+  rows_ = max_items < 0 ? h.items : std::min(h.items, max_items);
+  cols_ = h.item_bytes();
+  pixels_ = bytes + header_bytes(IdxKind::Images);
 }
 
 Matrix PixelFile::take(const Eigen::Ref<const Eigen::VectorXi>& index) const {
@@ -421,14 +449,8 @@ SharedDataset open_dataset(const std::string& flag_dir, long max_train, long max
   data.train_y = read_idx_labels(idx_file(data.dir, kStems[1]), max_train);
   data.test_x = PixelFile(idx_file(data.dir, kStems[2]), max_test);
   data.test_y = read_idx_labels(idx_file(data.dir, kStems[3]), max_test);
-  for (const auto& [x, y, stem] : {std::tuple{&data.train_x, &data.train_y, 0}, std::tuple{&data.test_x, &data.test_y, 2}}) {
-    if (x->rows() != y->size())
-      throw DataError(data.dir + ": " + kStems[stem] + " has " + std::to_string(x->rows()) + " images but " +
-                      kStems[stem + 1] + " has " + std::to_string(y->size()) + " labels");
-    if (x->cols() != 784)
-      throw DataError(data.dir + ": " + kStems[stem] + " holds images of " + std::to_string(x->cols()) +
-                      " pixels; the model needs 28x28 = 784");
-  }
+  for (const auto& [x, y, stem] : {std::tuple{&data.train_x, &data.train_y, 0}, std::tuple{&data.test_x, &data.test_y, 2}})
+    check_split(data.dir, stem, x->rows(), x->cols(), y->size());
   return data;
 }
 

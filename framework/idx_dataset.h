@@ -58,16 +58,30 @@ Dataset load_dataset(const std::string& flag_dir, long max_train = -1, long max_
 // unpacked once per machine into a cache file (under $DTRAIN_CACHE,
 // $XDG_CACHE_HOME/dtrain-kit or ~/.cache/dtrain-kit; a lock makes one rank
 // unpack while the others wait) and that is mapped.
+// A file mapped read-only, unmapped when it goes (also when a constructor
+// that holds one throws).
+class Mapping {
+ public:
+  Mapping() = default;
+  explicit Mapping(const std::string& path);
+  ~Mapping();
+  Mapping(Mapping&& other) noexcept;
+  Mapping& operator=(Mapping&& other) noexcept;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  const void* data() const { return data_; }
+  size_t length() const { return length_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t length_ = 0;
+};
+
 class PixelFile {
  public:
   PixelFile() = default;
   // The first max_items images (all if < 0), checked as read_idx_images checks them.
   PixelFile(const std::string& path, long max_items = -1);
-  ~PixelFile();
-  PixelFile(PixelFile&& other) noexcept;
-  PixelFile& operator=(PixelFile&& other) noexcept;
-  PixelFile(const PixelFile&) = delete;
-  PixelFile& operator=(const PixelFile&) = delete;
 
   long rows() const { return rows_; }
   long cols() const { return cols_; }
@@ -78,9 +92,8 @@ class PixelFile {
   const std::string& mapped_path() const { return mapped_path_; }  // the file or its unpacked copy
 
  private:
-  void* map_ = nullptr;
-  size_t length_ = 0;
-  const unsigned char* pixels_ = nullptr;
+  Mapping map_;
+  const unsigned char* pixels_ = nullptr;  // into map_
   long rows_ = 0, cols_ = 0;
   std::string mapped_path_;
 };

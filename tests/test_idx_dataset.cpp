@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <vector>
@@ -159,6 +161,35 @@ TEST(IdxDataset, TrailingBytesAndBadLabelsAreRejected) {
   bad[8 + 2] = 42;
   const std::string text = error_of([&] { dtrain::read_idx_labels(dir.file("bad", bad)); });
   EXPECT_MENTIONS(text, "label 2 is 42");
+}
+
+// The trainers' loader (a mapped PixelFile) checks a file as read_idx_images
+// does, with the same words, and a file it refuses is not left mapped.
+TEST(IdxDataset, PixelFileRefusesWhatReadIdxImagesRefuses) {
+  TempDir dir;
+  Bytes cut = images(3);
+  cut.resize(cut.size() - 100);
+  Bytes extra = images(2);
+  extra.push_back(9);
+  Bytes head = images(1);
+  head.resize(9);
+  const std::pair<const char*, Bytes> broken[] = {
+      {"wrong_magic", labels(40)}, {"truncated", cut}, {"trailing", extra}, {"short_header", head}};
+  const char* says[] = {"labels file, not images", "truncated: header promises 3 images of 28x28 (2352 bytes), file has 2252",
+                        "1 unexpected bytes", "truncated header (no row count)"};
+  for (size_t i = 0; i < 4; ++i) {
+    SCOPED_TRACE(broken[i].first);
+    const std::string path = dir.file(broken[i].first, broken[i].second);
+    const std::string mapped = error_of([&] { dtrain::PixelFile pixels(path); });
+    EXPECT_MENTIONS(mapped, says[i]);
+    EXPECT_EQ(mapped, error_of([&] { dtrain::read_idx_images(path); })) << "both loaders, one message";
+    std::ifstream maps("/proc/self/maps");
+    const std::string mappings((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(mappings.find(path), std::string::npos) << "the refused file is still mapped";
+  }
+  const dtrain::PixelFile good(dir.file("good", images(3)), 2);
+  EXPECT_EQ(good.rows(), 2);
+  EXPECT_DOUBLE_EQ(good.take(Eigen::VectorXi::Constant(1, 1))(0, 5), ((7 + 5) % 256) / 255.0);
 }
 
 TEST(IdxDataset, CorruptGzipIsAnError) {

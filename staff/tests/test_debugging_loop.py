@@ -9,36 +9,12 @@ the reference against it.
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-from kit import parts as table
-from kit.build import build
 from kit.jobs import CaseOutcome
-from kit.paths import KIT_DIR, KITRUN, REFERENCE_DIR, build_dir
-from staff.mutants import MUTANTS
-
-
-def broken_reference(tmp_path, file: str, find: str, replace: str) -> str:
-    """The reference with one edit, built as tmp_path/custom/kit_tests."""
-    impl = tmp_path / "impl"
-    impl.mkdir()
-    for name in table.IMPL_FILES:
-        shutil.copy(os.path.join(REFERENCE_DIR, name), impl)
-    source = impl / file
-    text = source.read_text()
-    assert find in text, f"the reference's {file} no longer holds {find!r}"
-    source.write_text(text.replace(find, replace, 1))
-    binary = str(tmp_path / "custom" / "kit_tests")
-    report = build(str(impl), binary, build_dir())
-    assert report["linked"], report
-    return binary
-
-
-def mutant_binary(tmp_path, words: str) -> str:
-    mutant = next(m for m in MUTANTS if words in m.name)
-    return broken_reference(tmp_path, mutant.file, mutant.find, mutant.replace)
+from kit.paths import KIT_DIR, KITRUN, REFERENCE_DIR
+from staff.tests.broken import broken_reference, mutant_binary
 
 
 def run(cmd, **kw) -> str:

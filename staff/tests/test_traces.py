@@ -3,32 +3,20 @@ is offered for: a hang, a mismatch, a wrong reduction.
 
   python3 -m pytest staff/tests/test_traces.py -q      (after `make build`)
 """
-import os
-import shutil
+import json
 import subprocess
 import sys
 
-from kit import parts as table
 from kit import trace
-from kit.build import build
-from kit.paths import KITRUN, KIT_DIR, REFERENCE_DIR, build_dir
-from staff.mutants import MUTANTS
+from kit.paths import KIT_DIR
+from staff.tests.broken import mutant_binary, traced_training
 
 
 def traced_case(tmp_path, mutant_name: str, part: str, case: str):
     """Runs `part` of the reference with one mutant of staff/mutants.py, as
     `make test-partN TRACE=1` does; returns (stdout, events, otherData) of
     the case's trace."""
-    mutant = next(m for m in MUTANTS if m.name == mutant_name)
-    impl = tmp_path / "impl"
-    impl.mkdir()
-    for name in table.IMPL_FILES:
-        shutil.copy(os.path.join(REFERENCE_DIR, name), impl)
-    source = impl / mutant.file
-    assert mutant.find in source.read_text()
-    source.write_text(source.read_text().replace(mutant.find, mutant.replace, 1))
-    binary = str(tmp_path / "kit_tests")
-    assert build(str(impl), binary, build_dir())["linked"]
+    binary = mutant_binary(tmp_path, mutant_name)
     traces = tmp_path / "traces"
     proc = subprocess.run([sys.executable, "-m", "kit", "test", part, "--binary", binary, "--trace-dir", str(traces)],
                           cwd=KIT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
@@ -45,13 +33,18 @@ def labels(events):
     return [row.split('"')[1] for row in rows]
 
 
-def test_a_traced_training_is_on_one_clock(tmp_path):
+def test_a_traced_training_is_on_one_clock_and_holds_every_rank(tmp_path):
     path = tmp_path / "trace.json"
-    proc = subprocess.run([KITRUN, "-n", "4", os.path.join(build_dir(), "reference", "unified_train"),
-                           "--mp_size", "2", "--dp_size", "2", "--num_train_samples", "1200", "--num_test_samples", "200",
-                           "--trace", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=120)
+    proc = traced_training(path)
     assert proc.returncode == 0, proc.stdout
+    data = json.loads(path.read_text())
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert {e["pid"] for e in spans} == {0, 1, 2, 3}
+    for rank in range(4):
+        mine = [e for e in spans if e["pid"] == rank and e["cat"] == "collective"]
+        assert sum(e["args"]["bytes"] for e in mine) == data["otherData"]["bytes_transferred"][rank] > 0
+        assert {e["args"]["communicator"] for e in mine} >= {"mp_comm", "dp_comm"}
+        assert {"forward", "backward", "optimizer"} <= {e["name"] for e in spans if e["pid"] == rank}
     events, other = trace.load(str(path))
     spans = [e for e in events if trace.collective(e)]
     assert spans and all(e["pid"] in e["args"]["ranks"] for e in spans)
