@@ -37,23 +37,24 @@ const char* meaning(const char* condition) {
   return "usually two matrices of the wrong shapes, or an index out of range";
 }
 
-// The two numbers of the check's first comparison, named as Eigen's source
-// names them (lhs.cols() and rhs.rows() in a product, A and B in our words).
+// The two numbers of the check's first comparison, when that comparison is
+// what failed (a product's A.cols() and B.rows(), in our words A and B).
 std::string sides_in_words(const char* condition, const CheckSides& sides) {
-  if (!sides.known) return "";
+  if (!sides.known || sides.held) return "";
   if (std::strstr(condition, "invalid matrix product") != nullptr)
     return ": A has " + std::to_string(sides.left) + " column" + (sides.left == 1 ? "" : "s") + ", B has " +
            std::to_string(sides.right) + " row" + (sides.right == 1 ? "" : "s");
-  std::string first = condition;
+  const std::string text = condition;
+  size_t at = std::string::npos, length = 0;
   for (const char* op : {" == ", " != ", " <= ", " >= ", " < ", " > "}) {
-    const size_t at = first.find(op);
-    if (at == std::string::npos) continue;
-    const size_t end = first.find(" &&", at);
-    return ": " + first.substr(0, at) + " is " + std::to_string(sides.left) + ", " +
-           first.substr(at + std::strlen(op), end == std::string::npos ? std::string::npos : end - at - std::strlen(op)) +
-           " is " + std::to_string(sides.right);
+    const size_t found = text.find(op);
+    if (found < at) at = found, length = std::strlen(op);
   }
-  return "";
+  if (at == std::string::npos) return "";
+  const size_t end = text.find(" &&", at);
+  return ": " + text.substr(0, at) + " is " + std::to_string(sides.left) + ", " +
+         text.substr(at + length, end == std::string::npos ? std::string::npos : end - at - length) + " is " +
+         std::to_string(sides.right);
 }
 
 }  // namespace

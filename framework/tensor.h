@@ -20,6 +20,7 @@
 // path only, the check is evaluated once more through CheckSides, which keeps
 // the two numbers of its first comparison (a product's A.cols() and
 // B.rows()), so the message can show them.
+#include <functional>
 #include <type_traits>
 
 // `CheckStart() <= a == b` is meant as (CheckStart() <= a) == b: no warning
@@ -32,6 +33,7 @@ namespace dtrain::detail {
 struct CheckSides {
   long left = 0, right = 0;
   bool known = false;
+  bool held = true;  // the first comparison's own result: false where it is what failed
   explicit operator bool() const { return false; }
 };
 template <typename T>
@@ -42,22 +44,22 @@ struct CheckSide {
 struct CheckStart {};
 template <typename T>
 CheckSide<T> operator<=(CheckStart, const T& value) { return {value}; }
-template <typename T, typename U>
-CheckSides sides(const T& left, const U& right) {
+template <typename T, typename U, typename Compare>
+CheckSides sides(const T& left, const U& right, Compare compare) {
   if constexpr (std::is_integral_v<T> && std::is_integral_v<U>)
-    return {static_cast<long>(left), static_cast<long>(right), true};
+    return {static_cast<long>(left), static_cast<long>(right), true, compare(static_cast<long>(left), static_cast<long>(right))};
   return {};
 }
 // The first comparison of the check, whatever follows it.
-#define DTRAIN_CHECK_COMPARISON(op) \
+#define DTRAIN_CHECK_COMPARISON(op, compare) \
   template <typename T, typename U> \
-  CheckSides operator op(CheckSide<T> left, const U& right) { return sides(left.value, right); }
-DTRAIN_CHECK_COMPARISON(==)
-DTRAIN_CHECK_COMPARISON(!=)
-DTRAIN_CHECK_COMPARISON(<)
-DTRAIN_CHECK_COMPARISON(>)
-DTRAIN_CHECK_COMPARISON(<=)
-DTRAIN_CHECK_COMPARISON(>=)
+  CheckSides operator op(CheckSide<T> left, const U& right) { return sides(left.value, right, compare<long>()); }
+DTRAIN_CHECK_COMPARISON(==, std::equal_to)
+DTRAIN_CHECK_COMPARISON(!=, std::not_equal_to)
+DTRAIN_CHECK_COMPARISON(<, std::less)
+DTRAIN_CHECK_COMPARISON(>, std::greater)
+DTRAIN_CHECK_COMPARISON(<=, std::less_equal)
+DTRAIN_CHECK_COMPARISON(>=, std::greater_equal)
 #undef DTRAIN_CHECK_COMPARISON
 // A check that starts with no comparison, or goes on after one.
 #define DTRAIN_CHECK_REST(op) \

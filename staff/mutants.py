@@ -169,7 +169,8 @@ MUTANTS: List[Mutant] = [
     Mutant("naive gather into a destination one column short", "func_impl.cpp",
            "  Matrix joined(block.rows(), block.cols() * parts);",
            "  Matrix joined(block.rows(), block.cols() * parts - 1);", ("part3",),
-           says=(r"Eigen check failed in naive_collect_forward_(in|out)put \(called with (x|out) \(\d+, \d+\)\): "
+           says=(r"Eigen check failed in naive_collect_forward_(in|out)put \(called with (x|out) \(\d+, \d+\)\) "
+                 r"at student/func_impl\.cpp:\d+: "
                  r"a block \(block, middleRows, middleCols, \.\.\.\) that reaches outside the matrix",)),
     Mutant("Adam without bias correction", "zero_dp_stage3.cpp",
            "const double m_scale = 1.0 / (1.0 - std::pow(opt.beta1, t));\n  const double v_scale = 1.0 / (1.0 - std::pow(opt.beta2, t));",
