@@ -6,7 +6,6 @@
 
 #include <sys/types.h>
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,10 +25,6 @@ int runnable_tasks();
 // No other process of this user may read this one's memory or attach to it
 // (it holds the results key).
 void forbid_reading_memory();
-
-// Bytes of this process's pages in memory; 0 where unknown. For reports only:
-// allocator and kernel decide it as much as the program does.
-std::int64_t resident_bytes();
 
 // The calling thread's stack as "file:line", innermost first, inlined calls
 // included, for the frames that have line information; empty where it can't

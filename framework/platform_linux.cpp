@@ -72,15 +72,6 @@ int runnable_tasks() {
 
 void forbid_reading_memory() { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
-std::int64_t resident_bytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "re");
-  if (!f) return 0;
-  long size = 0, resident = 0;
-  const int got = std::fscanf(f, "%ld %ld", &size, &resident);
-  std::fclose(f);
-  return got == 2 ? static_cast<std::int64_t>(resident) * ::sysconf(_SC_PAGESIZE) : 0;
-}
-
 void tune_malloc(long mmap_threshold, long trim_threshold) {
   ::mallopt(M_MMAP_THRESHOLD, static_cast<int>(mmap_threshold));
   ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(trim_threshold));

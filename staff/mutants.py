@@ -143,6 +143,21 @@ MUTANTS: List[Mutant] = [
            "  grad_w_shard.resize(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
            "  Vector mine(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, mine, Op::Sum);\n"
            "  grad_w_shard = std::move(mine);", ()),
+    Mutant("correct: reduce-scatter into a temporary, then copy it into the shard", "zero_dp_stage3.cpp",
+           "  grad_w_shard.resize(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
+           "  Vector mine(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, mine, Op::Sum);\n"
+           "  grad_w_shard = mine;", ()),
+    Mutant("correct: Eigen temporaries of the full weight and the gradients", "zero_dp_stage3.cpp",
+           "  Matrix grad_x(output_grad.rows(), in_dim);\n"
+           "  grad_x.noalias() = output_grad * as_matrix(w, in_dim, out_dim).transpose();\n\n"
+           "  PaddedGradient grad_w(w_shard_size, dp_size, in_dim, out_dim);\n"
+           "  grad_w.full.noalias() = x.transpose() * output_grad;",
+           "  const Matrix full_w = as_matrix(w, in_dim, out_dim);\n"
+           "  const Matrix grad_x = output_grad * full_w.transpose();\n\n"
+           "  const Matrix full_grad_w = x.transpose() * output_grad;\n"
+           "  PaddedGradient grad_w(w_shard_size, dp_size, in_dim, out_dim);\n"
+           "  grad_w.flat.head(full_grad_w.size()) = Eigen::Map<const Vector>(full_grad_w.data(), full_grad_w.size());",
+           ()),
     Mutant("correct: std::vector buffers seen through Eigen maps", "zero_dp_stage3.cpp",
            "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x(",
            "  std::vector<double> buffer(static_cast<size_t>(w_shard.size() * comm.size()));\n"

@@ -2,11 +2,12 @@
 again and again on several correct implementations, half of the runs beside
 CPU hogs, must never lose a point.
 
-  python3 -m staff.repeat_check [--runs 30] [--hogs 2]        (CI: --runs 6)
+  python3 -m staff.repeat_check [--runs 30] [--hogs 2] [--build DIR]   (.ci/run: --runs 6)
 
 The implementations: the reference, and the correct variants of the known-bug
 table (staff/mutants.py, "correct: ..."), each written differently where the
-grading is most delicate (the ZeRO layer's buffers). Each run is what
+grading is most delicate (the ZeRO layer's buffers: a temporary moved or
+copied into the shard, std::vector buffers, Eigen temporaries). Each run is what
 `make test` runs after its build: every part's cases sharing one MPI job.
 Runs take turns between the implementations; every other run has `--hogs`
 busy processes beside it. It prints each run's total and time, and fails

@@ -3,7 +3,11 @@
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='KitZeroAccounting*'
 // - a training step moves 1.5x the bytes of plain data parallelism, as the
 //   ZeRO paper says for stage 3 (up to padding);
-// - parameters, gradients and Adam moments take 1/dp of one replica's memory.
+// - parameters, gradients and Adam moments take 1/dp of one replica's memory;
+// - the memory rule (zero_test_util.h) judges the ZeRO layer alone, whatever
+//   state earlier cases left the allocator in.
+#include <cstdlib>
+
 #include "zero_model.h"
 #include "student_calls.h"
 #include "zero_test_util.h"
@@ -44,4 +48,45 @@ TEST(KitZeroAccounting, StateIsOneOverDpOfAReplica) {
   const dtrain::StateFootprint footprint = dtrain::state_footprint(model, optimizer);
   const double share = static_cast<double>(footprint.sharded_bytes) / static_cast<double>(footprint.replica_bytes);
   EXPECT_NEAR(share, 1.0 / world().size(), 1e-4) << footprint.sharded_bytes << " of " << footprint.replica_bytes << " bytes";
+}
+
+// A handin's fault in an earlier case of the same job (part 8 shares its
+// process with every other part) changes the allocator's state, not what the
+// layer keeps. Two such changes, both of which move the process's heap total
+// and resident pages (what the old rule read, failing correct code at random):
+//  - a failed huge allocation moves this thread to a fresh glibc arena for
+//    the rest of the process (a 16 GiB vector in split_data, refused by the
+//    grader's address-space limit);
+//  - freeing a big mmap'd block raises glibc's mmap threshold, so later
+//    weight-sized blocks come from the heap, whose pages stay resident after
+//    they are freed.
+// The rule must still pass the reference's calls and still catch a keeper.
+TEST(KitZeroAccounting, MemoryRuleIgnoresTheAllocatorsState) {
+  void* volatile refused = std::malloc(std::size_t(1) << 62);
+  ASSERT_EQ(refused, nullptr) << "an allocation of 4 EiB succeeded";
+  { volatile char* big = static_cast<char*>(std::malloc(std::size_t(16) << 20)); big[0] = 1; std::free((void*)big); }
+
+  const int in = 1024, out = 512, batch = 8;
+  const Matrix w = arange(in, out, 0.0) / (in * out);
+  const std::int64_t weight_bytes = std::int64_t(in) * out * 8;
+  dtrain::ZeroDPStage3FCLayer layer = layer_from_full(world(), w, Matrix::Zero(1, out));
+  const Matrix x = arange(batch, in, rank()) / 1000.0;
+  Matrix result;
+  const auto may_stay = [&] {
+    return AllowedBlocks{result.data(), layer.x.data(), layer.w_shard.data(), layer.b_shard.data(),
+                         layer.grad_w_shard.data(), layer.grad_b_shard.data()};
+  };
+  for (int call = 1; call <= 3; ++call) {
+    EXPECT_TRUE(keeps_no_full_weight("forward()", weight_bytes, [&] { result = dtrain::student::forward(layer, x); },
+                                     may_stay));
+    EXPECT_TRUE(keeps_no_full_weight("backward()", weight_bytes,
+                                     [&] { result = dtrain::student::backward(layer, result); }, may_stay));
+  }
+  static Matrix kept_full;
+  const ::testing::AssertionResult keeper = keeps_no_full_weight(
+      "a keeper", weight_bytes, [&] { kept_full = w; }, may_stay);
+  EXPECT_FALSE(keeper) << "a static copy of the full weight went unseen";
+  const std::string said = keeper.message(), lead = "a keeper kept ";
+  ASSERT_EQ(said.rfind(lead, 0), 0u) << said;
+  EXPECT_GE(std::stoll(said.substr(lead.size())), weight_bytes) << said;
 }

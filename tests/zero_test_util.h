@@ -65,7 +65,6 @@ template <typename Call, typename Allowed>
 
 // ---- implementation of the template ----
 #include "heap_watch.h"
-#include "platform.h"
 
 namespace kit {
 
@@ -78,17 +77,15 @@ template <typename Call, typename Allowed>
   if (!dtrain::HeapWatch::available())
     return ::testing::AssertionFailure() << "the memory rule can't be checked: this test binary does not link the "
                                             "kit's malloc tracker (framework/memory_tracker.cpp)";
-  const std::int64_t resident_before = dtrain::platform::resident_bytes();
   dtrain::HeapWatch watch;
   call();
   const AllowedBlocks may_stay = allowed();
   const dtrain::HeapWatch::Kept kept = watch.kept(may_stay.data(), may_stay.size());
   if (kept.bytes <= kHeapSlack && kept.complete) return ::testing::AssertionSuccess();
-  const std::int64_t resident_grew = dtrain::platform::resident_bytes() - resident_before;
   return ::testing::AssertionFailure()
          << what << " kept " << kept.bytes << " bytes in " << kept.blocks << " block" << (kept.blocks == 1 ? "" : "s")
-         << " that it allocated and did not free (resident memory grew by " << resident_grew
-         << " bytes meanwhile), against a full weight of " << full_weight_bytes << " bytes. Under ZeRO-3 the full W "
+         << " that it allocated and did not free, against a full weight of " << full_weight_bytes
+         << " bytes. Under ZeRO-3 the full W "
          << "and b may exist only inside forward/backward: not in a member, a static, a global or a leaked allocation "
          << "(handout: ZeRO background, the memory rule)."
          << (kept.complete ? "" : " (More blocks were allocated at once than the check can follow.)");
