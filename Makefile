@@ -12,8 +12,8 @@
 #   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
 #   make trace             a short training traced: build/trace.json (Perfetto) and build/trace.png (MP, DP, MEGATRON)
 #   make handin            check and pack handin.tar for submission
-#   make grade HANDIN=x    grade one handin tarball as the autograder does
-#   make grade-reference   pack the reference as a handin and grade it (150/150)
+#   make grade HANDIN=x    staff: grade one handin tarball as the autograder does
+#   make grade-reference   staff: pack the reference as a handin and grade it (150/150)
 #   make handout           staff: cut dist/handout.tar.gz for students, and verify it
 #   make autograder        staff: dist/autograde.tar + autograde-Makefile (Autolab), dist/gradescope.zip
 #   make hidden-data       staff: re-record the hidden cases' expected values from the reference
@@ -29,7 +29,8 @@
 IMPL   ?= student
 # MPI=mpich builds against MPICH, in a build directory of its own; the
 # launcher follows the build (tools/kitrun). HOSTFILE=FILE NET=IFACE runs
-# make train, train-zero and mpi-demo across hosts (README: On a cluster).
+# make train, train-zero and mpi-demo across hosts: FILE lists `NAME slots=N`
+# per line, IFACE is the network interface between the hosts.
 MPI    ?= openmpi
 BUILD  ?= $(if $(filter mpich,$(MPI)),build-mpich,build)
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
@@ -131,6 +132,7 @@ handin: $(BUILD)/CMakeCache.txt
 	@$(PYTHON) -m kit handin
 
 grade: build
+	@test -f grader/grade || { echo "make grade: the grader is not part of the student handout; make test prints what the public cases give (the grader adds hidden cases)"; exit 2; }
 	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
 	@$(PYTHON) grader/grade $(HANDIN)
 

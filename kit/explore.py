@@ -180,8 +180,11 @@ def chart(rows: List[Dict], out: str) -> Optional[str]:
     data = os.path.join(out, "explore.dat")
     with open(data, "w") as f:
         for r in rows:
-            f.write('"{}" {:.3f} {:.3f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f}\n'.format(
-                r["configuration"], r["mp_kib_per_iteration"], r["dp_kib_per_iteration"],
+            # A log axis can't show 0: a strategy that sends nothing on a communicator has no bar there.
+            def sent(kib: float) -> str:
+                return f"{kib:.3f}" if kib > 0 else "NaN"
+            f.write('"{}" {} {} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f} {:.4f}\n'.format(
+                r["configuration"], sent(r["mp_kib_per_iteration"]), sent(r["dp_kib_per_iteration"]),
                 r["parameters_kib"] / 1024, r["gradients_kib"] / 1024, r["optimizer_kib"] / 1024,
                 r["transient_kib"] / 1024, r["compute_ms_per_iteration"], r["communication_ms_per_iteration"]))
     png = os.path.join(out, "explore.png")
@@ -197,10 +200,16 @@ set grid ytics
 set yrange [0:*]
 set xtics rotate by -30 scale 0
 set key outside right top
-set ylabel "KiB sent"
-set title "What it sends: communication volume per iteration"
+set ylabel "KiB sent (log scale)"
+set title "What it sends: communication volume per iteration (a log axis: model-parallel KiB beside data-parallel MiB)"
+set style histogram clustered gap 1
+set logscale y
+set yrange [1:*]
 plot "{data}" using 2:xtic(1) title "model parallel (mp_comm)" lc rgb "#4477aa", \\
      "" using 3 title "data parallel / ZeRO (dp_comm)" lc rgb "#ee8866"
+unset logscale y
+set yrange [0:*]
+set style histogram rowstacked
 set ylabel "MiB"
 set title "What it keeps: memory per rank; persistent (parameters, gradients, optimizer state), then the transient peak"
 plot "{data}" using 4:xtic(1) title "parameters" lc rgb "#332288", \\

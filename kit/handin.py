@@ -48,14 +48,23 @@ def main(argv: List[str]) -> int:
     build = build_dir(args.build)
     source = os.path.join(KIT_DIR, args.source)
 
+    def refuse(why: str) -> int:
+        # An older handin.tar left beside a refusal would be handed in by mistake.
+        stale = os.path.exists(args.output)
+        if stale:
+            os.remove(args.output)
+        print(f"handin: {why}; nothing written" +
+              (f" (the earlier {os.path.relpath(args.output)} was removed, so it can't be handed in by mistake)"
+               if stale else ""))
+        return 1
+
     def path_of(member: str) -> str:
         return os.path.join(source, os.path.basename(member)) if member.startswith("student/") else \
             os.path.join(KIT_DIR, member)
 
     missing = [m for m in MEMBERS if not os.path.isfile(path_of(m))]
     if missing:
-        print(f"handin: missing {', '.join(missing)}; nothing written")
-        return 1
+        return refuse(f"missing {', '.join(missing)}")
     how = recipe(build)
     failed = []
     with tempfile.TemporaryDirectory(prefix="kit-handin-") as scratch:
@@ -66,13 +75,10 @@ def main(argv: List[str]) -> int:
                 failed.append(name)
                 print("\n".join(errors.splitlines()[:20]))
     if failed:
-        print("handin: fix the compile errors above first; nothing written")
-        return 1
+        return refuse("fix the compile errors above first")
     refused = refused_files(source, build)
     if refused:
-        print(f"handin: the grader would refuse {', '.join(refused)} (graded as the stub); "
-              "fix the lines above first; nothing written")
-        return 1
+        return refuse(f"the grader would refuse {', '.join(refused)} (graded as the stub); fix the lines above first")
     with open(os.path.join(KIT_DIR, FEEDBACK)) as f:
         if TEMPLATE_MARK in f.read():
             print(f"handin: note: {FEEDBACK} is still the empty template (it is not graded, but we read it)")

@@ -36,7 +36,9 @@ max. Rows:
   edit -> result   `make test-part7` on the stubs right after an edit of
                    student/func_impl.cpp (the student's loop), next to the
                    same command with nothing to rebuild and the compile of
-                   that file alone, which dominates
+                   that file alone, which dominates; then `make test-part3`
+                   and `make test-part8` after an edit of the solution's
+                   file (a finished ZeRO file compiles Eigen's products)
   grade cold/warm  grader/grade on the reference handin, with an empty and a
                    full object cache
   batch            grader/grade --batch --jobs 2 on 2 handins: handins/min
@@ -228,31 +230,44 @@ def trainings(t: Table, build: str, samples: int, peak: float) -> None:
                   "the epoch less rank 0's time in collectives: what communication costs")
 
 
-def edit_to_result(t: Table, build: str) -> None:
-    """The student's loop: edit one file, see the part's result."""
-    source = os.path.join(KIT, "student", "func_impl.cpp")
-    with open(source) as f:
+def timed_edits(repeat: int, path: str, cmd: List[str]) -> List[float]:
+    """Seconds of `cmd` after each of `repeat` one-line edits of `path`,
+    which is restored afterwards."""
+    with open(path) as f:
         # A bench killed mid-way (kill -9) may have left its edit: drop it.
         original = re.sub(r"(// bench edit \d+\n)+\Z", "", f.read())
-    cmd = ["make", "--no-print-directory", "test-part7", f"BUILD={build}", f"PYTHON={PYTHON}"]
     run(cmd)  # up to date first
     edits = []
     try:
-        for i in range(t.repeat):
-            with open(source, "w") as f:
+        for i in range(repeat):
+            with open(path, "w") as f:
                 f.write(original + f"// bench edit {i}\n")
             edits.append(run(cmd)[0])
     finally:
-        with open(source, "w") as f:
+        with open(path, "w") as f:
             f.write(original)
     run(cmd)
-    t.add("edit -> result (make test-part7)", edits, "s", "after editing student/func_impl.cpp; target ~0.7 s + compile")
+    return edits
+
+
+def edit_to_result(t: Table, build: str) -> None:
+    """The student's loop: edit one file, see the part's result."""
+    source = os.path.join(KIT, "student", "func_impl.cpp")
+    cmd = ["make", "--no-print-directory", "test-part7", f"BUILD={build}", f"PYTHON={PYTHON}"]
+    t.add("edit -> result (make test-part7)", timed_edits(t.repeat, source, cmd), "s",
+          "after editing student/func_impl.cpp; target ~0.7 s + compile")
     t.timed("  nothing to rebuild", cmd, "the same command, up to date")
     command = next(c for c in json.load(open(os.path.join(build, "compile_commands.json")))
                    if os.path.realpath(c["file"]) == os.path.realpath(source))
     compile_cmd = command.get("arguments") or ["sh", "-c", command["command"]]
     t.add("  compile func_impl.cpp alone", [run(compile_cmd, cwd=command["directory"])[0] for _ in range(t.repeat)],
           "s", "with the precompiled Eigen header (the rest: make, the static check, mpirun)")
+    # The same loop on whole solutions: a finished ZeRO layer's file compiles
+    # Eigen's product kernels, which the stubs don't.
+    for part, name in (("part3", "func_impl.cpp"), ("part8", "zero_dp_stage3.cpp")):
+        cmd = ["make", "--no-print-directory", f"test-{part}", "IMPL=reference", f"BUILD={build}", f"PYTHON={PYTHON}"]
+        t.add(f"edit -> result (make test-{part}, a solution)",
+              timed_edits(t.repeat, os.path.join(KIT, "reference", name), cmd), "s", f"after editing reference/{name}")
 
 
 def grading(t: Table, build: str) -> None:

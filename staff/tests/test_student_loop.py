@@ -15,12 +15,20 @@ from kit.suite import refusal_warning, static_findings
 from staff.tests.broken import mutant_binary
 
 
-def test_a_file_the_grader_would_refuse_is_warned_about(tmp_path):
+def refused_copy(directory):
+    """The reference's files in `directory`, func_impl.cpp with a line the
+    grader refuses (it reads the environment)."""
+    directory.mkdir(exist_ok=True)
     for name in table.IMPL_FILES:
-        shutil.copy(os.path.join(REFERENCE_DIR, name), tmp_path)
-    path = tmp_path / "func_impl.cpp"
+        shutil.copy(os.path.join(REFERENCE_DIR, name), directory)
+    path = directory / "func_impl.cpp"
     path.write_text("#include <cstdlib>\n" + path.read_text().replace(
         "namespace dtrain {", "namespace dtrain {\nstatic const char* home = std::getenv(\"HOME\");", 1))
+    return directory
+
+
+def test_a_file_the_grader_would_refuse_is_warned_about(tmp_path):
+    refused_copy(tmp_path)
     # Its own cache: the kit's build is shared with the hostile gallery, which checks nothing else wrote there.
     cache = str(tmp_path / "cache.json")
     found = static_findings(str(tmp_path), table.find(["part7"]), build_dir(), cache)
@@ -40,3 +48,14 @@ def test_a_crash_and_its_resumed_job_give_one_summary(tmp_path):
     assert summaries == ["5 passed, 1 failed"], proc.stdout
     assert "crashed with SIGSEGV" in proc.stdout and "the job ended here" in proc.stdout
     assert re.search(r"^part5: [\d.]+ / 20 points", proc.stdout, re.M)
+
+
+def test_a_refused_handin_removes_the_older_handin_tar(tmp_path):
+    source = refused_copy(tmp_path / "impl")
+    output = tmp_path / "handin.tar"
+    output.write_bytes(b"an older handin")
+    proc = subprocess.run([sys.executable, "-m", "kit", "handin", "--source", str(source), "--output", str(output)],
+                          cwd=KIT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout
+    assert "the grader would refuse func_impl.cpp" in proc.stdout and "was removed" in proc.stdout, proc.stdout
+    assert not output.exists()
