@@ -1,9 +1,8 @@
 # The kit's front door. Students: `make test-part1` ... `make test-part9`,
-# `make test`, `make train`, `make handin`. Staff: add IMPL=reference to any
-# target to use the solution in reference/ instead of student/.
+# `make test`, `make train`, `make handin`.
 #
 #   make setup             install what the kit needs (Debian/Ubuntu; MPI=mpich adds MPICH)
-#   make build             configure and build both variants
+#   make build             configure and build everything (the reference too, where there is one)
 #   make test-partN        one part's public cases and its points (the keys: python3 -m kit parts)
 #   make test              every part, then the score table
 #   make train             unified_train: MP=2 DP=4 (naive), add MEGATRON=1 for Megatron
@@ -12,19 +11,23 @@
 #   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
 #   make trace             a short training traced: build/trace.json (Perfetto) and build/trace.png (MP, DP, MEGATRON)
 #   make handin            check and pack handin.tar for submission
-#   make grade HANDIN=x    staff: grade one handin tarball as the autograder does
-#   make grade-reference   staff: pack the reference as a handin and grade it (150/150)
-#   make handout           staff: cut dist/handout.tar.gz for students, and verify it
-#   make autograder        staff: dist/autograde.tar + autograde-Makefile (Autolab), dist/gradescope.zip
-#   make hidden-data       staff: re-record the hidden cases' expected values from the reference
+#   make clean             remove the build directory
+#
+# The Python commands are the kit's package (kit/, `python3 -m kit --help`).
+# ---- staff only: staff/dist.py leaves this out of the students' handout ----
+# Staff: add IMPL=reference to any target to use the solution in reference/
+# instead of student/. The staff's Python commands are staff/.
+#   make grade HANDIN=x    grade one handin tarball as the autograder does
+#   make grade-reference   pack the reference as a handin and grade it (150/150)
+#   make handout           cut dist/handout.tar.gz for students, and verify it
+#   make autograder        dist/autograde.tar + autograde-Makefile (Autolab), dist/gradescope.zip
+#   make hidden-data       re-record the hidden cases' expected values from the reference
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (staff/mutants.py) caught
-#   make check-arm64       staff, as root: the kit cross-built for aarch64 and run under qemu
-#   make check-container   staff, as root: the dev container built with podman, the student loop in it
-#
-# The Python commands are the kit's package (kit/, `python3 -m kit --help`);
-# the staff's are staff/ (never shipped to students).
-#   make clean             remove the build directory
+#   make check-arm64       as root: the kit cross-built for aarch64 and run under qemu
+#   make check-container   as root: the dev container built with podman, the student loop in it
+#   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute)
+# ---- end of staff only ----
 
 IMPL   ?= student
 # MPI=mpich builds against MPICH, in a build directory of its own; the
@@ -131,8 +134,8 @@ handin: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))
 	@$(PYTHON) -m kit handin
 
+# ---- staff only: staff/dist.py leaves this out of the students' handout ----
 grade: build
-	@test -f grader/grade || { echo "make grade: the grader is not part of the student handout; make test prints what the public cases give (the grader adds hidden cases)"; exit 2; }
 	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
 	@$(PYTHON) grader/grade $(HANDIN)
 
@@ -156,7 +159,6 @@ hidden-data: build
 	@$(PYTHON) -m staff.hidden_data
 	@$(MAKE) --no-print-directory build grade-reference  # the values are compiled in: rebuild, then check
 
-# Speed figures; BENCH_ARGS=--quick tries it out in a minute.
 bench: build
 	$(STAFF_ONLY)
 	@$(PYTHON) -m staff.bench $(BENCH_ARGS)
@@ -177,6 +179,7 @@ check-arm64:
 check-container:
 	$(STAFF_ONLY)
 	@$(PYTHON) -m staff.container
+# ---- end of staff only ----
 
 clean:
 	rm -rf $(BUILD)

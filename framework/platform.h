@@ -1,8 +1,7 @@
 // platform.h: the calls of the student loop (the test harness, the memory
 // rule, the trainers' memory report) that only Linux offers, in one place.
 // A port to another system (macOS natively, for one) replaces
-// platform_linux.cpp; the kit's README ("On your laptop", staff copies) says
-// what each call would need there.
+// platform_linux.cpp with calls that do what each comment below says.
 #pragma once
 
 #include <sys/types.h>

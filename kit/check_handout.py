@@ -1,14 +1,109 @@
 """Checks that every C++ function declaration in handout/README.md is, word
 for word (comments and spacing aside), a declaration in framework/*.h, so the
 handout cannot drift from the headers. Also checks that every `make TARGET`
-the handout names is a target of the Makefile, and that every part of the
-table has its section. Run by CTest (framework/handout).
+the handout or the Makefile's own notes name is a target of the Makefile as
+students get it (its staff-only regions cut), that every part of the table
+has its section, and that the handout is self-contained: every README
+section and README file a shipped file points to is in the handout. Run by
+CTest (framework/handout), and by staff/dist.py in the cut handout.
 
   python3 -m kit check-handout
 """
 import os
 import re
-from typing import List
+from typing import List, Set, Tuple
+
+# What the student handout holds: these folders whole and these files (the
+# handout's README becomes its top-level README.md). staff/dist.py cuts it.
+SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
+           "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
+           "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
+# The Makefile's staff-only regions, which the handout's Makefile leaves out.
+STAFF_BEGIN = "# ---- staff only: staff/dist.py leaves this out of the students' handout ----"
+STAFF_END = "# ---- end of staff only ----"
+
+
+def students_makefile(text: str) -> Tuple[str, Set[str]]:
+    """The Makefile as students get it: each staff-only region cut, and the
+    targets it defined dropped from .PHONY. Returns it and those targets."""
+    out, cut, inside = [], set(), False
+    for line in text.splitlines(keepends=True):
+        if line.rstrip("\n") == STAFF_BEGIN:
+            if inside:
+                raise ValueError("Makefile: a staff-only region opens inside another")
+            inside = True
+        elif line.rstrip("\n") == STAFF_END:
+            if not inside:
+                raise ValueError("Makefile: a staff-only region ends that never opened")
+            inside = False
+        elif inside:
+            m = re.match(r"^([\w-]+):", line)
+            if m:
+                cut.add(m.group(1))
+        else:
+            out.append(line)
+    if inside:
+        raise ValueError("Makefile: a staff-only region never ends")
+    text = "".join(out)
+    text = re.sub(r"^(\.PHONY:)(.*)$", lambda m: m.group(1) + "".join(
+        f" {t}" for t in m.group(2).split() if t not in cut), text, flags=re.M)
+    return text, cut
+
+
+def shipped_files(root: str) -> List[str]:
+    """The handout's files under `root` (a kit or an unpacked handout), relative to it."""
+    out = []
+    for entry in SHIPPED:
+        full = os.path.join(root, entry)
+        if os.path.isdir(full):
+            for base, dirs, names in os.walk(full):
+                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+                out += [os.path.relpath(os.path.join(base, n), root) for n in sorted(names) if not n.endswith(".pyc")]
+        elif os.path.isfile(full):
+            out.append(entry)
+    return out
+
+
+# "README: Section", "README, Section", README "Section", README ("Section"),
+# README's recipe "Section": a pointer into a README; dir/README.md: a file.
+README_SECTION = re.compile(r'README\b(?:\.md)?[^"\n:,]{0,30}?(?:[:,]\s*([A-Z][^.;)"\n]*)|"([^"\n]+)")')
+README_FILE = re.compile(r"\b([\w.-]+(?:/[\w.-]+)*/README\.md)\b")
+# The kit's or the grader's README: neither is the handout's.
+OTHER_README = re.compile(r"\b(?:kit|grader|staff)'s README\b")
+
+
+def readme_references(root: str, handout: str) -> Tuple[List[str], int]:
+    """Every README section or README file a shipped file names must be in
+    the handout: its README's headings and bold paragraph leads."""
+    sections = [s.strip().lower() for s in re.findall(r"^#+\s+(.+)$", handout, re.M)]
+    sections += [s.strip().rstrip(".").lower() for s in re.findall(r"\*\*([^*\n]+)\*\*", handout)]
+    files = shipped_files(root)
+    problems, checked = [], 0
+    for name in files:
+        if name == "kit/check_handout.py":  # its own patterns
+            continue
+        try:
+            with open(os.path.join(root, name), encoding="utf-8") as f:
+                text = f.read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if name == "Makefile":
+            text = students_makefile(text)[0]
+        for number, line in enumerate(text.splitlines(), 1):
+            for m in README_SECTION.finditer(line):
+                section = (m.group(1) or m.group(2)).strip().lower()
+                checked += 1
+                if not any(s.startswith(section) for s in sections):
+                    problems.append(f"{name}:{number} points to README section '{section}', "
+                                    "which the handout's README does not have")
+            for m in OTHER_README.finditer(line):
+                checked += 1
+                problems.append(f"{name}:{number} points to the {m.group()}, which the handout does not hold")
+            for m in README_FILE.finditer(line):
+                checked += 1
+                if m.group(1) not in files:
+                    problems.append(f"{name}:{number} points to {m.group(1)}, which the handout does not hold")
+    return problems, checked
 
 from kit import parts as table
 from kit.paths import FRAMEWORK_DIR, KIT_DIR as KIT
@@ -52,7 +147,7 @@ def main(argv: List[str]) -> int:
                 if decl not in header_decls.get(name, []):
                     problems.append(f"handout declares `{decl}`; the headers have: {header_decls.get(name, ['nothing'])}")
     with open(os.path.join(KIT, "Makefile")) as f:
-        makefile = f.read()
+        makefile = students_makefile(f.read())[0]
     targets = set(re.findall(r"^([\w-]+):", makefile, re.M)) | {f"test-{key}" for key in table.make_keys()}
     commands = re.findall(r"`make ([a-z][\w-]*)", handout)
     for block in re.findall(r"```sh\n(.*?)```", handout, re.S):
@@ -60,7 +155,15 @@ def main(argv: List[str]) -> int:
     for target in sorted(set(commands)):
         checked += 1
         if target not in targets:
-            problems.append(f"handout names `make {target}`, which the Makefile does not have")
+            problems.append(f"handout names `make {target}`, which the students' Makefile does not have")
+    # The Makefile's own list of targets, as students read it.
+    for target in sorted(set(re.findall(r"^#\s+make ([a-z][\w-]*)", makefile, re.M)) - {"test-partN"}):
+        checked += 1
+        if target not in targets:
+            problems.append(f"the students' Makefile lists `make {target}`, which it does not have")
+    found, count = readme_references(KIT, handout)
+    problems += found
+    checked += count
     # Each part's section, and the points its heading promises (a copy of the table's).
     for section in dict.fromkeys(p.handout for p in table.PARTS):
         checked += 1

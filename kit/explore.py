@@ -188,6 +188,8 @@ def chart(rows: List[Dict], out: str) -> Optional[str]:
                 r["parameters_kib"] / 1024, r["gradients_kib"] / 1024, r["optimizer_kib"] / 1024,
                 r["transient_kib"] / 1024, r["compute_ms_per_iteration"], r["communication_ms_per_iteration"]))
     png = os.path.join(out, "explore.png")
+    # Room above the tallest bar for its label, on the log axis.
+    top = 4 * max([1.0] + [r[k] for r in rows for k in ("mp_kib_per_iteration", "dp_kib_per_iteration")])
     script = f"""
 set terminal pngcairo size 1400,1350 font ",11" noenhanced
 set output "{png}"
@@ -201,12 +203,14 @@ set yrange [0:*]
 set xtics rotate by -30 scale 0
 set key outside right top
 set ylabel "KiB sent (log scale)"
-set title "What it sends: communication volume per iteration (a log axis: model-parallel KiB beside data-parallel MiB)"
+set title "What it sends: KiB per iteration, on a log axis (model-parallel KiB beside data-parallel MiB); each bar labelled"
 set style histogram clustered gap 1
 set logscale y
-set yrange [1:*]
+set yrange [0.5:{top:.0f}]
 plot "{data}" using 2:xtic(1) title "model parallel (mp_comm)" lc rgb "#4477aa", \\
-     "" using 3 title "data parallel / ZeRO (dp_comm)" lc rgb "#ee8866"
+     "" using 3 title "data parallel / ZeRO (dp_comm)" lc rgb "#ee8866", \\
+     "" using ($0 - 1.0/6):2:(sprintf($2 < 10 ? "%.1f" : "%.0f", $2)) with labels offset 0,0.7 font ",9" notitle, \\
+     "" using ($0 + 1.0/6):3:(sprintf($3 < 10 ? "%.1f" : "%.0f", $3)) with labels offset 0,0.7 font ",9" notitle
 unset logscale y
 set yrange [0:*]
 set style histogram rowstacked

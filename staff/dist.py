@@ -6,8 +6,9 @@
 
 What ships is decided by folder. Students get the kit's build, framework,
 stubs, public tests, programs, its Python package (kit/) and the shell
-helpers (tools/), with handout/README.md as their README. The autograder
-bundles add grader/ (without its own tests). Nothing under reference/,
+helpers (tools/), with handout/README.md as their README and the Makefile
+without its staff-only regions. The autograder bundles add grader/ (without
+its own tests) and keep the whole Makefile. Nothing under reference/,
 staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
 """
 import argparse
@@ -22,15 +23,15 @@ import time
 import zipfile
 from typing import List
 
+from kit.check_handout import SHIPPED, students_makefile
 from kit.parts import IMPL_FILES, TOTAL_POINTS
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
 
-# Folders ship whole; these files of the top level ship too.
-COMMON = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
-          "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
-          "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
+# Folders ship whole; these files of the top level ship too (kit/check_handout.py
+# checks that what they point to ships with them).
+COMMON = SHIPPED
 GRADER = ["grader"]
 LEFT_OUT = ("grader/tests/",)  # the grader's own test suite needs the reference
 NEVER = ("reference/", "staff/", ".ci/")
@@ -60,6 +61,12 @@ def add_tree(tar: tarfile.TarFile, files: List[str], prefix: str) -> None:
         tar.add(os.path.join(KIT, f), arcname=f"{prefix}/{f}", recursive=False)
 
 
+def add_text(tar: tarfile.TarFile, name: str, text: bytes, mode: int = 0o644) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(text), mode, int(time.time())
+    tar.addfile(info, io.BytesIO(text))
+
+
 def run(cmd, cwd, timeout=900) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
@@ -68,12 +75,15 @@ def handout(verify: bool) -> int:
     os.makedirs(DIST, exist_ok=True)
     out = os.path.join(DIST, "handout.tar.gz")
     files = files_of(COMMON)
+    with open(os.path.join(KIT, "Makefile")) as f:
+        # Students get the Makefile without its staff-only targets (grade,
+        # handout, check, ...), which need what the handout doesn't hold.
+        makefile, cut = students_makefile(f.read())
     with tarfile.open(out, "w:gz") as tar:
-        add_tree(tar, files, "dtrain-kit")
-        readme = open(os.path.join(KIT, "handout", "README.md"), "rb").read()
-        info = tarfile.TarInfo("dtrain-kit/README.md")
-        info.size, info.mode, info.mtime = len(readme), 0o644, int(time.time())
-        tar.addfile(info, io.BytesIO(readme))
+        add_tree(tar, [f for f in files if f != "Makefile"], "dtrain-kit")
+        add_text(tar, "dtrain-kit/Makefile", makefile.encode())
+        add_text(tar, "dtrain-kit/README.md", open(os.path.join(KIT, "handout", "README.md"), "rb").read())
+    print(f"dist: the handout's Makefile leaves out the staff targets {', '.join(sorted(cut))}")
     print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files)")
     return verify_handout(out) if verify else 0
 
@@ -95,6 +105,15 @@ def verify_handout(tarball: str) -> int:
         with tarfile.open(tarball) as tar:
             tar.extractall(scratch)
         kit = os.path.join(scratch, "dtrain-kit")
+        # Self-contained: every README section, README file and make target
+        # the handout or its files point to is in it.
+        check = run([sys.executable, "-m", "kit", "check-handout"], kit)
+        if check.returncode != 0:
+            problems.append("kit check-handout fails in the handout:\n" + check.stdout[-3000:])
+        makefile = open(os.path.join(kit, "Makefile")).read()
+        for word in ("grader/", "staff/", "staff.", "STAFF_ONLY"):
+            if word in makefile:
+                problems.append(f"the handout's Makefile still mentions {word}")
         build = run(["make", "build"], kit)
         if build.returncode != 0:
             problems.append("make build fails:\n" + build.stdout[-3000:])

@@ -4,7 +4,7 @@
 // A sealed record is the JSON object with one more member, "mac": the
 // HMAC-SHA-256 (hex) of the unsealed record under a per-job key that only
 // rank 0's harness holds. kit/records.py trusts a plan or a pass only if
-// its seal verifies; the threat model is in the grader's README (staff copies).
+// its seal verifies, so code under test that prints a forged record changes nothing.
 #pragma once
 
 #include <cstddef>

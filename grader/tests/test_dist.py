@@ -37,6 +37,27 @@ def test_handout_builds_scores_zero_and_holds_no_solution():
         names = tar.getnames()
     assert "dtrain-kit/README.md" in names and "dtrain-kit/student/func_impl.cpp" in names
     assert not [n for n in names if "/reference/" in n or "/grader/" in n or "/staff/" in n]
+    with tarfile.open(os.path.join(DIST, "handout.tar.gz")) as tar:
+        makefile = tar.extractfile("dtrain-kit/Makefile").read().decode()
+    # No target that can't work in the handout, and no note about one.
+    assert "\ngrade:" not in makefile and "make grade" not in makefile and "grader/" not in makefile
+    assert "\nhandin:" in makefile and "\ntest:" in makefile
+
+
+def test_the_handout_check_catches_pointers_to_what_it_does_not_ship(tmp_path):
+    from kit.check_handout import readme_references, students_makefile
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "run").write_text("# see README: On a cluster\n# README \"Setup\" says how\n"
+                                            "# the threat model is in grader/README.md\n"
+                                            "# the kit's README has more\n")
+    handout = "# Assignment\n## Setup\n**On your laptop: a Mac.** text\n"
+    problems, checked = readme_references(str(tmp_path), handout)
+    assert checked == 4
+    assert len(problems) == 3, problems
+    assert "'on a cluster'" in problems[0] and "grader/README.md" in problems[1] and "kit's README" in problems[2]
+    text, cut = students_makefile(open(os.path.join(KIT, "Makefile")).read())
+    assert {"grade", "grade-reference", "handout", "check"} <= cut and "handin" not in cut
+    assert "STAFF_ONLY" not in text and not [t for t in cut if f" {t} " in text.split(".PHONY:")[1].split("\n")[0] + " "]
 
 
 @pytest.fixture(scope="module")
