@@ -88,12 +88,31 @@ GemmKernel gemm_kernel() {
   return kernel;
 }
 
-void gemm(const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b, Matrix& out) {
+namespace {
+
+// The kernels read dense row-major storage; a view with gaps between its
+// rows (a block of columns) is copied first.
+Matrix dense_copy(const MatrixView& m) { return m; }
+
+std::string shape(Eigen::Index rows, Eigen::Index cols) {
+  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+}
+
+}  // namespace
+
+void gemm(const MatrixView& a, bool transpose_a, const MatrixView& b, bool transpose_b, Matrix& out) {
+  const Eigen::Index m = transpose_a ? a.cols() : a.rows();
+  const Eigen::Index n = transpose_b ? b.rows() : b.cols();
+  if (out.rows() != m || out.cols() != n) out.resize(m, n);
   gemm_on(gemm_kernel(), a, transpose_a, b, transpose_b, out);
 }
 
-void gemm_on(GemmKernel kernel, const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b,
-             Matrix& out) {
+void gemm(const MatrixView& a, bool transpose_a, const MatrixView& b, bool transpose_b, MatrixTarget out) {
+  gemm_on(gemm_kernel(), a, transpose_a, b, transpose_b, out);
+}
+
+void gemm_on(GemmKernel kernel, const MatrixView& a, bool transpose_a, const MatrixView& b, bool transpose_b,
+             MatrixTarget out) {
   const Eigen::Index m = transpose_a ? a.cols() : a.rows();
   const Eigen::Index k = transpose_a ? a.rows() : a.cols();
   const Eigen::Index kb = transpose_b ? b.cols() : b.rows();
@@ -101,16 +120,22 @@ void gemm_on(GemmKernel kernel, const Matrix& a, bool transpose_a, const Matrix&
   if (!gemm_kernel_runs_here(kernel))
     throw std::logic_error(std::string("gemm: this CPU can't run the ") + gemm_kernel_name(kernel) + " kernel");
   if (k != kb)
-    throw std::logic_error("gemm: op(a) is (" + std::to_string(m) + ", " + std::to_string(k) + "), op(b) is (" +
-                           std::to_string(kb) + ", " + std::to_string(n) + ")");
+    throw std::logic_error("gemm: op(a) is " + shape(m, k) + ", op(b) is " + shape(kb, n) +
+                           ": op(a)'s columns must equal op(b)'s rows");
+  if (out.rows() != m || out.cols() != n)
+    throw std::logic_error("gemm: the result is " + shape(out.rows(), out.cols()) + ", op(a) * op(b) is " +
+                           shape(m, n));
+  if (out.outerStride() != out.cols())
+    throw std::logic_error("gemm: the result must be dense row-major storage (a Matrix, or a Map of one)");
   if (out.data() != nullptr && (out.data() == a.data() || out.data() == b.data()))
     throw std::logic_error("gemm: the result must not share storage with an operand");
-  if (out.rows() != m || out.cols() != n) out.resize(m, n);
   if (m == 0 || n == 0) return;
   if (k == 0) {
     out.setZero();
     return;
   }
+  if (a.outerStride() != a.cols()) return gemm_on(kernel, dense_copy(a), transpose_a, b, transpose_b, out);
+  if (b.outerStride() != b.cols()) return gemm_on(kernel, a, transpose_a, dense_copy(b), transpose_b, out);
   GemmEntry entry = kit_gemm_generic;
 #if KIT_GEMM_X86
   if (kernel == GemmKernel::avx512) entry = kit_gemm_avx512;

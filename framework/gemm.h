@@ -27,10 +27,19 @@ GemmKernel gemm_kernel();                       // the one the layers use (chose
 // Which kernels this architecture has, in words, for reports (gemm_peak).
 const char* gemm_kernels_here();
 
+// An operand: a Matrix, or a view of one's storage (an Eigen::Map over a flat
+// buffer, a block of rows), passed without a copy.
+using MatrixView = Eigen::Ref<const Matrix>;
+// A result to write into in place: a Matrix of the right shape, or a Map.
+using MatrixTarget = Eigen::Ref<Matrix>;
+
 // out = op(a) * op(b), op(m) = m or m^T.   op(a): (M, K)   op(b): (K, N)   out: (M, N)
-// out is resized when its shape differs; it must not alias a or b.
-void gemm(const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b, Matrix& out);
-void gemm_on(GemmKernel kernel, const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b,
-             Matrix& out);
+// out must not alias a or b. Students may call it too: Eigen's `*` compiles
+// Eigen's product kernel into the file that uses it, which costs a few
+// seconds on every rebuild of that file and runs at SSE2 speed on x86-64.
+void gemm(const MatrixView& a, bool transpose_a, const MatrixView& b, bool transpose_b, Matrix& out);  // resizes out
+void gemm(const MatrixView& a, bool transpose_a, const MatrixView& b, bool transpose_b, MatrixTarget out);  // out is (M, N)
+void gemm_on(GemmKernel kernel, const MatrixView& a, bool transpose_a, const MatrixView& b, bool transpose_b,
+             MatrixTarget out);
 
 }  // namespace dtrain

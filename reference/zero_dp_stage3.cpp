@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "gemm.h"
 #include "zero_dp_stage3.h"
 
 namespace dtrain {
@@ -61,8 +62,8 @@ Matrix ZeroDPStage3FCLayer::forward(const Matrix& input) {
   x = input;
   const Vector w = gather_flat(comm, w_shard);
   const Vector b = gather_flat(comm, b_shard);
-  Matrix out(x.rows(), out_dim);
-  out.noalias() = x * as_matrix(w, in_dim, out_dim);
+  Matrix out;  // (B, Dout)
+  gemm(x, false, as_matrix(w, in_dim, out_dim), false, out);
   out.rowwise() += as_matrix(b, 1, out_dim).row(0);
   return out;
 }
@@ -73,11 +74,11 @@ Matrix ZeroDPStage3FCLayer::backward(const Matrix& output_grad) {
                                 std::to_string(out_dim) + "), got (" + std::to_string(output_grad.rows()) + ", " +
                                 std::to_string(output_grad.cols()) + ")");
   const Vector w = gather_flat(comm, w_shard);
-  Matrix grad_x(output_grad.rows(), in_dim);
-  grad_x.noalias() = output_grad * as_matrix(w, in_dim, out_dim).transpose();
+  Matrix grad_x;  // (B, Din)
+  gemm(output_grad, false, as_matrix(w, in_dim, out_dim), true, grad_x);
 
   PaddedGradient grad_w(w_shard_size, dp_size, in_dim, out_dim);
-  grad_w.full.noalias() = x.transpose() * output_grad;
+  gemm(x, true, output_grad, false, grad_w.full);
   grad_w_shard.resize(w_shard_size);
   comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);
 

@@ -25,6 +25,8 @@ Matrix ZeroDPStage3FCLayer::forward([[maybe_unused]] const Matrix& x) {  // (B, 
   // - Save what backward will need.
   // - Rebuild the full weight and bias from every rank's shard, then drop the
   //   padding. Eigen::Map can view a flat buffer as a (Din, Dout) row-major matrix.
+  // - gemm() (gemm.h) multiplies on the kit's fastest kernel and takes such a
+  //   view as it is; Eigen's `*` works too, but rebuilds of this file are slower.
   // - The full parameters may live only inside this call: keeping them in a
   //   member, a static or a global fails the part-8 memory check.
   throw NotImplemented("ZeroDPStage3FCLayer::forward", "Part 8");

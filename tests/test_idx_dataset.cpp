@@ -1,5 +1,5 @@
 // The data loader (framework/idx_dataset.cpp): one process, no MPI.
-//   build/framework_tests                      (CTest: framework/idx_dataset)
+//   build/framework_tests                      (CTest: framework/units)
 // Every input is built here, in a fresh temporary directory: valid IDX files,
 // plain and gzipped, and broken ones, each of which must get an error that
 // names the file and what is wrong.

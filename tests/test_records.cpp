@@ -1,5 +1,5 @@
 // The results file's records (tests/records.h): one process, no MPI.
-//   build/framework_tests --gtest_filter='Records*'   (CTest: framework/idx_dataset)
+//   build/framework_tests --gtest_filter='Records*'   (CTest: framework/units)
 // With KIT_RECORDS_OUT=PATH (and a key on standard input, as the runner
 // gives one: KIT_RESULTS_KEY=stdin) the last case also writes one record of
 // every kind to PATH, sealed where the format says so; the staff suite

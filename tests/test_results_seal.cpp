@@ -1,5 +1,5 @@
 // The seal of the test binary's records (tests/results_seal.cpp): one process, no MPI.
-//   build/framework_tests --gtest_filter='ResultsSeal*'   (CTest: framework/idx_dataset)
+//   build/framework_tests --gtest_filter='ResultsSeal*'   (CTest: framework/units)
 // The Python side (kit/records.py) verifies with the standard hmac module,
 // so these published answers tie the two implementations together.
 #include <gtest/gtest.h>
