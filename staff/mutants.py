@@ -131,9 +131,9 @@ MUTANTS: List[Mutant] = [
            ("part8_forward",), zero=("part8_forward",),
            says=(r"forward\(\) call 1 kept \d+ bytes in \d+ blocks? that it allocated and did not free",)),
     Mutant("backward all-gathers the bias too", "zero_dp_stage3.cpp",
-           "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x(",
+           "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x;",
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector unused_b = gather_flat(comm, b_shard);\n"
-           "  Matrix grad_x(",
+           "  Matrix grad_x;",
            ("part8_backward",),
            says=(r"backward: all-gather of 2 elements on comm that ZeRO-3's backward doesn't need "
                  r"\(the bias isn't used to compute gradients\)",)),
@@ -147,11 +147,11 @@ MUTANTS: List[Mutant] = [
            "  grad_w_shard.resize(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
            "  Vector mine(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, mine, Op::Sum);\n"
            "  grad_w_shard = mine;", ()),
-    Mutant("correct: Eigen temporaries of the full weight and the gradients", "zero_dp_stage3.cpp",
-           "  Matrix grad_x(output_grad.rows(), in_dim);\n"
-           "  grad_x.noalias() = output_grad * as_matrix(w, in_dim, out_dim).transpose();\n\n"
+    Mutant("correct: Eigen's products and temporaries of the full weight and the gradients", "zero_dp_stage3.cpp",
+           "  Matrix grad_x;  // (B, Din)\n"
+           "  gemm(output_grad, false, as_matrix(w, in_dim, out_dim), true, grad_x);\n\n"
            "  PaddedGradient grad_w(w_shard_size, dp_size, in_dim, out_dim);\n"
-           "  grad_w.full.noalias() = x.transpose() * output_grad;",
+           "  gemm(x, true, output_grad, false, grad_w.full);",
            "  const Matrix full_w = as_matrix(w, in_dim, out_dim);\n"
            "  const Matrix grad_x = output_grad * full_w.transpose();\n\n"
            "  const Matrix full_grad_w = x.transpose() * output_grad;\n"
@@ -159,11 +159,11 @@ MUTANTS: List[Mutant] = [
            "  grad_w.flat.head(full_grad_w.size()) = Eigen::Map<const Vector>(full_grad_w.data(), full_grad_w.size());",
            ()),
     Mutant("correct: std::vector buffers seen through Eigen maps", "zero_dp_stage3.cpp",
-           "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x(",
+           "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x;",
            "  std::vector<double> buffer(static_cast<size_t>(w_shard.size() * comm.size()));\n"
            "  Eigen::Map<Vector> gathered(buffer.data(), static_cast<Eigen::Index>(buffer.size()));\n"
            "  Vector staged = w_shard;\n  Vector w(gathered.size());\n  comm.allgather(staged, w);\n"
-           "  gathered = w;\n  Matrix grad_x(", ()),
+           "  gathered = w;\n  Matrix grad_x;", ()),
     Mutant("partition without padding", "zero_dp_stage3.cpp",
            "const Eigen::Index size = (numel + num_shards - 1) / num_shards;",
            "const Eigen::Index size = numel / num_shards;", ("part8_forward",)),

@@ -68,15 +68,23 @@ def test_crashes_and_exceptions_name_the_student_function(tmp_path):
     assert re.search(r"exception in split_data \(called with x_train \(\d+, \d+\), y_train \(\d+, 1\)\): map::at", out), out
 
 
-def test_an_eigen_shape_error_names_the_sizes_and_the_students_line(tmp_path):
-    find = "grad_w.full.noalias() = x.transpose() * output_grad;"
+def test_a_shape_error_names_the_sizes_and_the_students_line(tmp_path):
+    find = "gemm(x, true, output_grad, false, grad_w.full);"
     with open(os.path.join(REFERENCE_DIR, "zero_dp_stage3.cpp")) as f:
         line = next(i for i, text in enumerate(f, 1) if find in text)
-    binary = broken_reference(tmp_path, "zero_dp_stage3.cpp", find, find.replace("x.transpose()", "x"))
+    # Eigen's product, with x not transposed: Eigen's check, decoded.
+    (tmp_path / "eigen").mkdir()
+    binary = broken_reference(tmp_path / "eigen", "zero_dp_stage3.cpp", find, "grad_w.full.noalias() = x * output_grad;")
     out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part8Backward.SeedPaddingCase"])
     assert (f"Eigen check failed in ZeroDPStage3FCLayer::backward (called with output_grad (1, 3)) at "
             f"student/zero_dp_stage3.cpp:{line}: a matrix product A * B whose inner sizes differ "
             f"(A.cols() != B.rows()): A has 2 columns, B has 1 row") in out, out
+    # The same mistake through gemm(): its own message, with both shapes.
+    (tmp_path / "gemm").mkdir()
+    binary = broken_reference(tmp_path / "gemm", "zero_dp_stage3.cpp", find, find.replace("x, true", "x, false"))
+    out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part8Backward.SeedPaddingCase"])
+    assert ("exception in ZeroDPStage3FCLayer::backward (called with output_grad (1, 3)): gemm: op(a) is (1, 2), "
+            "op(b) is (1, 3): op(a)'s columns must equal op(b)'s rows") in out, out
 
 
 def test_a_refused_file_is_said_before_the_cases_and_the_total_is_the_graders(tmp_path):
