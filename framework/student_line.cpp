@@ -2,6 +2,9 @@
 // student files are compiled with line tables (-g1, CMakeLists.txt).
 #include "student_line.h"
 
+#include <cstdlib>
+#include <fstream>
+
 #include "platform.h"
 
 namespace dtrain {
@@ -24,17 +27,35 @@ bool is_student_file(const std::string& path) {
 
 }  // namespace
 
-std::string student_line_now() {
+struct Frame {
+  std::string path;  // as the line table has it
+  int line = 0;
+};
+
+Frame innermost_student_frame() {
   for (const std::string& where : platform::call_stack_lines()) {
     const size_t colon = where.rfind(':');
     if (colon == std::string::npos || !is_student_file(where.substr(0, colon))) continue;
-    std::string line = where.substr(colon + 1);
-    line = line.substr(0, line.find(' '));  // "57 (discriminator 2)"
-    if (line.empty() || line == "?" || line == "0") continue;
-    const std::string path = where.substr(0, colon);
-    return "student/" + path.substr(path.rfind('/') + 1) + ":" + line;
+    const int line = std::atoi(where.c_str() + colon + 1);  // "57 (discriminator 2)"; "?" reads as 0
+    if (line > 0) return {where.substr(0, colon), line};
   }
-  return "";
+  return {};
+}
+
+std::string student_line_now() {
+  const Frame frame = innermost_student_frame();
+  if (frame.line == 0) return "";
+  return "student/" + frame.path.substr(frame.path.rfind('/') + 1) + ":" + std::to_string(frame.line);
+}
+
+std::string student_source_now() {
+  const Frame frame = innermost_student_frame();
+  std::ifstream file(frame.path);
+  std::string text;
+  for (int i = 0; i < frame.line && std::getline(file, text);) ++i;
+  if (frame.line == 0 || !file) return "";
+  const size_t first = text.find_first_not_of(" \t"), last = text.find_last_not_of(" \t\r");
+  return first == std::string::npos ? "" : text.substr(first, last - first + 1);
 }
 
 }  // namespace dtrain

@@ -13,4 +13,8 @@ namespace dtrain {
 // grader's sandbox). Slow (it asks addr2line): for failure paths only.
 std::string student_line_now();
 
+// The text of that line, trimmed ("grad_w.full.noalias() = x * output_grad;"),
+// or "" when the source file can't be read from where it was compiled.
+std::string student_source_now();
+
 }  // namespace dtrain

@@ -66,9 +66,13 @@ void eigen_check_failed(const char* condition, const char* file, int line, Check
     message += " in " + function;
     if (const std::string args = ledger::arguments_now(); !args.empty()) message += " (called with " + args + ")";
   }
-  if (const std::string where = student_line_now(); !where.empty()) message += " at " + where;
-  message += ": " + std::string(meaning(condition)) + sides_in_words(condition, sides) + "\n  Eigen's check: " +
-             condition + " (" + (base ? base + 1 : file) + ":" + std::to_string(line) + ")";
+  const std::string where = student_line_now();
+  if (!where.empty()) message += " at " + where;
+  message += ": " + std::string(meaning(condition)) + sides_in_words(condition, sides);
+  if (const std::string source = where.empty() ? "" : student_source_now(); !source.empty())
+    message += "\n  " + where + ": " + source;
+  message += "\n  Eigen's check: " + std::string(condition) + " (" + (base ? base + 1 : file) + ":" +
+             std::to_string(line) + ")";
   throw std::logic_error(message);
 }
 

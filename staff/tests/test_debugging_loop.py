@@ -78,7 +78,10 @@ def test_a_shape_error_names_the_sizes_and_the_students_line(tmp_path):
     out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part8Backward.SeedPaddingCase"])
     assert (f"Eigen check failed in ZeroDPStage3FCLayer::backward (called with output_grad (1, 3)) at "
             f"student/zero_dp_stage3.cpp:{line}: a matrix product A * B whose inner sizes differ "
-            f"(A.cols() != B.rows()): A has 2 columns, B has 1 row") in out, out
+            f"(A.cols() != B.rows()): A has 2 columns, B has 1 row\n") in out, out
+    # ... and the line itself, on the next line of the message.
+    assert re.search(rf"B has 1 row\n +student/zero_dp_stage3\.cpp:{line}: grad_w\.full\.noalias\(\) = x \* output_grad;",
+                     out), out
     # The same mistake through gemm(): its own message, with both shapes.
     (tmp_path / "gemm").mkdir()
     binary = broken_reference(tmp_path / "gemm", "zero_dp_stage3.cpp", find, find.replace("x, true", "x, false"))
