@@ -30,7 +30,7 @@ import stat
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from kit.processes import kill_all, processes
 
@@ -49,6 +49,26 @@ LIMITS = {
 }
 # World-writable places a job could leave files in.
 SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+# System V IPC objects outlive the processes that made them (MPICH's shared
+# memory can use them; so can a handin): each kind's table and ipcrm's flag.
+SYSV_IPC = (("/proc/sysvipc/shm", "-m"), ("/proc/sysvipc/sem", "-s"), ("/proc/sysvipc/msg", "-q"))
+
+
+def sysv_objects(uid: int) -> List[Tuple[str, int]]:
+    """(ipcrm flag, id) of every System V IPC object that `uid` owns."""
+    found = []
+    for table, flag in SYSV_IPC:
+        try:
+            with open(table) as f:
+                header, *rows = f.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        columns = header.split()
+        for row in rows:
+            fields = dict(zip(columns, row.split()))
+            if fields.get("uid") == str(uid):
+                found.append((flag, int(fields["shmid" if flag == "-m" else "semid" if flag == "-s" else "msqid"])))
+    return found
 
 
 @functools.lru_cache(maxsize=None)
@@ -58,7 +78,7 @@ def namespaces_work() -> bool:
     if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("ip")):
         return False
     try:
-        return subprocess.run(["unshare", "--mount", "--net", "--pid", "--mount-proc", "--fork", "--", "sh", "-c",
+        return subprocess.run(["unshare", "--mount", "--net", "--pid", "--ipc", "--mount-proc", "--fork", "--", "sh", "-c",
                                "ip link set lo up && mount -t tmpfs -o ro,size=4k none /mnt"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -188,7 +208,8 @@ class Sandbox:
         covers = " && ".join(f"mount -t tmpfs -o ro,size=4k,mode=755 none '{p}'" for p in self.hidden_paths)
         script = "ip link set lo up && mount -t tmpfs -o size=64m,mode=1777 none /dev/shm"
         script += (" && " + covers if covers else "") + ' && exec "$@"'
-        return (with_grader + ["unshare", "--mount", "--net", "--pid", "--mount-proc", "--fork", "--kill-child", "--",
+        # --ipc: the job's System V objects end with its namespace.
+        return (with_grader + ["unshare", "--mount", "--net", "--pid", "--ipc", "--mount-proc", "--fork", "--kill-child", "--",
                                "sh", "-c", script, "sandbox"] + limits + drop)
 
     def run(self, cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
@@ -216,13 +237,17 @@ class Sandbox:
     def clean_up(self) -> None:
         """Kills every process of the sandbox user (so nothing a job started,
         even one that left its session, survives it) and removes what the
-        user left in the shared temporary directories. Root only: otherwise
-        the user is the grader's own, and the job's session is all we end."""
+        user left in the shared temporary directories and its System V IPC
+        objects (without namespaces, nothing else ends them). Root only:
+        otherwise the user is the grader's own, and the job's session is all
+        we end."""
         if not self.root:
             return
         kill_all(self._own_processes, rounds=200)
         for top in SHARED_TMP:
             self._remove_owned(top)
+        for flag, ident in sysv_objects(self.uid):
+            subprocess.run(["ipcrm", flag, str(ident)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def _remove_owned(self, top: str) -> None:
         """Top-level entries only: the sticky temporary directories let a

@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import pytest
 
 from conftest import BUILD, GRADE, IMPL_FILES, KIT, left_behind, live_processes, make_tar, marked, source
+from grader.sandbox import sysv_objects
 
 SANDBOX_UIDS = range(61000, 61016)
 ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
@@ -210,6 +211,15 @@ GALLERY: List[Hostile] = [
             gone=("/tmp/kit-gallery-escape.cpp", "/tmp/kit-gallery-absolute.cpp")),
     Hostile("one_gib_sparse_member", None, 10, says=("over the 1048576 byte limit",), raw=sparse_tar, budget=60),
     Hostile("not_a_tarball", None, 0, says=("not a readable tar archive",), raw=not_a_tar, budget=20),
+    # System V objects outlive their processes; the grader removes them.
+    Hostile("sysv_ipc_left_behind",
+            lambda tmp: [HONEST_PART1, func_file({"get_info":
+                                                  "shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600); "
+                                                  "semget(IPC_PRIVATE, 1, IPC_CREAT | 0600); "
+                                                  "msgget(IPC_PRIVATE, IPC_CREAT | 0600);"},
+                                                 prologue=PROLOGUE + "#include <sys/msg.h>\n#include <sys/sem.h>\n"
+                                                                     "#include <sys/shm.h>\n")],
+            10, scores={"part1": 10, "part2": 0}),
     Hostile("fork_storm",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step": "if (fork() == 0) { for (;;) fork(); }"})],
             10, says=("left them running; they were killed",), static="warn", budget=120),
@@ -342,5 +352,7 @@ def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     assert seconds <= case.budget, f"{case.name}: graded in {seconds:.0f} s, over its {case.budget:.0f} s budget"
     uid = report["sandbox"]["uid"] if report.get("sandbox") else None
     assert not left_behind(tmp_path, uid), f"{case.name}: processes left behind: {left_behind(tmp_path, uid)}"
+    if uid is not None:
+        assert not sysv_objects(uid), f"{case.name}: System V IPC objects left behind: {sysv_objects(uid)}"
     for escape in case.gone:
         assert not os.path.exists(escape), f"{case.name}: {escape} is there after grading"
