@@ -50,10 +50,11 @@ def students_makefile(text: str) -> Tuple[str, Set[str]]:
     return text, cut
 
 
-def shipped_files(root: str) -> List[str]:
-    """The handout's files under `root` (a kit or an unpacked handout), relative to it."""
+def files_under(root: str, entries: List[str], missing=None) -> List[str]:
+    """The files of `entries` (folders whole, files as they are) under `root`,
+    relative to it; `missing(entry)` is called for an entry that isn't there."""
     out = []
-    for entry in SHIPPED:
+    for entry in entries:
         full = os.path.join(root, entry)
         if os.path.isdir(full):
             for base, dirs, names in os.walk(full):
@@ -61,7 +62,14 @@ def shipped_files(root: str) -> List[str]:
                 out += [os.path.relpath(os.path.join(base, n), root) for n in sorted(names) if not n.endswith(".pyc")]
         elif os.path.isfile(full):
             out.append(entry)
+        elif missing:
+            missing(entry)
     return out
+
+
+def shipped_files(root: str) -> List[str]:
+    """The handout's files under `root` (a kit or an unpacked handout), relative to it."""
+    return files_under(root, SHIPPED)
 
 
 # "README: Section", "README, Section", README "Section", README ("Section"),

@@ -23,7 +23,7 @@ import time
 import zipfile
 from typing import List
 
-from kit.check_handout import SHIPPED, students_makefile
+from kit.check_handout import SHIPPED, files_under, students_makefile
 from kit.parts import IMPL_FILES, TOTAL_POINTS
 from kit.paths import KIT_DIR as KIT
 
@@ -38,18 +38,10 @@ NEVER = ("reference/", "staff/", ".ci/")
 
 
 def files_of(paths: List[str]) -> List[str]:
-    out = []
-    for p in paths:
-        full = os.path.join(KIT, p)
-        if os.path.isdir(full):
-            for root, dirs, names in os.walk(full):
-                dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-                out += [os.path.relpath(os.path.join(root, n), KIT) for n in sorted(names) if not n.endswith(".pyc")]
-            out = [f for f in out if not f.startswith(LEFT_OUT)]
-        elif os.path.isfile(full):
-            out.append(p)
-        else:
-            raise SystemExit(f"dist: {p} is listed but missing")
+    def missing(p: str) -> None:
+        raise SystemExit(f"dist: {p} is listed but missing")
+
+    out = [f for f in files_under(KIT, paths, missing) if not f.startswith(LEFT_OUT)]
     for f in out:
         if f.startswith(NEVER):
             raise SystemExit(f"dist: refusing to ship {f}")
