@@ -77,3 +77,34 @@ void eigen_check_failed(const char* condition, const char* file, int line, Check
 }
 
 }  // namespace dtrain::detail
+
+namespace dtrain::detail {
+
+void product_shapes_failed(Eigen::Index a_rows, Eigen::Index a_cols, Eigen::Index b_rows, Eigen::Index b_cols) {
+  std::string message = "Eigen check failed";
+  if (const std::string function = ledger::function_now(); !function.empty()) {
+    message += " in " + function;
+    if (const std::string args = ledger::arguments_now(); !args.empty()) message += " (called with " + args + ")";
+  }
+  const std::string where = student_line_now();
+  if (!where.empty()) message += " at " + where;
+  message += ": a matrix product A * B whose inner sizes differ: A is (" + std::to_string(a_rows) + ", " +
+             std::to_string(a_cols) + "), B is (" + std::to_string(b_rows) + ", " + std::to_string(b_cols) +
+             "); A's columns must equal B's rows";
+  if (const std::string source = where.empty() ? "" : student_source_now(); !source.empty())
+    message += "\n  " + where + ": " + source;
+  throw std::logic_error(message);
+}
+
+}  // namespace dtrain::detail
+
+// The constructors tensor.h declares: Eigen's, with the kit's check first.
+#undef DTRAIN_PRODUCT_OF
+#define DTRAIN_PRODUCT_OF(L, R)                                                                     \
+  template <>                                                                                        \
+  Product<L, R, DefaultProduct>::Product(const L& lhs, const R& rhs) : m_lhs(lhs), m_rhs(rhs) {       \
+    if (lhs.cols() != rhs.rows()) ::dtrain::detail::product_shapes_failed(lhs.rows(), lhs.cols(), rhs.rows(), rhs.cols()); \
+  }
+namespace Eigen {
+DTRAIN_CHECKED_PRODUCTS
+}  // namespace Eigen

@@ -97,4 +97,32 @@ using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowM
 using Vector = Eigen::VectorXd;  // flat shards (ZeRO)
 using Labels = Eigen::VectorXi;  // class ids, one per row of a batch
 
+namespace detail {
+// A product's shapes disagree: A is (a_rows, a_cols), B is (b_rows, b_cols).
+[[noreturn]] void product_shapes_failed(Eigen::Index a_rows, Eigen::Index a_cols, Eigen::Index b_rows,
+                                        Eigen::Index b_cols);
+}  // namespace detail
+
 }  // namespace dtrain
+
+// Eigen's own check of a product sees only A.cols() and B.rows(). For the
+// operands student code multiplies (a Matrix, a Map of one, their
+// transposes), the product's constructor is the kit's (tensor.cpp): it
+// checks first and names both shapes. Declared here, so that no file makes
+// Eigen's version of these constructors.
+#define DTRAIN_PRODUCT_OF(L, R) template <> Product<L, R, DefaultProduct>::Product(const L& lhs, const R& rhs);
+#define DTRAIN_PRODUCTS_WITH(L)                                                                  \
+  DTRAIN_PRODUCT_OF(L, ::dtrain::Matrix)                                                         \
+  DTRAIN_PRODUCT_OF(L, Transpose<::dtrain::Matrix>)                                              \
+  DTRAIN_PRODUCT_OF(L, Transpose<const ::dtrain::Matrix>)                                        \
+  DTRAIN_PRODUCT_OF(L, Map<const ::dtrain::Matrix>)                                              \
+  DTRAIN_PRODUCT_OF(L, Transpose<Map<const ::dtrain::Matrix>>)                                   \
+  DTRAIN_PRODUCT_OF(L, Transpose<const Map<const ::dtrain::Matrix>>)
+#define DTRAIN_CHECKED_PRODUCTS                         \
+  DTRAIN_PRODUCTS_WITH(::dtrain::Matrix)                \
+  DTRAIN_PRODUCTS_WITH(Transpose<::dtrain::Matrix>)     \
+  DTRAIN_PRODUCTS_WITH(Transpose<const ::dtrain::Matrix>) \
+  DTRAIN_PRODUCTS_WITH(Map<const ::dtrain::Matrix>)
+namespace Eigen {
+DTRAIN_CHECKED_PRODUCTS
+}  // namespace Eigen

@@ -72,16 +72,23 @@ def test_a_shape_error_names_the_sizes_and_the_students_line(tmp_path):
     find = "gemm(x, true, output_grad, false, grad_w.full);"
     with open(os.path.join(REFERENCE_DIR, "zero_dp_stage3.cpp")) as f:
         line = next(i for i, text in enumerate(f, 1) if find in text)
-    # Eigen's product, with x not transposed: Eigen's check, decoded.
+    # Eigen's product, with x not transposed: the kit's check of the product names both shapes.
     (tmp_path / "eigen").mkdir()
     binary = broken_reference(tmp_path / "eigen", "zero_dp_stage3.cpp", find, "grad_w.full.noalias() = x * output_grad;")
     out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part8Backward.SeedPaddingCase"])
     assert (f"Eigen check failed in ZeroDPStage3FCLayer::backward (called with output_grad (1, 3)) at "
-            f"student/zero_dp_stage3.cpp:{line}: a matrix product A * B whose inner sizes differ "
-            f"(A.cols() != B.rows()): A has 2 columns, B has 1 row\n") in out, out
+            f"student/zero_dp_stage3.cpp:{line}: a matrix product A * B whose inner sizes differ: A is (1, 2), "
+            f"B is (1, 3); A's columns must equal B's rows\n") in out, out
     # ... and the line itself, on the next line of the message.
-    assert re.search(rf"B has 1 row\n +student/zero_dp_stage3\.cpp:{line}: grad_w\.full\.noalias\(\) = x \* output_grad;",
+    assert re.search(rf"B's rows\n +student/zero_dp_stage3\.cpp:{line}: grad_w\.full\.noalias\(\) = x \* output_grad;",
                      out), out
+    # An operand of another kind (here an expression): Eigen's own check, decoded.
+    (tmp_path / "expression").mkdir()
+    binary = broken_reference(tmp_path / "expression", "zero_dp_stage3.cpp", find,
+                              "grad_w.full.noalias() = (2.0 * x) * output_grad;")
+    out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part8Backward.SeedPaddingCase"])
+    assert (f"at student/zero_dp_stage3.cpp:{line}: a matrix product A * B whose inner sizes differ "
+            f"(A.cols() != B.rows()): A has 2 columns, B has 1 row\n") in out, out
     # The same mistake through gemm(): its own message, with both shapes.
     (tmp_path / "gemm").mkdir()
     binary = broken_reference(tmp_path / "gemm", "zero_dp_stage3.cpp", find, find.replace("x, true", "x, false"))
