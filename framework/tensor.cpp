@@ -59,8 +59,9 @@ std::string sides_in_words(const char* condition, const CheckSides& sides) {
 
 }  // namespace
 
-void eigen_check_failed(const char* condition, const char* file, int line, CheckSides sides) {
-  const char* base = std::strrchr(file, '/');
+// "Eigen check failed in F (called with ...) at student/x.cpp:N: <what>",
+// then the student's line's text and `more` on lines of their own.
+[[noreturn]] static void fail_in_student_code(const std::string& what, const std::string& more) {
   std::string message = "Eigen check failed";
   if (const std::string function = ledger::function_now(); !function.empty()) {
     message += " in " + function;
@@ -68,32 +69,24 @@ void eigen_check_failed(const char* condition, const char* file, int line, Check
   }
   const std::string where = student_line_now();
   if (!where.empty()) message += " at " + where;
-  message += ": " + std::string(meaning(condition)) + sides_in_words(condition, sides);
+  message += ": " + what;
   if (const std::string source = where.empty() ? "" : student_source_now(); !source.empty())
     message += "\n  " + where + ": " + source;
-  message += "\n  Eigen's check: " + std::string(condition) + " (" + (base ? base + 1 : file) + ":" +
-             std::to_string(line) + ")";
-  throw std::logic_error(message);
+  throw std::logic_error(message + more);
 }
 
-}  // namespace dtrain::detail
-
-namespace dtrain::detail {
+void eigen_check_failed(const char* condition, const char* file, int line, CheckSides sides) {
+  const char* base = std::strrchr(file, '/');
+  fail_in_student_code(meaning(condition) + sides_in_words(condition, sides),
+                       "\n  Eigen's check: " + std::string(condition) + " (" + (base ? base + 1 : file) + ":" +
+                           std::to_string(line) + ")");
+}
 
 void product_shapes_failed(Eigen::Index a_rows, Eigen::Index a_cols, Eigen::Index b_rows, Eigen::Index b_cols) {
-  std::string message = "Eigen check failed";
-  if (const std::string function = ledger::function_now(); !function.empty()) {
-    message += " in " + function;
-    if (const std::string args = ledger::arguments_now(); !args.empty()) message += " (called with " + args + ")";
-  }
-  const std::string where = student_line_now();
-  if (!where.empty()) message += " at " + where;
-  message += ": a matrix product A * B whose inner sizes differ: A is (" + std::to_string(a_rows) + ", " +
-             std::to_string(a_cols) + "), B is (" + std::to_string(b_rows) + ", " + std::to_string(b_cols) +
-             "); A's columns must equal B's rows";
-  if (const std::string source = where.empty() ? "" : student_source_now(); !source.empty())
-    message += "\n  " + where + ": " + source;
-  throw std::logic_error(message);
+  fail_in_student_code("a matrix product A * B whose inner sizes differ: A is (" + std::to_string(a_rows) + ", " +
+                           std::to_string(a_cols) + "), B is (" + std::to_string(b_rows) + ", " +
+                           std::to_string(b_cols) + "); A's columns must equal B's rows",
+                       "");
 }
 
 }  // namespace dtrain::detail
