@@ -138,6 +138,8 @@ def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subpr
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
     if launch.trace_dir:
         cmd.append(f"--trace-dir={launch.trace_dir}")
+    if table.time_scale() != 1:
+        cmd.append(f"--time-scale={table.time_scale()!r}")
     # Rank 0 is made unreadable to the others (it holds the key), so no
     # rank may copy a message straight out of its memory (tools/kitrun).
     env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin", KIT_SINGLE_COPY="none")
@@ -161,6 +163,7 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
     itself blocked), and waiting out the whole limit would only cost time."""
     started = time.monotonic()
     last_size, last_change = 0, started
+    startup, quiet, timeout = (table.limit(s) for s in (table.STARTUP_SECONDS, table.QUIET_SECONDS, launch.timeout))
     while True:
         elapsed = time.monotonic() - started
         try:
@@ -175,13 +178,13 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
             size = last_size
         if size != last_size:
             last_size, last_change = size, now
-        if size == 0 and now - started > table.STARTUP_SECONDS:
-            return (f"the test program did not start its cases within {table.STARTUP_SECONDS:.0f} s "
+        if size == 0 and now - started > startup:
+            return (f"the test program did not start its cases within {startup:.0f} s "
                     "(code that runs before main and never returns?)")
-        if now - last_change > table.QUIET_SECONDS:
-            return f"the job wrote no result for {table.QUIET_SECONDS:.0f} s"
-        if now - started > launch.timeout:
-            return f"the job reached its time limit of {launch.timeout:.0f} s"
+        if now - last_change > quiet:
+            return f"the job wrote no result for {quiet:.0f} s"
+        if now - started > timeout:
+            return f"the job reached its time limit of {timeout:.0f} s"
         if launch.cancel is not None and launch.cancel.is_set():
             return "the run was cancelled"
 

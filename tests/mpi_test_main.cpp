@@ -7,6 +7,7 @@
 //                           part runner and the grader read them, trusting a plan
 //                           or a result only with a valid seal (results_seal.h)
 //   --case-timeout=SECONDS  override every suite's per-case time limit
+//   --time-scale=F          multiply every per-case time limit by F (0 < F <= 1; kit.parts.time_scale)
 //   --trace-dir=DIR         write the Chrome trace of each failing case to
 //                           DIR/<case>.json (`make test-partN TRACE=1`)
 //   --record=PATH           staff only: write the values of recorded cases
@@ -414,7 +415,7 @@ std::string rank_label(const std::vector<int>& ranks, int world_size) {
 }
 
 int usage_error(const std::string& what) {
-  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] [--trace-dir=DIR] [--record=PATH]\n", what.c_str());
+  if (g_rank == 0) std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] [--time-scale=F] [--trace-dir=DIR] [--record=PATH]\n", what.c_str());
   return 2;
 }
 
@@ -426,8 +427,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   // `groups`: for each rank count the cases need, the communicator of ranks
   // 0..n-1 (a rank runs only the cases whose group it belongs to).
   MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, double timeout_override,
-                  std::string trace_dir)
-      : world_(world), groups_(groups), timeout_override_(timeout_override), trace_dir_(std::move(trace_dir)) {}
+                  double time_scale, std::string trace_dir)
+      : world_(world), groups_(groups), timeout_override_(timeout_override), time_scale_(time_scale),
+        trace_dir_(std::move(trace_dir)) {}
 
   int passed() const { return passed_; }
   int failed() const { return failed_; }
@@ -451,7 +453,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     arm_abort_prefix(name_);
     g_in_case = 1;
     const TableRun* run = run_of(name_);  // main checked that every selected case has one
-    const double limit = timeout_override_ > 0 ? timeout_override_ : run->case_seconds;
+    const double limit = timeout_override_ > 0 ? timeout_override_ : run->case_seconds * time_scale_;
     meeting_ = &groups_.at(run->ranks);
     // Ranks of the group may still be busy with cases of a smaller group: wait asleep.
     dtrain::CommAccess::rendezvous(*meeting_);
@@ -532,6 +534,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   std::map<int, dtrain::Communicator>& groups_;
   dtrain::Communicator* meeting_ = nullptr;  // the running case's group, where its ranks meet afterwards
   double timeout_override_;
+  double time_scale_;
   std::string trace_dir_;
   Watchdog watchdog_;
   std::string name_, messages_;
@@ -550,7 +553,7 @@ int main(int argc, char** argv) {
   g_rank = meeting.rank();
 
   std::string results_path, trace_dir;
-  double timeout_override = 0;
+  double timeout_override = 0, time_scale = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--results=", 0) == 0) {
@@ -563,6 +566,11 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       timeout_override = std::strtod(arg.c_str() + 15, &end);
       if (*end != '\0' || timeout_override <= 0) return usage_error("--case-timeout needs a positive number of seconds, got '" + arg.substr(15) + "'");
+    } else if (arg.rfind("--time-scale=", 0) == 0) {
+      char* end = nullptr;
+      time_scale = std::strtod(arg.c_str() + 13, &end);
+      if (*end != '\0' || !(time_scale > 0 && time_scale <= 1))
+        return usage_error("--time-scale needs a factor in (0, 1], got '" + arg.substr(13) + "'");
     } else {
       return usage_error("unknown argument '" + arg + "'");
     }
@@ -632,7 +640,7 @@ int main(int argc, char** argv) {
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());
-  auto* listener = new MpiCaseListener(meeting, groups, timeout_override, trace_dir);
+  auto* listener = new MpiCaseListener(meeting, groups, timeout_override, time_scale, trace_dir);
   listeners.Append(listener);  // gtest owns it from here
 
   const int gtest_status = RUN_ALL_TESTS();
