@@ -77,7 +77,9 @@ def run_plainly(cmd: List[str], timeout: float) -> Tuple[int, str]:
 def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly) -> Optional[str]:
     """Returns None on success, else the compiler's messages. An object
     compiled before from the same text with the same flags is reused (the
-    stubs, the reference's other files), from a cache beside the recipe."""
+    stubs, the reference's other files), from a cache beside the recipe.
+    Its line table names the path it was first compiled from, so a message
+    that quotes a student's line (student_line.h) may find no file there."""
     try:
         with open(source, "rb") as f:
             text = f.read()

@@ -163,7 +163,7 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
     itself blocked), and waiting out the whole limit would only cost time."""
     started = time.monotonic()
     last_size, last_change = 0, started
-    startup, quiet, timeout = (table.limit(s) for s in (table.STARTUP_SECONDS, table.QUIET_SECONDS, launch.timeout))
+    startup, quiet, timeout = table.limit(table.STARTUP_SECONDS), table.limit(table.QUIET_SECONDS), launch.timeout
     while True:
         elapsed = time.monotonic() - started
         try:

@@ -39,3 +39,18 @@ def test_the_generated_files_hold_the_table(tmp_path):
 def test_make_accepts_every_key_and_group():
     assert "part8" in table.make_keys() and "part8_forward" in table.make_keys()
     assert table.find(["part8"]) == [p for p in table.PARTS if p.key.startswith("part8")]
+
+
+def test_the_time_scale_only_shortens_limits(monkeypatch):
+    monkeypatch.setenv("KIT_TIME_SCALE", "0.4")
+    assert table.limit(table.CASE_SECONDS) == table.CASE_SECONDS * 0.4
+    for bad in ("0", "1.5", "-1", "fast"):
+        monkeypatch.setenv("KIT_TIME_SCALE", bad)
+        try:
+            table.time_scale()
+        except SystemExit as e:
+            assert "KIT_TIME_SCALE must be a number in (0, 1]" in str(e)
+        else:
+            raise AssertionError(f"KIT_TIME_SCALE={bad} was taken")
+    monkeypatch.delenv("KIT_TIME_SCALE")
+    assert table.limit(table.STARTUP_SECONDS) == table.STARTUP_SECONDS
