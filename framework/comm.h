@@ -81,7 +81,7 @@ class Communicator {
   // Bytes this rank moved through this communicator so far (formula above).
   std::uint64_t bytes_transferred() const;
 
-  struct Handle;  // opaque: wraps the MPI communicator, defined in comm.cpp
+  struct Handle;  // opaque: wraps the MPI communicator, defined in comm_internal.h
 
  private:
   explicit Communicator(std::unique_ptr<Handle> handle);

@@ -1,5 +1,6 @@
 // comm_runtime.h: MPI start-up and the few extra operations the framework's
-// own programs and test harness need. Student code never includes it.
+// own programs and test harness need, and the ledger's public face. Student
+// code never includes it.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "call_context.h"  // which student function runs (StudentScope sets it)
 #include "comm.h"
 
 namespace dtrain {
@@ -71,12 +73,6 @@ struct CommAccess {
   static std::string name(const Communicator& comm);
 };
 
-// A matrix argument of a student call, by parameter name, for messages.
-struct ArgShape {
-  const char* name;
-  long rows, cols;
-};
-
 // Set around every call into student code (student_calls.h does it for the
 // framework and the tests): the ledger and the error messages name the
 // function, and the communicator it was handed goes by its parameter name
@@ -96,6 +92,10 @@ class StudentScope {
   std::string outer_comm_name_;
   std::vector<ArgShape> outer_args_;
 };
+
+// How the kit names ranks in its messages: "rank 2", "ranks 0,3" (in
+// Python: kit/jobs.py, rank_label).
+std::string rank_list(const std::vector<int>& ranks);
 
 // One recorded call of the ledger (kept while tracing) or a phase span.
 struct LedgerEntry {
@@ -126,16 +126,6 @@ void begin_case();
 // case: "waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad",
 // or what it did: "after 2 collectives on dp_comm". Safe from another thread.
 std::string state();
-// The student function running now ("" outside student code), and its
-// arguments' shapes as text: "x (2, 3), y (4, 1)".
-std::string function_now();
-std::string arguments_now();
-// The same name for a signal handler (no allocation); nullptr outside student code.
-const char* function_now_signal_safe();
-// The student function an exception last left (the innermost one), and the
-// arguments it had; empty if none since the last call. Reading it clears it.
-std::string take_thrown_from();
-
 // A collective as a CallLog keeps it.
 struct LoggedCall {
   std::string kind;  // as LedgerEntry::kind

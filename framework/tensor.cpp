@@ -7,7 +7,7 @@
 #include <string>
 #include <stdexcept>
 
-#include "comm_runtime.h"
+#include "call_context.h"
 #include "student_line.h"
 
 namespace dtrain::detail {

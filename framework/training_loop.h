@@ -76,8 +76,6 @@ inline double decayed_lr(double init_lr, long iteration, double stage) {
   return init_lr * std::pow(0.9, std::floor(static_cast<double>(iteration) / stage));
 }
 
-// Accuracy of `model` on (x, y), in batches of `batch` rows. Every rank of
-// the model must call it: the forward passes communicate.
 // Rows per forward pass when evaluating. Rows don't interact, so any batch
 // gives the same accuracy; each pass communicates (ZeRO gathers every
 // layer's weights), so few large passes beat many training-sized ones, but
@@ -95,8 +93,9 @@ long right_answers(Model& model, const RowSource& x, const Labels& y, long start
   return std::lround(model.accuracy() * static_cast<double>(n));
 }
 
-// The rows are converted a chunk at a time (a PixelFile is never held whole
-// as doubles).
+// Accuracy of `model` on (x, y), in batches of `batch` rows. Every rank of
+// the model must call it: the forward passes communicate. The rows are
+// converted a chunk at a time (a PixelFile is never held whole as doubles).
 template <typename Model>
 double evaluate(Model& model, const RowSource& x, const Labels& y, long batch = kEvalBatch) {
   if (x.rows() == 0) return 0.0;

@@ -44,7 +44,7 @@ class CaseOutcome:
         lines: List[str] = []
         for message, ranks in grouped.items():
             known = sorted(r for r in ranks if r is not None)
-            who = ("[rank %s] " if len(known) == 1 else "[ranks %s] ") % ",".join(map(str, known)) if known else ""
+            who = f"[{rank_label(known)}] " if known else ""
             for i, line in enumerate(message.splitlines() or [""]):
                 lines.append((who if i == 0 else " " * len(who)) + line)
         if max_lines is None or len(lines) <= max_lines:
@@ -229,6 +229,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
 
 
 def rank_label(ranks: List[int]) -> str:
+    """"rank 2", "ranks 0,3": how the kit names ranks, in Python (C++: rank_list, comm_runtime.h)."""
     return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
 
 

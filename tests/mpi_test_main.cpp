@@ -409,9 +409,7 @@ std::string without_gtest_wrapper(const std::string& message, const std::string&
 // "[rank 2]", "[ranks 0,3]", or "[all ranks]".
 std::string rank_label(const std::vector<int>& ranks, int world_size) {
   if (static_cast<int>(ranks.size()) == world_size && world_size > 1) return "[all ranks]";
-  std::string label = ranks.size() == 1 ? "[rank " : "[ranks ";
-  for (size_t i = 0; i < ranks.size(); ++i) label += (i ? "," : "") + std::to_string(ranks[i]);
-  return label + "]";
+  return "[" + dtrain::rank_list(ranks) + "]";
 }
 
 int usage_error(const std::string& what) {

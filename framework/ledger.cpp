@@ -1,0 +1,261 @@
+// ledger.cpp: the collective ledger: each call a rank makes, for a hung
+// case's roll-call, the traffic checks (CallLog) and the trace (kept entries
+// and phases), and the Call that records, checks and times one collective.
+#include "ledger.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "call_context.h"
+#include "comm_runtime.h"
+
+namespace dtrain {
+
+namespace comm_detail {
+
+namespace {
+
+// Time inside the counted collectives, for the trainers' reports: how much
+// of an epoch is communication (and waiting for the slowest rank).
+double g_collective_seconds = 0;
+
+struct Ledger {
+  std::mutex mu;  // the watchdog thread reads what the main thread writes
+  bool checking = false, tracing = false;
+  // The call in flight.
+  bool active = false;
+  OpCode op = kAllreduce;
+  long seq = 0, count = 0;
+  std::int64_t reduction = kNoReduction;
+  std::string comm;
+  std::string function;
+  const std::vector<int>* members = nullptr;  // the handle's, alive while the call lasts
+  double since = 0;                           // when it was made, if tracing
+  // This case's calls, per communicator id: (its name at the last call, calls).
+  std::map<int, std::pair<std::string, long>> per_comm;
+  std::vector<LedgerEntry> kept;
+  std::uint64_t recorded = 0;
+  std::vector<ledger::LoggedCall>* log = nullptr;  // the open CallLog's, if any
+};
+
+Ledger& the_ledger() {
+  static Ledger ledger;
+  return ledger;
+}
+
+// The bookkeeping of one call, apart from the agreement check and MPI, so
+// the bench can time exactly this (ledger::seconds_per_record).
+void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction) {
+  const char* function = ledger::function_now_signal_safe();
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = true;
+  l.op = op;
+  l.seq = ++h.calls;
+  l.count = count;
+  l.reduction = reduction;
+  l.comm = h.name;
+  l.function = function ? function : "";
+  l.members = &h.members;
+  if (l.tracing) l.since = steady_seconds();
+  auto& slot = l.per_comm[h.id];
+  slot.first = h.name;
+  slot.second = h.calls;
+  ++l.recorded;
+  if (l.log) l.log->push_back({kOpNames[op], count, h.name});
+}
+
+// The call in flight as an entry; the caller holds the ledger's lock.
+LedgerEntry entry_of(const Ledger& l, double start, double end) {
+  LedgerEntry e;
+  e.kind = kOpNames[l.op];
+  e.seq = l.seq;
+  e.count = l.count;
+  e.reduction = l.reduction == kNoReduction ? "" : kReductionNames[l.reduction];
+  e.comm = l.comm;
+  e.function = l.function;
+  if (l.members) e.ranks = *l.members;
+  e.start = start;
+  e.end = end;
+  return e;
+}
+
+void note_end(double start, double end, std::uint64_t bytes) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = false;
+  if (l.tracing && end > 0) {  // a call that failed before MPI saw it never ran
+    LedgerEntry e = entry_of(l, start, end);
+    e.bytes = bytes;
+    l.kept.push_back(std::move(e));
+  }
+}
+
+// The agreement check refused the call: the trace keeps it, marked, spanning
+// the check (the one exchange all ranks made for it).
+void note_refused(const char* why) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = false;
+  if (!l.tracing) return;
+  LedgerEntry e = entry_of(l, l.since, steady_seconds());
+  e.refused = why;
+  l.kept.push_back(std::move(e));
+}
+
+}  // namespace
+
+double collective_seconds() { return g_collective_seconds; }
+
+std::mutex& ledger_mutex() { return the_ledger().mu; }
+
+Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed) : timed_(timed) {
+  note_start(h, op, count, reduction);
+  if (the_ledger().checking) {
+    try {
+      agree(h, op, count, reduction);
+    } catch (const CollectiveMismatch& mismatch) {
+      note_refused(mismatch.what());
+      throw;
+    } catch (...) {
+      note_end(0, 0, 0);
+      throw;
+    }
+  }
+  start_ = steady_seconds();
+}
+
+void Call::done(std::uint64_t bytes) {
+  const double end = steady_seconds();
+  if (timed_) g_collective_seconds += end - start_;
+  note_end(start_, end, bytes);
+  finished_ = true;
+}
+
+Call::~Call() {
+  if (!finished_) note_end(start_, steady_seconds(), 0);  // MPI failed: the call is over all the same
+}
+
+}  // namespace comm_detail
+
+namespace ledger {
+
+using comm_detail::the_ledger;
+using comm_detail::Ledger;
+
+void set_checking(bool on) { the_ledger().checking = on; }
+bool checking() { return the_ledger().checking; }
+
+void set_tracing(bool on) {
+  std::lock_guard<std::mutex> lock(the_ledger().mu);
+  the_ledger().tracing = on;
+}
+
+void begin_case() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.per_comm.clear();
+  l.kept.clear();
+}
+
+std::string state() {
+  using comm_detail::plural;
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (l.active) {
+    std::string s =
+        std::string("waiting in ") + comm_detail::kOpNames[l.op] + " #" + std::to_string(l.seq) + " on " + l.comm;
+    if (l.op != comm_detail::kSplit && l.op != comm_detail::kBarrier) s += " (" + plural(l.count, "element") + ")";
+    return l.function.empty() ? s : s + " in " + l.function;
+  }
+  if (l.per_comm.empty()) return "without a collective";
+  std::string s = "after ";
+  size_t i = 0;
+  for (const auto& [id, named] : l.per_comm) {
+    s += i == 0 ? "" : i + 1 == l.per_comm.size() ? " and " : ", ";
+    s += i == 0 ? plural(named.second, "collective") + " on " + named.first
+                : std::to_string(named.second) + " on " + named.first;
+    ++i;
+  }
+  return s;
+}
+
+CallLog::CallLog() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (l.log) throw std::logic_error("CallLog: one at a time");
+  l.log = &calls_;
+}
+
+CallLog::~CallLog() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.log = nullptr;
+}
+
+std::vector<LoggedCall> CallLog::take() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return std::exchange(calls_, {});
+}
+
+std::vector<LedgerEntry> take_entries() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return std::move(l.kept);
+}
+
+bool in_flight(LedgerEntry& entry) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (!l.active || !l.tracing) return false;
+  entry = comm_detail::entry_of(l, l.since, comm_detail::steady_seconds());
+  entry.pending = true;
+  return true;
+}
+
+std::uint64_t calls_recorded() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  return l.recorded;
+}
+
+double seconds_per_record(long samples) {
+  Communicator::Handle probe;
+  probe.name = "probe";
+  probe.id = -1;
+  const auto start = std::chrono::steady_clock::now();
+  for (long i = 0; i < samples; ++i) {
+    comm_detail::note_start(probe, comm_detail::kAllreduce, 1024, 0);
+    comm_detail::note_end(0, 0, 0);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.per_comm.erase(-1);
+  l.recorded -= static_cast<std::uint64_t>(samples);
+  return seconds / static_cast<double>(samples);
+}
+
+Phase::Phase(const char* name)
+    : name_(name), start_(the_ledger().tracing ? comm_detail::steady_seconds() : 0) {}
+
+Phase::~Phase() {
+  Ledger& l = the_ledger();
+  if (!l.tracing) return;
+  LedgerEntry e;
+  e.kind = name_;
+  e.collective = false;
+  e.function = function_now();
+  e.start = start_;
+  e.end = comm_detail::steady_seconds();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.kept.push_back(std::move(e));
+}
+
+}  // namespace ledger
+
+}  // namespace dtrain

@@ -1,0 +1,52 @@
+// ledger.h: how the communicator records its calls in the ledger (the
+// ledger's public face is comm_runtime.h). Private to the communicator's files.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "comm_internal.h"
+#include "heap_watch.h"
+
+namespace dtrain::comm_detail {
+
+enum OpCode : std::int64_t { kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier };
+inline constexpr const char* kOpNames[] = {"", "allreduce", "allgather", "reduce_scatter", "split", "barrier"};
+inline constexpr const char* kReductionNames[] = {"Sum", "Min", "Max"};
+inline constexpr std::int64_t kNoReduction = -1;
+
+inline std::string plural(long n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+// Held while the ledger's records change; the watchdog thread reads them,
+// and a communicator's name with them.
+std::mutex& ledger_mutex();
+
+// Seconds inside the timed collectives so far (CommAccess::seconds_in_collectives).
+double collective_seconds();
+
+// Every rank shares (operation, count, reduction) of the call it is about
+// to make on h; if they differ, every rank throws CollectiveMismatch naming
+// each rank's call (agreement.cpp). One small collective of its own.
+void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction);
+
+// One call of the ledger: recorded when made, checked against the other
+// ranks' calls when checking is on (before MPI sees it), and timed.
+class Call {
+ public:
+  Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed);
+  void done(std::uint64_t bytes);
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+ private:
+  // First, so that what the ledger, the agreement check and MPI allocate
+  // for this call is never taken for the caller's (heap_watch.h).
+  LibraryAllocations library_;
+  bool timed_;
+  bool finished_ = false;
+  double start_ = 0;
+};
+
+}  // namespace dtrain::comm_detail
