@@ -43,12 +43,11 @@ from grader import policy
 from grader.sandbox import Sandbox
 from kit import parts as table
 from kit.build import build
-from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
+from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, KITRUN, STUBS_DIR
 from kit.report import fmt
 from kit.static_checks import check_files
-from kit.suite import collect
 
 ACCEPTED = set(IMPL_FILES) | {"feedback.txt"}
 MAX_MEMBER_BYTES = 1 << 20
@@ -142,11 +141,6 @@ def extract_members(handin: str, dest: str, grade: Grade) -> bool:
         if name not in seen:
             grade.notes.append(f"{name} is missing: graded as the unimplemented stub")
     return True
-
-
-def without_parts(error: str) -> str:
-    """collect()'s error without the part keys it starts with."""
-    return error.split(": ", 1)[-1]
 
 
 def keep_head_tail(text: str, limit: int = OUTPUT_KEEP) -> str:
@@ -282,13 +276,13 @@ def compile_files(g: Grading) -> bool:
 def run(g: Grading) -> bool:
     if g.broken:
         return True
-    g.outcomes, errors = collect(g.binary, table.PARTS, g.grade.handin, quiet=True, hidden=True, tally=g.tally,
-                                 launch_args=g.launch)
+    ran = run_parts(g.binary, table.PARTS, hidden=True, tally=g.tally, launch_args=g.launch)
+    g.outcomes = ran.outcomes
     g.grade.output = keep_head_tail(g.tally.output)
     if not g.outcomes:
-        g.broken = "; ".join(without_parts(e) for e in errors) or "the test program did not start its cases"
-    else:
-        g.grade.notes += errors
+        g.broken = ran.error or "the test program did not start its cases"
+    elif ran.error:
+        g.grade.notes.append(f"{', '.join(p.key for p in table.PARTS)}: {ran.error}")
     return True
 
 
@@ -330,13 +324,12 @@ def isolate(g: Grading) -> bool:
         else:
             os.chmod(binary, 0o711)
             tally = JobTally()
-            outcomes, errors = collect(binary, parts, f"{g.grade.handin} ({name} alone)", quiet=True, hidden=True,
-                                       tally=tally, launch_args=g.launch)
+            ran = run_parts(binary, parts, hidden=True, tally=tally, launch_args=g.launch)
             g.tally.forged += tally.forged
-            if outcomes:
-                g.outcomes.update(outcomes)
+            if ran.outcomes:
+                g.outcomes.update(ran.outcomes)
             else:
-                why = "; ".join(without_parts(e) for e in errors) or "its program did not start its cases"
+                why = ran.error or "its program did not start its cases"
         if why:
             g.grade.files[name]["broke"] = why
             g.grade.notes.append(f"{name} breaks the program even alone, so {', '.join(p.key for p in parts)} "

@@ -297,3 +297,24 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
                 on_outcome(outcome)
         pending = ":".join(c for c in job.records.plan if c not in outcomes)
     return outcomes
+
+
+@dataclass
+class PartsRun:
+    """What running some parts' cases gave: an outcome per case that ran,
+    and why none ran if none did."""
+    outcomes: Dict[str, CaseOutcome]
+    error: Optional[str]   # the binary could not run its cases (the job's reason), else None
+
+
+def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launch_args: Optional[Dict] = None,
+              tally: Optional[JobTally] = None,
+              on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> PartsRun:
+    """Runs the chosen parts' cases (public, plus hidden ones if asked), all
+    in one job with as many ranks as the largest case needs."""
+    runs = [run for part in chosen for run in (part.runs if hidden else part.public_runs())]
+    tally = tally if tally is not None else JobTally()
+    launch = Launch(binary, max(run.ranks for run in runs), timeout=sum(r.job_seconds for r in runs),
+                    **{"capture": on_outcome is None, **(launch_args or {})})
+    outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally, on_outcome)
+    return PartsRun(outcomes, tally.error)

@@ -10,14 +10,18 @@ line markers say which files the student's file includes.
 
 A "fail" finding means the file is not compiled: it is graded as its stub,
 and the report names the rule and the line. A "warn" finding is reported
-and costs nothing by itself.
+and costs nothing by itself. `make test` shows the same findings before its
+cases (static_findings, cached by content; refusal_warning).
 """
+import hashlib
+import json
 import os
 import re
 import subprocess
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
+from kit import parts as table
 from kit.build import recipe
 from kit.paths import FRAMEWORK_DIR, build_dir
 # Framework headers that only the kit's own programs and tests may use.
@@ -267,6 +271,63 @@ def check_files(paths: List[str], build: str, runner=None) -> Dict[str, List[Fin
     flags = [how["compiler"]] + how["compile_flags"]
     dirs = system_include_dirs(flags)
     return {path: check_file(path, flags, runner=runner, system_dirs=dirs) for path in paths}
+
+
+def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
+                    cache_path: Optional[str] = None) -> Dict[str, List[str]]:
+    """The grader's static findings for the student files the chosen parts
+    use, as "fail: ..." / "warn: ..." lines per file; cached by content (in
+    the build unless told), so only an edited file is checked again."""
+    files = sorted({f for p in chosen for f in p.files})
+    cache_path = cache_path or os.path.join(build, "static_checks_cache.json")
+    try:
+        with open(cache_path) as f:
+            cache = json.load(f)
+    except (OSError, ValueError):
+        cache = {}
+    how = recipe(build)
+    # The rules and the flags decide the findings as much as the file does.
+    with open(__file__, "rb") as f:
+        rules = f.read()
+    header_digest = how["header_digest"] + hashlib.sha256(rules + " ".join(how["compile_flags"]).encode()).hexdigest()
+    found: Dict[str, List[str]] = {}
+    todo = []
+    for name in files:
+        path = os.path.join(impl_dir, name)
+        try:
+            with open(path, "rb") as f:
+                key = hashlib.sha256(f.read() + header_digest.encode()).hexdigest()
+        except OSError:
+            continue
+        if key in cache:
+            found[name] = cache[key]
+        else:
+            todo.append((name, path, key))
+    if todo:
+        for (name, path, key), findings in zip(todo, check_files([p for _, p, _ in todo], build).values()):
+            found[name] = cache[key] = [str(f) for f in findings]
+        try:
+            with open(cache_path + ".tmp", "w") as f:
+                json.dump(cache, f)
+            os.replace(cache_path + ".tmp", cache_path)
+        except OSError:
+            pass  # a read-only build only checks again next time
+    return found
+
+
+def refusal_warning(found: Dict[str, List[str]]) -> List[str]:
+    """Loud lines for each file the grader would refuse (and grade as its stub)."""
+    lines = []
+    for name, findings in found.items():
+        fails = [f for f in findings if ": fail: " in f]
+        if not fails:
+            continue
+        keys = [p.key for p in table.PARTS if name in p.files]
+        lines.append(f"!! THE GRADER WOULD REFUSE student/{name}: it grades it as the stub, so "
+                     f"{', '.join(keys)} would score 0, whatever these tests say:")
+        lines += [f"!!   {f}" for f in fails]
+        lines.append("!! (make handin refuses to pack it; the handout's Integrity section lists the rules)")
+    return lines
 
 
 def main(argv: List[str]) -> int:

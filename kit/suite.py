@@ -12,20 +12,16 @@ needs (a case of n ranks runs on the job's first n), so a run starts one
 mpirun, plus one more after each case that ends its job.
 """
 import argparse
-import hashlib
-import json
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from kit import parts as table
 from kit import trace
-from kit.jobs import CaseOutcome, JobTally, Launch, run_cases
-from kit.build import recipe
+from kit.jobs import CaseOutcome, JobTally, Launch, PartsRun, run_cases, run_parts
 from kit.paths import build_dir, impl_dir, test_binary
-from kit import static_checks
-from kit.static_checks import check_files
+from kit.static_checks import refusal_warning, static_findings
 from kit.report import fmt
 
 NOT_IMPLEMENTED = "is not implemented yet"
@@ -39,86 +35,19 @@ def show_job_death(outcome: CaseOutcome, max_lines: Optional[int] = 12) -> None:
         print(f"[  FAILED  ] {outcome.case} (the job ended here; the remaining cases run in a new job)", flush=True)
 
 
-def collect(binary: str, chosen: List[table.Part], label: str, quiet: bool = False, hidden: bool = False,
-            launch_args: Optional[Dict] = None, tally: Optional[JobTally] = None, verbose: bool = False
-            ) -> Tuple[Dict[str, CaseOutcome], List[str]]:
-    """Runs the chosen parts' cases (public, plus hidden ones if asked) in
-    one job; returns (case -> outcome, errors)."""
-    runs = [run for part in chosen for run in (part.runs if hidden else part.public_runs())]
-    counts = sorted({run.ranks for run in runs})
+def run_shown(binary: str, chosen: List[table.Part], label: str, launch_args: Optional[Dict] = None,
+              verbose: bool = False) -> PartsRun:
+    """run_parts, saying what runs and showing each case as it ends."""
+    counts = sorted({run.ranks for part in chosen for run in part.public_runs()})
     ranks = counts[-1]
-    names = ", ".join(p.key for p in chosen)
-    if not quiet:
-        shown = " and ".join(map(str, counts)) if len(counts) < 4 else f"1 to {ranks}"
-        print(f"== {names}: cases on {shown} rank{'s' if ranks > 1 else ''} ({label})", flush=True)
-    tally = tally if tally is not None else JobTally()
-    launch = Launch(binary, ranks, timeout=sum(r.job_seconds for r in runs), capture=quiet, **(launch_args or {}))
-    outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally,
-                         on_outcome=None if quiet else lambda o: show_job_death(o, None if verbose else 12))
-    errors: List[str] = []
-    if tally.error:
-        errors.append(f"{names}: {tally.error}")
-        if not quiet:
-            print(f"!! {tally.error}", flush=True)
-        tally.error = None
-    return outcomes, errors
-
-
-def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
-                    cache_path: Optional[str] = None) -> Dict[str, List[str]]:
-    """The grader's static findings for the student files the chosen parts
-    use, as "fail: ..." / "warn: ..." lines per file; cached by content (in
-    the build unless told), so only an edited file is checked again."""
-    files = sorted({f for p in chosen for f in p.files})
-    cache_path = cache_path or os.path.join(build, "static_checks_cache.json")
-    try:
-        with open(cache_path) as f:
-            cache = json.load(f)
-    except (OSError, ValueError):
-        cache = {}
-    how = recipe(build)
-    # The rules and the flags decide the findings as much as the file does.
-    with open(static_checks.__file__, "rb") as f:
-        rules = f.read()
-    header_digest = how["header_digest"] + hashlib.sha256(rules + " ".join(how["compile_flags"]).encode()).hexdigest()
-    found: Dict[str, List[str]] = {}
-    todo = []
-    for name in files:
-        path = os.path.join(impl_dir, name)
-        try:
-            with open(path, "rb") as f:
-                key = hashlib.sha256(f.read() + header_digest.encode()).hexdigest()
-        except OSError:
-            continue
-        if key in cache:
-            found[name] = cache[key]
-        else:
-            todo.append((name, path, key))
-    if todo:
-        for (name, path, key), findings in zip(todo, check_files([p for _, p, _ in todo], build).values()):
-            found[name] = cache[key] = [str(f) for f in findings]
-        try:
-            with open(cache_path + ".tmp", "w") as f:
-                json.dump(cache, f)
-            os.replace(cache_path + ".tmp", cache_path)
-        except OSError:
-            pass  # a read-only build only checks again next time
-    return found
-
-
-def refusal_warning(found: Dict[str, List[str]]) -> List[str]:
-    """Loud lines for each file the grader would refuse (and grade as its stub)."""
-    lines = []
-    for name, findings in found.items():
-        fails = [f for f in findings if ": fail: " in f]
-        if not fails:
-            continue
-        keys = [p.key for p in table.PARTS if name in p.files]
-        lines.append(f"!! THE GRADER WOULD REFUSE student/{name}: it grades it as the stub, so "
-                     f"{', '.join(keys)} would score 0, whatever these tests say:")
-        lines += [f"!!   {f}" for f in fails]
-        lines.append("!! (make handin refuses to pack it; the handout's Integrity section lists the rules)")
-    return lines
+    shown = " and ".join(map(str, counts)) if len(counts) < 4 else f"1 to {ranks}"
+    print(f"== {', '.join(p.key for p in chosen)}: cases on {shown} rank{'s' if ranks > 1 else ''} ({label})",
+          flush=True)
+    ran = run_parts(binary, chosen, launch_args=dict(launch_args or {}, capture=False),
+                    on_outcome=lambda o: show_job_death(o, None if verbose else 12))
+    if ran.error:
+        print(f"!! {ran.error}", flush=True)
+    return ran
 
 
 def show_traces(trace_dir: str, failed: List[str]) -> None:
@@ -233,7 +162,9 @@ def main(argv: List[str]) -> int:
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
-    outcomes, errors = collect(binary, chosen, args.impl, launch_args=launch_args, verbose=args.verbose)
+    ran = run_shown(binary, chosen, args.impl, launch_args=launch_args, verbose=args.verbose)
+    outcomes = ran.outcomes
+    errors = [ran.error] if ran.error else []
     print()
     exit_code = 0
     total = 0.0

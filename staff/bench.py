@@ -147,7 +147,7 @@ def mpirun_floor(t: Table, build: str) -> Dict[int, float]:
 def suite(t: Table, build: str, floor: Dict[int, float]) -> None:
     ranks = max(run_.ranks for p in table.PARTS for run_ in p.public_runs())
     t.add("mpirun floor of the suite", [floor[ranks]], "s",
-          f"the suite is one launch of {ranks} ranks (kit/suite.py): it can't go below this")
+          f"the suite is one launch of {ranks} ranks (`make test`): it can't go below this")
     med = t.timed("public suite (make test)", ["make", "--no-print-directory", "test", "IMPL=reference",
                                                 f"BUILD={build}", f"PYTHON={PYTHON}"],
                   f"original Python kit {ORIGINAL_SUITE_SECONDS:.0f} s; target 1.5 s")

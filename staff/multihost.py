@@ -251,8 +251,8 @@ def main(argv: List[str]) -> int:
               f"traffic alone is {least}")
         problems = []
         if min(sent, received) < least:
-            problems.append(f"the link carried less than rank 0's data-parallel traffic: the job did not run "
-                            f"across the hosts")
+            problems.append("the link carried less than rank 0's data-parallel traffic: the job did not run "
+                            "across the hosts")
         for key in ("final_loss", "test_accuracy"):
             if abs(float(across[key]) - float(alone[key])) > TOLERANCE:
                 problems.append(f"{key}: {across[key]!r} across two hosts, {alone[key]!r} on one")

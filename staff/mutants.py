@@ -23,10 +23,10 @@ from typing import List, NamedTuple, Optional, Tuple
 
 from kit import parts as table
 from kit.build import build
+from kit.jobs import run_parts
 from kit.parts import IMPL_FILES
 from kit.paths import KITRUN, REFERENCE_DIR, build_dir
 from kit.report import fmt
-from kit.suite import collect
 
 
 WRONG_ANSWERS_FROM = "data split by rank instead of by data-parallel group"  # the first of the list's second half
@@ -213,8 +213,9 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
         errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
     launch_args = {"prefix": launcher + [KITRUN]} if launcher else None
-    outcomes, errors = collect(binary, table.PARTS, mutant.name, quiet=True, launch_args=launch_args)
-    problems = list(errors)
+    ran = run_parts(binary, table.PARTS, launch_args=launch_args)
+    outcomes = ran.outcomes
+    problems = [ran.error] if ran.error else []
     passed = {c: o.passed for c, o in outcomes.items()}
     for part in table.PARTS:
         got = part.score(passed)

@@ -11,7 +11,7 @@ import sys
 
 from kit import parts as table
 from kit.paths import KIT_DIR, REFERENCE_DIR, build_dir
-from kit.suite import refusal_warning, static_findings
+from kit.static_checks import refusal_warning, static_findings
 from staff.tests.broken import mutant_binary
 
 
