@@ -1,5 +1,8 @@
-// records.cpp: the record builders of records.h.
+// records.cpp: the record builders of records.h, and the one reader the
+// harness itself needs (roll-call answers).
 #include "records.h"
+
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 
@@ -63,6 +66,13 @@ std::string rollcall(const std::string& name, int rank, const std::string& state
 
 std::string abort_prefix(const std::string& name, int rank) {
   return "{\"event\":\"abort\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) + ",\"why\":\"";
+}
+
+int rollcall_rank(const std::string& line, const std::string& name) {
+  const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+  if (!record.is_object() || record.value("event", "") != "rollcall" || record.value("case", "") != name) return -1;
+  const auto rank = record.find("rank");
+  return rank != record.end() && rank->is_number_integer() ? rank->get<int>() : -1;
 }
 
 }  // namespace records

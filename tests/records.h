@@ -43,6 +43,9 @@ std::string rank_failure(const std::string& name, int rank, const std::string& m
 std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds);
 // What every rollcall record of case `name` starts with, up to its rank.
 std::string rollcall_prefix(const std::string& name);
+// The rank of a rollcall record of case `name`, read from one line of the
+// results file; -1 if the line is another record, or not a whole one.
+int rollcall_rank(const std::string& line, const std::string& name);
 
 // An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
 // text without quotes, backslashes or control characters.

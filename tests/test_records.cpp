@@ -37,6 +37,15 @@ TEST(Records, BuildEachKind) {
   EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04).rfind(records::rollcall_prefix("A.b"), 0), 0u);
 }
 
+// The watchdog learns which ranks answered a roll-call by reading records,
+// so a message that merely holds a roll-call's text is no answer.
+TEST(Records, RollCallAnswersAreReadAsRecords) {
+  EXPECT_EQ(records::rollcall_rank(records::rollcall("A.b", 3, "waiting", 1.0), "A.b"), 3);
+  EXPECT_EQ(records::rollcall_rank(records::rollcall("A.bc", 3, "waiting", 1.0), "A.b"), -1);
+  EXPECT_EQ(records::rollcall_rank(records::rank_failure("A.b", 2, records::rollcall("A.b", 2, "s", 1.0)), "A.b"), -1);
+  EXPECT_EQ(records::rollcall_rank(records::rollcall_prefix("A.b") + "1", "A.b"), -1);  // not a whole record
+}
+
 TEST(Records, WriteEveryKindForTheRunner) {
   const char* path = std::getenv("KIT_RECORDS_OUT");
   if (path == nullptr) GTEST_SKIP() << "KIT_RECORDS_OUT is not set: nothing to write";

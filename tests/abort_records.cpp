@@ -1,0 +1,104 @@
+// abort_records.cpp: abort records from signal handlers and exit hooks
+// (abort_records.h). Everything here after a signal is async-signal-safe.
+#include "abort_records.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+#include "comm_runtime.h"
+#include "job.h"
+#include "records.h"
+
+namespace harness {
+
+namespace {
+
+char g_abort_prefix[1024];  // records::abort_prefix of the running case
+char g_case_name[512];      // the same case, for a run by hand (no results file)
+volatile sig_atomic_t g_in_case = 0;
+
+void arm_abort_prefix(const std::string& name) {
+  std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", records::abort_prefix(name, job().rank).c_str());
+  std::snprintf(g_case_name, sizeof g_case_name, "%s", name.c_str());
+}
+
+// Joins the pieces into `line`, as far as they fit; async-signal-safe.
+size_t join(char* line, size_t size, std::initializer_list<const char*> parts) {
+  size_t n = 0;
+  for (const char* part : parts) {
+    const size_t len = std::strlen(part);
+    if (n + len >= size) break;
+    std::memcpy(line + n, part, len);
+    n += len;
+  }
+  line[n] = '\0';
+  return n;
+}
+
+// Async-signal-safe: only memcpy/strlen/write. With no results file (a run
+// by hand with KIT_BARE=1) the rank says it on stderr, since no runner will.
+void write_abort(const char* why) {
+  char line[1400];
+  if (job().results_fd < 0) {
+    char rank[16], *digit = rank + sizeof rank;
+    *--digit = '\0';
+    for (unsigned r = static_cast<unsigned>(job().rank);; r /= 10) {
+      *--digit = static_cast<char>('0' + r % 10);
+      if (r < 10) break;
+    }
+    const size_t n = join(line, sizeof line, {"[rank ", digit, "] ", g_case_name, ": ", why, "\n"});
+    ssize_t ignored = ::write(2, line, n);
+    (void)ignored;
+    return;
+  }
+  const size_t n = join(line, sizeof line, {g_abort_prefix, why, records::kAbortSuffix});
+  ssize_t ignored = ::write(job().results_fd, line, n);
+  (void)ignored;
+}
+
+void on_fatal_signal(int sig) {
+  if (g_in_case) {
+    const char* why = sig == SIGSEGV   ? "crashed with SIGSEGV (invalid memory access)"
+                      : sig == SIGBUS  ? "crashed with SIGBUS (invalid memory access)"
+                      : sig == SIGFPE  ? "crashed with SIGFPE (arithmetic error, e.g. integer division by zero)"
+                      : sig == SIGILL  ? "crashed with SIGILL (illegal instruction)"
+                      : sig == SIGABRT ? "aborted (SIGABRT: abort(), a failed assert, or an uncaught exception)"
+                                       : "was ended by a signal";
+    // Which student function it happened in (the ledger's, readable here).
+    const char* function = dtrain::ledger::function_now_signal_safe();
+    char text[700];
+    join(text, sizeof text, {why, function ? " in " : "", function ? function : ""});
+    write_abort(text);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void on_exit_inside_case() {
+  if (g_in_case) write_abort("the process exited in the middle of the case (exit() or quick_exit() called?)");
+}
+
+// Ends every process the case started; returns how many there were. They
+// are stopped first, so that a process that keeps forking can't outrun us;
+
+}  // namespace
+
+void install_abort_handlers() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_fatal_signal);
+  std::atexit(on_exit_inside_case);
+  std::at_quick_exit(on_exit_inside_case);
+}
+
+void case_begins(const std::string& name) {
+  arm_abort_prefix(name);
+  g_in_case = 1;
+}
+
+void case_ends() { g_in_case = 0; }
+
+}  // namespace harness

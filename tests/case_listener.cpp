@@ -1,0 +1,170 @@
+// case_listener.cpp: the per-case protocol of the test binary (case_listener.h).
+#include "case_listener.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "abort_records.h"
+#include "comm_runtime.h"
+#include "harness.h"
+#include "job.h"
+#include "reaper.h"
+#include "records.h"
+#include "results_seal.h"
+#include "trace.h"
+#include "watchdog.h"
+
+namespace harness {
+
+namespace {
+
+// in the test body. The description is the message; say where it came from:
+// the student function it left (`thrown_from`), unless the message names it.
+std::string without_gtest_wrapper(const std::string& message, const std::string& thrown_from) {
+  const std::string head = "C++ exception with description \"", tail = "\" thrown in the test body.";
+  if (message.rfind(head, 0) != 0 || message.size() < head.size() + tail.size() ||
+      message.compare(message.size() - tail.size(), tail.size(), tail) != 0)
+    return message;
+  const std::string what = message.substr(head.size(), message.size() - head.size() - tail.size());
+  const std::string function = thrown_from.substr(0, thrown_from.find(' '));
+  if (thrown_from.empty() || what.find(function) != std::string::npos) return "exception: " + what;
+  return "exception in " + thrown_from + ": " + what;
+}
+
+// "[rank 2]", "[ranks 0,3]", or "[all ranks]".
+std::string rank_label(const std::vector<int>& ranks, int world_size) {
+  if (static_cast<int>(ranks.size()) == world_size && world_size > 1) return "[all ranks]";
+  return "[" + dtrain::rank_list(ranks) + "]";
+}
+
+class MpiCaseListener : public ::testing::EmptyTestEventListener {
+ public:
+  // `groups`: for each rank count the cases need, the communicator of ranks
+  // 0..n-1 (a rank runs only the cases whose group it belongs to).
+  MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, double timeout_override,
+                  double time_scale, CaseTally& tally)
+      : world_(world), groups_(groups), timeout_override_(timeout_override), time_scale_(time_scale),
+        trace_dir_(job().trace_dir), tally_(tally) {}
+
+  void OnTestProgramStart(const ::testing::UnitTest& unit) override {
+    if (job().rank != 0) return;
+    std::vector<std::string> cases;
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+      const auto* suite = unit.GetTestSuite(i);
+      for (int j = 0; j < suite->total_test_count(); ++j) {
+        const auto* info = suite->GetTestInfo(j);
+        if (info->should_run()) cases.push_back(std::string(info->test_suite_name()) + "." + info->name());
+      }
+    }
+    write_record(seal_record(records::plan(world_.size(), cases)));
+  }
+
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    name_ = std::string(info.test_suite_name()) + "." + info.name();
+    messages_.clear();
+    case_begins(name_);
+    const TableRun* run = run_of(name_);  // main checked that every selected case has one
+    const double limit = timeout_override_ > 0 ? timeout_override_ : run->case_seconds * time_scale_;
+    meeting_ = &groups_.at(run->ranks);
+    // Ranks of the group may still be busy with cases of a smaller group: wait asleep.
+    dtrain::CommAccess::rendezvous(*meeting_);
+    start_ = dtrain::CommAccess::wall_time();
+    case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate(*meeting_));
+    dtrain::CommAccess::set_name(*case_world(), "world");
+    dtrain::ledger::begin_case();
+    dtrain::ledger::take_thrown_from();  // an exception of an earlier case, caught there
+    if (job().rank == 0) {
+      std::printf("[ RUN      ] %s\n", name_.c_str());
+      std::fflush(stdout);
+    }
+    watchdog_.arm(limit, name_, run->ranks);
+  }
+
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::string where;
+    if (result.file_name() && std::strcmp(result.file_name(), "unknown file") != 0)
+      where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + ": ";
+    const std::string what = without_gtest_wrapper(result.message(), dtrain::ledger::take_thrown_from());
+    std::string text = where + what;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    messages_ += (messages_.empty() ? "" : "\n") + text;
+    write_record(records::rank_failure(name_, job().rank, text));
+    watchdog_.shorten(kFailedGraceSeconds, what);
+  }
+
+  void OnTestEnd(const ::testing::TestInfo& info) override {
+    watchdog_.body_done();
+    if (const int stray = end_stray_processes(); stray > 0)
+      messages_ += std::string(messages_.empty() ? "" : "\n") + "the case started " + std::to_string(stray) +
+                   " process(es) and left them running; they were killed (code under test may not start processes)";
+    if (info.result()->Skipped() && messages_.empty())
+      messages_ = "the case was skipped; a skipped case counts as failed";
+    // The max is a full synchronization: no rank leaves a case before every
+    // rank has finished it, so a rank stuck in a collective is caught here.
+    const bool any_failed = dtrain::CommAccess::max_over_ranks(*meeting_, messages_.empty() ? 0 : 1) != 0;
+    const auto texts = any_failed ? dtrain::CommAccess::gather_text(*meeting_, messages_, 0)
+                                  : std::vector<std::string>(static_cast<size_t>(meeting_->size()));
+    if (any_failed && !trace_dir_.empty())
+      dtrain::write_trace(*meeting_, trace_dir_ + "/" + name_ + ".json", case_world()->bytes_transferred());
+    watchdog_.disarm();
+    case_world().reset();
+    case_ends();
+    if (job().rank != 0) return;
+    const double seconds = dtrain::CommAccess::wall_time() - start_;
+    std::vector<std::pair<int, std::string>> failures;
+    std::vector<std::pair<std::string, std::vector<int>>> grouped;  // identical messages, with their ranks
+    for (size_t r = 0; r < texts.size(); ++r) {
+      if (texts[r].empty()) continue;
+      failures.emplace_back(static_cast<int>(r), texts[r]);
+      auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == texts[r]; });
+      if (same == grouped.end()) same = grouped.insert(grouped.end(), {texts[r], {}});
+      same->second.push_back(static_cast<int>(r));
+    }
+    std::string shown;
+    for (const auto& [text, ranks] : grouped) {
+      std::stringstream lines(text);
+      std::string line;
+      const std::string label = rank_label(ranks, meeting_->size());
+      bool first = true;
+      while (std::getline(lines, line)) {
+        shown += "    " + (first ? label : std::string(label.size(), ' ')) + " " + line + "\n";
+        first = false;
+      }
+    }
+    const bool ok = failures.empty();
+    (ok ? tally_.passed : tally_.failed)++;
+    write_record(seal_record(records::result(name_, ok, seconds, failures)));
+    std::printf("%s%s%s (%.0f ms)\n", shown.c_str(), ok ? "[       OK ] " : "[  FAILED  ] ", name_.c_str(),
+                seconds * 1000);
+    std::fflush(stdout);
+  }
+
+ private:
+  dtrain::Communicator& world_;
+  std::map<int, dtrain::Communicator>& groups_;
+  dtrain::Communicator* meeting_ = nullptr;  // the running case's group, where its ranks meet afterwards
+  double timeout_override_;
+  double time_scale_;
+  std::string trace_dir_;
+  Watchdog watchdog_;
+  std::string name_, messages_;
+  double start_ = 0;
+  CaseTally& tally_;
+};
+
+}  // namespace
+
+::testing::TestEventListener* new_case_listener(dtrain::Communicator& world,
+                                                std::map<int, dtrain::Communicator>& groups, double timeout_override,
+                                                double time_scale, CaseTally& tally) {
+  return new MpiCaseListener(world, groups, timeout_override, time_scale, tally);
+}
+
+}  // namespace harness

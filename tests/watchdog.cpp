@@ -1,0 +1,177 @@
+// watchdog.cpp: the case watchdog and its roll-call (watchdog.h).
+#include "watchdog.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "comm_runtime.h"
+#include "job.h"
+#include "platform.h"
+#include "records.h"
+#include "trace.h"
+
+namespace harness {
+
+namespace {
+
+std::chrono::steady_clock::duration seconds_of(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+long results_size() {
+  struct stat st {};
+  const std::string& path = job().results_path;
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 ? static_cast<long>(st.st_size) : 0;
+}
+
+}  // namespace
+
+Watchdog::Watchdog() : cores_(std::max(1u, std::thread::hardware_concurrency())), thread_([this] { loop(); }) {}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void Watchdog::arm(double seconds, const std::string& case_name, int ranks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = true;
+  started_ = Clock::now();
+  open_window(seconds);
+  case_ = case_name;
+  ranks_ = ranks;
+  read_from_ = results_size();
+  answered_.clear();
+  cv_.notify_all();
+}
+
+void Watchdog::shorten(double seconds, const std::string& failure) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!failed_) failure_ = failure.substr(0, failure.find('\n'));
+  const auto soon = Clock::now() + seconds_of(seconds);
+  failed_ = true;
+  if (armed_ && soon < deadline_) {
+    open_window(seconds);
+    cv_.notify_all();
+  }
+}
+
+void Watchdog::disarm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = false;
+  failed_ = false;
+  body_done_ = false;
+}
+
+void Watchdog::body_done() {
+  std::lock_guard<std::mutex> lock(mu_);
+  body_done_ = true;
+}
+
+void Watchdog::open_window(double seconds) {
+  window_from_ = last_look_ = Clock::now();
+  window_seconds_ = seconds;
+  could_run_ = 0;
+  deadline_ = window_from_ + seconds_of(seconds);
+}
+
+// A time limit counts time the case could have run, not the clock's. At
+// each look, the time since the last one counts in full on a host no busier
+// than the case's own ranks make it, and in proportion to the case's share
+// of the cores on a busier one (CPU hogs, other graders). So a loaded host
+// never turns a slow correct case into a timeout, and a deadlock on an idle
+// host still ends after the limit (at most kMostStretch times it).
+// (Waiting ranks poll and yield, so their own run-queue time says nothing.)
+bool Watchdog::due() {
+  const auto now = Clock::now();
+  const int runnable = dtrain::platform::runnable_tasks();
+  // The case's own ranks (all polling, in a deadlock) and a little company
+  // (the runner, MPI's helper threads) make an idle host.
+  const double idle = std::max(static_cast<double>(ranks_), cores_) + kIdleCompany;
+  const double counts = runnable > idle ? idle / runnable : 1.0;
+  could_run_ += std::chrono::duration<double>(now - last_look_).count() * counts;
+  last_look_ = now;
+  const double elapsed = std::chrono::duration<double>(now - window_from_).count();
+  return could_run_ >= window_seconds_ || elapsed >= window_seconds_ * kMostStretch;  // could_run_ <= elapsed
+}
+
+// The ranks that answered this case's roll-call so far, read as records
+// from what was appended to the results file since the last look.
+const std::set<int>& Watchdog::answered() {
+  const long size = results_size();
+  if (size <= read_from_) return answered_;
+  const int fd = ::open(job().results_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return answered_;
+  std::string text(static_cast<size_t>(size - read_from_), '\0');
+  const ssize_t n = ::pread(fd, text.data(), text.size(), read_from_);
+  ::close(fd);
+  if (n <= 0) return answered_;
+  text.resize(static_cast<size_t>(n));
+  const size_t end = text.rfind('\n');
+  if (end == std::string::npos) return answered_;  // a record still being written
+  read_from_ += static_cast<long>(end + 1);
+  for (size_t at = 0; at < end;) {
+    const size_t eol = text.find('\n', at);
+    if (const int rank = records::rollcall_rank(text.substr(at, eol - at), case_); rank >= 0) answered_.insert(rank);
+    at = eol + 1;
+  }
+  return answered_;
+}
+
+// One line: what this rank is doing, for the roll-call.
+std::string Watchdog::state() const {
+  const std::string ledger_state = dtrain::ledger::state();
+  if (failed_) return "failed (" + failure_ + "), then waited for the others; " + ledger_state;
+  if (body_done_) return "finished the case " + ledger_state;
+  if (ledger_state.rfind("waiting in ", 0) == 0) return ledger_state;
+  const std::string function = dtrain::ledger::function_now();
+  return "still running" + (function.empty() ? std::string() : " " + function) + ", in no collective; " +
+         ledger_state;
+}
+
+void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
+  const int rank = job().rank;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - started_).count();
+  const std::string mine = state();
+  // Before answering: once every rank has answered, the job may end at any moment.
+  if (!job().trace_dir.empty())
+    dtrain::write_trace_part(job().trace_dir + "/" + case_ + ".rank" + std::to_string(rank) + ".json", rank);
+  write_record(records::rollcall(case_, rank, mine, elapsed));
+  if (job().results_path.empty()) {  // run bare (KIT_BARE=1): no runner will show the roll-call
+    std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", rank, case_.c_str(), elapsed, mine.c_str());
+    if (rank == 0)
+      std::fprintf(stderr, "The job ends here, and the cases after this one do not run. tools/kitrun without "
+                           "KIT_BARE (or make test-partN) runs the remaining cases in a new job.\n");
+    std::fflush(nullptr);
+    // The ranks' watchdogs fire together: give the others time to say theirs before this one ends the job.
+    cv_.wait_for(lock, std::chrono::seconds(1));
+  }
+  const auto give_up = Clock::now() + seconds_of(kRollCallWaitSeconds);
+  while (!job().results_path.empty() && static_cast<int>(answered().size()) < ranks_ && Clock::now() < give_up)
+    cv_.wait_for(lock, std::chrono::duration<double>(kPollSeconds));
+  std::_Exit(124);
+}
+
+void Watchdog::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!quit_) {
+    if (!armed_) {
+      cv_.wait(lock);
+      continue;
+    }
+    cv_.wait_until(lock, Clock::now() + seconds_of(kPollSeconds));
+    if (!armed_ || quit_) continue;
+    if (!answered().empty() || due()) roll_call(lock);
+  }
+}
+
+}  // namespace harness
