@@ -1,9 +1,9 @@
 // tp_training.cpp: see tp_training.h.
 #include "tp_training.h"
 
-#include <chrono>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "comm_runtime.h"
 #include "training_loop.h"
@@ -33,55 +33,44 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
   if (batch < 1)
     throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +
                                 std::to_string(config.dp_size) + " dp groups");
-  const long rows = x_local.rows();
-  const long per_epoch = (rows + batch - 1) / batch;
-  const std::vector<int> order = shuffled_order(rows, options.shuffle_seed);
-  const bool lead = model.fc1.info.mp_idx == 0 && model.fc1.info.dp_idx == 0;
-
+  const long total = options.epochs * ((x_local.rows() + batch - 1) / batch);
   TpTrainResult result;
-  Matrix xb;
-  Labels yb;
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
-    const double in_collectives = CommAccess::seconds_in_collectives();
-    const auto started = std::chrono::steady_clock::now();
-    const LayerTraffic before1{model.fc1.info.mp_comm.bytes_transferred(), model.fc1.info.dp_comm.bytes_transferred()};
-    const LayerTraffic before2{model.fc2.info.mp_comm.bytes_transferred(), model.fc2.info.dp_comm.bytes_transferred()};
-    for (long start = 0, it = 0; start < rows; start += batch, ++it) {
-      const long n = std::min(batch, rows - start);
-      gather_batch(x_local, y_local, order, start, n, xb, yb);
-      double loss;
-      {
-        const ledger::Phase phase("forward");
-        loss = model.forward(xb, yb);
-      }
-      {
-        const ledger::Phase phase("backward");
-        model.backward();
-      }
-      const double lr = linear_lr(options.init_lr, result.iterations, options.epochs * per_epoch);
-      {
-        const ledger::Phase phase("optimizer");
-        model.sgd_step(lr);
-      }
-      ++result.iterations;
-      result.losses.push_back(loss);
-      if (options.on_progress && lead && ((it + 1) % options.report_every == 0 || it + 1 == per_epoch))
-        options.on_progress(epoch, it + 1, per_epoch, loss, model.accuracy(), lr);
-    }
-    result.epoch_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    result.collective_seconds += CommAccess::seconds_in_collectives() - in_collectives;
-    result.fc1.mp_bytes += model.fc1.info.mp_comm.bytes_transferred() - before1.mp_bytes;
-    result.fc1.dp_bytes += model.fc1.info.dp_comm.bytes_transferred() - before1.dp_bytes;
-    result.fc2.mp_bytes += model.fc2.info.mp_comm.bytes_transferred() - before2.mp_bytes;
-    result.fc2.dp_bytes += model.fc2.info.dp_comm.bytes_transferred() - before2.dp_bytes;
+  auto traffic = [&](FCLayer& layer) { return LayerTraffic{layer.info.mp_comm.bytes_transferred(),
+                                                         layer.info.dp_comm.bytes_transferred()}; };
+  LayerTraffic before1, before2;
+  LoopSteps steps;
+  steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
+    Iteration done{};
     {
-      // Every data-parallel group holds the same model, so one evaluates:
-      // the others' forward passes would only repeat its work and memory.
-      const ledger::Phase phase("evaluate");
-      result.test_accuracy.push_back(model.fc1.info.dp_idx == 0 ? evaluate(model, x_test, y_test) : 0.0);
+      const ledger::Phase phase("forward");
+      done.loss = model.forward(xb, yb);
     }
-    if (options.on_epoch && lead) options.on_epoch(epoch, result.test_accuracy.back(), result.epoch_seconds.back());
-  }
+    {
+      const ledger::Phase phase("backward");
+      model.backward();
+    }
+    done.lr = linear_lr(options.init_lr, iteration, total);
+    {
+      const ledger::Phase phase("optimizer");
+      model.sgd_step(done.lr);
+    }
+    done.accuracy = model.accuracy();
+    result.losses.push_back(done.loss);
+    return done;
+  };
+  steps.epoch_begins = [&] { before1 = traffic(model.fc1), before2 = traffic(model.fc2); };
+  steps.epoch_ends = [&] {
+    for (auto [sum, layer, before] : {std::tuple{&result.fc1, &model.fc1, before1}, std::tuple{&result.fc2, &model.fc2, before2}}) {
+      const LayerTraffic now = traffic(*layer);
+      sum->mp_bytes += now.mp_bytes - before.mp_bytes;
+      sum->dp_bytes += now.dp_bytes - before.dp_bytes;
+    }
+  };
+  // Every data-parallel group holds the same model, so one evaluates: the
+  // others' forward passes would only repeat its work and memory.
+  steps.evaluate = [&] { return model.fc1.info.dp_idx == 0 ? evaluate(model, x_test, y_test) : 0.0; };
+  const bool lead = model.fc1.info.mp_idx == 0 && model.fc1.info.dp_idx == 0;  // world rank 0
+  run_epochs(x_local, y_local, batch, options, lead, steps, result);
   return result;
 }
 

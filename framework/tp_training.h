@@ -10,19 +10,14 @@
 
 namespace dtrain {
 
-
 // Bytes one rank moved for one layer during training (evaluation excluded).
 struct LayerTraffic {
   std::uint64_t mp_bytes = 0, dp_bytes = 0;
 };
 
-struct TpTrainResult {
-  std::vector<double> test_accuracy;  // one per epoch
-  std::vector<double> epoch_seconds;  // training time of each epoch, without the evaluation
+struct TpTrainResult : LoopRecord {
   std::vector<double> losses;         // every iteration's loss on this rank
-  long iterations = 0;
   LayerTraffic fc1, fc2;
-  double collective_seconds = 0;      // inside collectives during the epochs above (so at most their sum)
 };
 
 // Trains on this rank's rows (already split over the dp groups) and

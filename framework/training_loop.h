@@ -40,6 +40,38 @@ struct TrainOptions {
   int report_every = 10;
 };
 
+// What both loops measure, per rank (TpTrainResult and ZeroTrainResult add
+// their own).
+struct LoopRecord {
+  std::vector<double> test_accuracy;  // one per epoch
+  std::vector<double> epoch_seconds;  // training time of each epoch, without the evaluation
+  double collective_seconds = 0;      // inside collectives during the epochs above (so at most their sum)
+  long iterations = 0;
+};
+
+// One iteration as a loop sees it: the batch's loss and accuracy, and the
+// learning rate the optimizer stepped with.
+struct Iteration {
+  double loss, accuracy, lr;
+};
+
+// What a loop does besides walking the data: one training iteration on a
+// batch (forward, backward, optimizer), the evaluation after each epoch (0
+// on ranks that don't evaluate), and what it counts around each epoch.
+struct LoopSteps {
+  std::function<Iteration(const Matrix& xb, const Labels& yb, long iteration)> train;
+  std::function<double()> evaluate;
+  std::function<void()> epoch_begins = [] {}, epoch_ends = [] {};
+};
+
+// The loop of both trainers: each epoch walks this rank's rows (x, y) in a
+// seeded order, `batch` rows an iteration; it times each epoch and its
+// collectives (on the host's steady clock), evaluates after each one, and
+// reports progress and epochs on the `lead` rank (options.on_progress,
+// options.on_epoch).
+void run_epochs(const Matrix& x, const Labels& y, long batch, const TrainOptions& options, bool lead,
+                const LoopSteps& steps, LoopRecord& record);
+
 // A seeded random order of the rows, drawn the same on every rank with the
 // same seed, so ranks that share data also share its order.
 inline std::vector<int> shuffled_order(long rows, std::uint64_t seed) {

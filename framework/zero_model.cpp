@@ -83,57 +83,38 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
                            RowSource x_test, const Labels& y_test, const TrainOptions& options) {
   if (!(options.init_lr > 0)) throw std::invalid_argument("train_zero needs init_lr > 0 (kAdamInitLr by default)");
   const int dp = comm.size();
-  // Each rank takes global_batch / dp rows, rounded down, as the seed program does.
   const long batch = options.global_batch / dp;
   if (batch < 1)
     throw std::invalid_argument("the global batch of " + std::to_string(options.global_batch) + " leaves no rows for " +
                                 std::to_string(dp) + " ranks");
-  const long rows = x_local.rows();
-  const long per_epoch = (rows + batch - 1) / batch;
-
-  const std::vector<int> order = shuffled_order(rows, options.shuffle_seed);
-
   ZeroDPAdam optimizer(model.layers(), options.init_lr);
   ZeroTrainResult result;
-  Matrix xb;
-  Labels yb;
-  for (int epoch = 0; epoch < options.epochs; ++epoch) {
-    const std::uint64_t bytes_before = comm.bytes_transferred();
-    const double in_collectives = CommAccess::seconds_in_collectives();
-    const double started = CommAccess::wall_time();
-    for (long start = 0, it = 0; start < rows; start += batch, ++it) {
-      const long n = std::min(batch, rows - start);
-      gather_batch(x_local, y_local, order, start, n, xb, yb);
-      double loss;
-      {
-        const ledger::Phase phase("forward");
-        loss = model.forward(xb, yb);
-      }
-      const double accuracy = model.accuracy();
-      model.zero_grad();
-      {
-        const ledger::Phase phase("backward");
-        model.backward();
-      }
-      optimizer.lr = decayed_lr(options.init_lr, result.iterations, 100.0 / dp);
-      {
-        const ledger::Phase phase("optimizer");
-        student::step(optimizer);
-      }
-      ++result.iterations;
-      result.final_loss = loss;
-      if (options.on_progress && comm.rank() == 0 &&
-          ((it + 1) % options.report_every == 0 || it + 1 == per_epoch))
-        options.on_progress(epoch, it + 1, per_epoch, loss, accuracy, optimizer.lr);
-    }
-    result.epoch_seconds.push_back(CommAccess::wall_time() - started);
-    result.collective_seconds += CommAccess::seconds_in_collectives() - in_collectives;
-    result.train_bytes += comm.bytes_transferred() - bytes_before;
+  std::uint64_t bytes_before = 0;
+  LoopSteps steps;
+  steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
+    Iteration done{};
     {
-      const ledger::Phase phase("evaluate");
-      result.test_accuracy.push_back(evaluate_shared(model, comm, x_test, y_test));
+      const ledger::Phase phase("forward");
+      done.loss = model.forward(xb, yb);
     }
-  }
+    done.accuracy = model.accuracy();
+    model.zero_grad();
+    {
+      const ledger::Phase phase("backward");
+      model.backward();
+    }
+    done.lr = optimizer.lr = decayed_lr(options.init_lr, iteration, 100.0 / dp);
+    {
+      const ledger::Phase phase("optimizer");
+      student::step(optimizer);
+    }
+    result.final_loss = done.loss;
+    return done;
+  };
+  steps.epoch_begins = [&] { bytes_before = comm.bytes_transferred(); };
+  steps.epoch_ends = [&] { result.train_bytes += comm.bytes_transferred() - bytes_before; };
+  steps.evaluate = [&] { return evaluate_shared(model, comm, x_test, y_test); };
+  run_epochs(x_local, y_local, batch, options, comm.rank() == 0, steps, result);
   result.footprint = state_footprint(model, optimizer);
   return result;
 }

@@ -45,14 +45,10 @@ struct StateFootprint {
   std::uint64_t replica_bytes = 0;
 };
 
-struct ZeroTrainResult {
-  std::vector<double> test_accuracy;  // one per epoch
-  long iterations = 0;
+struct ZeroTrainResult : LoopRecord {
   double final_loss = 0;
   std::uint64_t train_bytes = 0;      // this rank's traffic during training, evaluation excluded
-  std::vector<double> epoch_seconds;  // training time of each epoch, without the evaluation
   StateFootprint footprint;           // at the end of training
-  double collective_seconds = 0;      // inside collectives during the epochs above (so at most their sum)
 };
 
 // Trains on this rank's rows (already split by data parallelism) and
