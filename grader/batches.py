@@ -27,7 +27,7 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
-from grader import grading
+from grader import grading, reports
 from kit import parts as table
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR
@@ -122,7 +122,7 @@ class Batch:
                               parts=grading.nothing_graded())
         if self.stop.is_set():
             return None  # abandoned mid-way: its result can't be trusted
-        report = grading.human_report(g, self.args.show_hidden) + "\n" + grading.autolab_line(g) + "\n"
+        report = reports.human_report(g, self.args.show_hidden) + "\n" + reports.autolab_line(g) + "\n"
         write_atomically(os.path.join(self.out_dir, self.stem(handin) + ".report.txt"), report)
         state = {"handin": g.handin, "key": key, "kit": self.version, "scores": g.scores(), "total": g.total,
                  "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1)}

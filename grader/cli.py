@@ -21,7 +21,7 @@ import sys
 import traceback
 from typing import List
 
-from grader import batches, grading
+from grader import batches, grading, reports
 from kit.paths import build_dir
 
 
@@ -45,16 +45,16 @@ def one_handin(args) -> int:
         g = failed_grade(args.handin, e)
     try:
         if args.gradescope:
-            write_json(args.gradescope, grading.gradescope_results(g, args.show_hidden))
+            write_json(args.gradescope, reports.gradescope_results(g, args.show_hidden))
         if args.json:
-            write_json(args.json, grading.full_json(g))
-        print(grading.human_report(g, args.show_hidden))
+            write_json(args.json, reports.full_json(g))
+        print(reports.human_report(g, args.show_hidden))
     except Exception as e:  # noqa: BLE001
         g = failed_grade(args.handin, e)
         if args.gradescope:
-            write_json(args.gradescope, grading.gradescope_results(g))
+            write_json(args.gradescope, reports.gradescope_results(g))
         print(f"grade: grader error while writing the reports: {e}")
-    print(grading.autolab_line(g), flush=True)  # Autolab reads the last line
+    print(reports.autolab_line(g), flush=True)  # Autolab reads the last line
     return 0
 
 

@@ -22,12 +22,12 @@ a step that can't go on ends grading with every part it did not reach at 0:
             student file alone, with the other files replaced by the stubs:
             each part is scored from the run that holds its file;
   score     by the parts table (kit/parts.py).
+reports.py writes the grade out (table, Autolab line, results.json, JSON).
 Whatever fails inside the grader is caught: the grade then says "grader
 error" and why, and every output is still written.
 check, compile and run happen in the sandbox: another user, limits, no
 access to the reference or the hidden cases.
 """
-import json
 import os
 import posixpath
 import shutil
@@ -37,16 +37,14 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
-from grader import policy
 from grader.sandbox import Sandbox
 from kit import parts as table
 from kit.build import build
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, KITRUN, STUBS_DIR
-from kit.report import fmt
 from kit.static_checks import check_files
 
 ACCEPTED = set(IMPL_FILES) | {"feedback.txt"}
@@ -420,86 +418,3 @@ def score_part(part: table.Part, outcomes: Dict[str, CaseOutcome], files: Dict[s
         result.failures.append({"case": gate, "hidden": gate.startswith("Hidden"),
                                 "lines": [f"this case gates {part.key}: the part scores 0"]})
     return result
-
-
-def failure_text(part: PartResult, show_hidden: bool) -> List[str]:
-    """A part's failing cases as the visibility policy (policy.py) lets
-    students see them: names and messages, names, or counts only."""
-    out: List[str] = []
-    section = next(x.handout for x in table.PARTS if x.key == part.key)
-    counted = {True: 0, False: 0}
-    for f in part.failures:
-        show = policy.for_case(f["hidden"], show_hidden).show
-        if show in ("messages", "names"):
-            out.append(f"  {part.key}: {f['case']}{' (hidden)' if f['hidden'] else ''}   handout: {section}")
-            if show == "messages":
-                out += [f"      {line}" for line in f["lines"]]
-        elif show == "counts":
-            counted[f["hidden"]] += 1
-    for hidden, n in counted.items():
-        if n:
-            out.append(f"  {part.key}: {n} {'hidden' if hidden else 'public'} case{'s' if n > 1 else ''} failed"
-                       f"   handout: {section}")
-    return out
-
-
-def case_counts(part: PartResult, show_hidden: bool) -> Tuple[int, int]:
-    """(passed, cases) as the report shows them: without the hidden cases
-    when the policy shows nothing of them."""
-    if policy.for_case(True, show_hidden).show == "nothing":
-        return part.passed - part.hidden_passed, part.cases - part.hidden_cases
-    return part.passed, part.cases
-
-
-def human_report(grade: Grade, show_hidden: bool = False) -> str:
-    out = [f"handin: {grade.handin}   ({grade.status}, graded in {grade.seconds:.1f} s)"]
-    for name, f in grade.files.items():
-        out.append(f"  {name}: {f.get('state', 'not graded')}")
-        if f.get("findings"):
-            out += ["      " + line for line in f["findings"][:12]]
-        elif f.get("state") == "does not compile" and f.get("errors"):
-            out += ["      " + line for line in f["errors"].splitlines()[:12]]
-    out += [f"  rejected: {r}" for r in grade.rejected]
-    out += [f"  note: {n}" for n in grade.notes]
-    out.append("")
-    out.append(f"{'part':<16} {'points':>13}  {'cases':>7}  title")
-    for p in grade.parts:
-        passed, cases = case_counts(p, show_hidden)
-        out.append(f"{p.key:<16} {fmt(p.points):>6} / {p.max_points:<4}  {passed:>3}/{cases:<3}  {p.title}")
-    out.append(f"{'total':<16} {fmt(grade.total):>6} / {table.TOTAL_POINTS}")
-    failing = [line for p in grade.parts for line in failure_text(p, show_hidden)]
-    if failing:
-        out += ["", "failing cases:"] + failing
-    return "\n".join(out)
-
-
-def autolab_line(grade: Grade) -> str:
-    return json.dumps({"scores": grade.scores(), "scoreboard": [round(grade.total, 2)]})
-
-
-def gradescope_results(grade: Grade, show_hidden: bool = False) -> Dict:
-    """Gradescope's results.json: per part a visible test with what the
-    policy shows, and the failures' full messages in an after_due_date test
-    where the policy defers them."""
-    tests = []
-    for p in grade.parts:
-        passed, cases = case_counts(p, show_hidden)
-        text = [f"{passed}/{cases} cases passed"] + [line.strip() for line in failure_text(p, show_hidden)]
-        tests.append({"name": f"{p.key}: {p.title}", "score": round(p.points, 2), "max_score": p.max_points,
-                      "output": "\n".join(text), "visibility": "visible"})
-        deferred = [f for f in p.failures if policy.for_case(f["hidden"], show_hidden).after_due_date]
-        if deferred:
-            tests.append({"name": f"{p.key}: details of failing cases", "score": 0, "max_score": 0,
-                          "output": "\n".join(f"FAIL {f['case']}\n" + "\n".join(f"    {l}" for l in f["lines"])
-                                              for f in deferred),
-                          "visibility": "after_due_date"})
-    return {"score": round(grade.total, 2), "output": "\n".join([f"status: {grade.status}"] + grade.notes + grade.rejected),
-            "execution_time": round(grade.seconds, 1), "stdout_visibility": policy.STDOUT_VISIBILITY, "tests": tests}
-
-
-def full_json(grade: Grade) -> Dict:
-    return {"handin": grade.handin, "status": grade.status, "total": round(grade.total, 2),
-            "max_total": table.TOTAL_POINTS, "seconds": round(grade.seconds, 2), "files": grade.files,
-            "rejected": grade.rejected, "notes": grade.notes,
-            "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "output": grade.output,
-            "traceback": grade.traceback}
