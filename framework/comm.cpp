@@ -1,7 +1,7 @@
 // comm.cpp: the Communicator of comm.h: its collectives, each checked,
 // recorded and counted (ledger.h), and MPI's calls behind them. The other
 // files that name MPI are the communicator's too: comm_internal.h (what they
-// share), mpi_session.cpp, ledger.cpp and agreement.cpp.
+// share), mpi_session.cpp and agreement.cpp.
 #include <sched.h>
 
 #include <chrono>
@@ -149,11 +149,9 @@ Communicator::~Communicator() {
 }
 
 Communicator Communicator::world() {
-  int size = 0;
-  check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "MPI_Comm_size");
-  std::vector<int> everyone(static_cast<size_t>(size));
-  for (int r = 0; r < size; ++r) everyone[static_cast<size_t>(r)] = r;
-  return Communicator(new_handle(MPI_COMM_WORLD, false, "world", std::move(everyone)));
+  auto handle = new_handle(MPI_COMM_WORLD, false, "world", {});
+  for (int r = 0; r < handle->size; ++r) handle->members.push_back(r);
+  return Communicator(std::move(handle));
 }
 
 int Communicator::rank() const { return live(handle_).rank; }
@@ -247,9 +245,11 @@ void Communicator::reduce_scatter(const Vector& src, Vector& dst, Op op) {
 Communicator Communicator::split(int color, int key) {
   if (color < 0) throw std::invalid_argument("split: color must be >= 0, got " + std::to_string(color));
   MPI_Comm comm = MPI_COMM_NULL;
-  Call call(live(handle_), kSplit, 0, kNoReduction, false);
-  check_mpi(MPI_Comm_split(handle_->comm, color, key, &comm), "MPI_Comm_split");
-  call.done(0);
+  {
+    Call call(live(handle_), kSplit, 0, kNoReduction, false);
+    check_mpi(MPI_Comm_split(handle_->comm, color, key, &comm), "MPI_Comm_split");
+    call.done(0);
+  }
   return Communicator(new_handle(comm, true,
                                  "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ") of " +
                                      handle_->name,

@@ -1,6 +1,6 @@
 // comm_internal.h: what the communicator's own files share (comm.cpp,
-// mpi_session.cpp, ledger.cpp, agreement.cpp), and the only header of the
-// kit that includes <mpi.h>. Nothing else includes it.
+// mpi_session.cpp, agreement.cpp, and ledger.cpp through ledger.h), and the
+// only header of the kit that includes <mpi.h>. No other file includes it.
 #pragma once
 
 #include <mpi.h>

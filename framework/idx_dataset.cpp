@@ -2,8 +2,6 @@
 // the format is idx_format.h's.
 #include "idx_dataset.h"
 
-#include <sys/stat.h>
-
 #include <cstdlib>
 #include <utility>
 #include <vector>

@@ -61,7 +61,7 @@ Communicator CommAccess::duplicate_world() {
 void CommAccess::rendezvous(Communicator& comm) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(live(comm.handle_).comm, &request), "MPI_Ibarrier");
-  comm_detail::wait_polling(request, "MPI_Ibarrier", comm_detail::Idle::Sleep);
+  comm_detail::wait_polling(request, "MPI_Test", comm_detail::Idle::Sleep);
 }
 
 std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::string& mine, int root) {

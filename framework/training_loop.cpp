@@ -1,6 +1,8 @@
 // training_loop.cpp: the loop both trainers share (training_loop.h).
 #include "training_loop.h"
 
+#include <algorithm>
+
 #include "comm_runtime.h"
 
 namespace dtrain {

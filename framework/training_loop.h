@@ -1,6 +1,7 @@
-// training_loop.h: the pieces both training loops share (tp_training.cpp and
-// zero_model.cpp): the seeded batch order, the learning-rate schedule and
-// the evaluation pass.
+// training_loop.h: what both training loops share (tp_training.cpp and
+// zero_model.cpp): the loop itself (run_epochs, training_loop.cpp) and what it
+// records, the seeded batch order, the learning-rate schedules and the
+// evaluation pass.
 #pragma once
 
 #include <cmath>

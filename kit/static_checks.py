@@ -25,8 +25,8 @@ from kit import parts as table
 from kit.build import recipe
 from kit.paths import FRAMEWORK_DIR, build_dir
 # Framework headers that only the kit's own programs and tests may use.
-KIT_INTERNAL_HEADERS = {"call_context.h", "comm_internal.h", "comm_runtime.h", "layer_profiler.h", "ledger.h",
-                        "memory_tracker.h", "student_calls.h"}
+KIT_INTERNAL_HEADERS = {"call_context.h", "comm_internal.h", "comm_runtime.h", "idx_format.h", "layer_profiler.h",
+                        "ledger.h", "memory_tracker.h", "student_calls.h"}
 
 
 @dataclass(frozen=True)

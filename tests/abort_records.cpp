@@ -10,7 +10,7 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "comm_runtime.h"
+#include "call_context.h"
 #include "job.h"
 #include "records.h"
 
@@ -18,12 +18,18 @@ namespace harness {
 
 namespace {
 
+// What the handlers need, copied here before any case runs: plain data,
+// which a signal handler may read (job() is a function-local static).
 char g_abort_prefix[1024];  // records::abort_prefix of the running case
 char g_case_name[512];      // the same case, for a run by hand (no results file)
+int g_results_fd = -1;
+int g_rank = 0;
 volatile sig_atomic_t g_in_case = 0;
 
 void arm_abort_prefix(const std::string& name) {
-  std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", records::abort_prefix(name, job().rank).c_str());
+  g_results_fd = job().results_fd;
+  g_rank = job().rank;
+  std::snprintf(g_abort_prefix, sizeof g_abort_prefix, "%s", records::abort_prefix(name, g_rank).c_str());
   std::snprintf(g_case_name, sizeof g_case_name, "%s", name.c_str());
 }
 
@@ -44,10 +50,10 @@ size_t join(char* line, size_t size, std::initializer_list<const char*> parts) {
 // by hand with KIT_BARE=1) the rank says it on stderr, since no runner will.
 void write_abort(const char* why) {
   char line[1400];
-  if (job().results_fd < 0) {
+  if (g_results_fd < 0) {
     char rank[16], *digit = rank + sizeof rank;
     *--digit = '\0';
-    for (unsigned r = static_cast<unsigned>(job().rank);; r /= 10) {
+    for (unsigned r = static_cast<unsigned>(g_rank);; r /= 10) {
       *--digit = static_cast<char>('0' + r % 10);
       if (r < 10) break;
     }
@@ -57,7 +63,7 @@ void write_abort(const char* why) {
     return;
   }
   const size_t n = join(line, sizeof line, {g_abort_prefix, why, records::kAbortSuffix});
-  ssize_t ignored = ::write(job().results_fd, line, n);
+  ssize_t ignored = ::write(g_results_fd, line, n);
   (void)ignored;
 }
 
@@ -82,9 +88,6 @@ void on_fatal_signal(int sig) {
 void on_exit_inside_case() {
   if (g_in_case) write_abort("the process exited in the middle of the case (exit() or quick_exit() called?)");
 }
-
-// Ends every process the case started; returns how many there were. They
-// are stopped first, so that a process that keeps forking can't outrun us;
 
 }  // namespace
 

@@ -24,6 +24,7 @@ namespace harness {
 
 namespace {
 
+// gtest reports an exception as: C++ exception with description "..." thrown
 // in the test body. The description is the message; say where it came from:
 // the student function it left (`thrown_from`), unless the message names it.
 std::string without_gtest_wrapper(const std::string& message, const std::string& thrown_from) {

@@ -1,7 +1,6 @@
 // case_plan.cpp: which cases a job runs, on which ranks, by the parts
-// table (harness.h), and the job's shared state (job.h).
+// table (harness.h).
 #include <fnmatch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <sstream>
@@ -10,21 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
-#include "job.h"
 
 namespace harness {
-
-Job& job() {
-  static Job state;
-  return state;
-}
-
-void write_record(const std::string& line) {
-  if (job().results_fd < 0) return;
-  const std::string text = line + "\n";
-  ssize_t ignored = ::write(job().results_fd, text.data(), text.size());
-  (void)ignored;
-}
 
 namespace {
 

@@ -25,10 +25,10 @@
 // The harness's files: case_plan.cpp (which cases, on which ranks),
 // case_listener.cpp (the per-case protocol), watchdog.cpp (time limits and
 // the roll-call), abort_records.cpp (crashes and exits), reaper.cpp (a
-// case's stray processes), records.cpp and results_seal.cpp (the results file).
+// case's stray processes), job.cpp (this process's rank and results file),
+// records.cpp and results_seal.cpp (the results file's records).
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>

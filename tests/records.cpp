@@ -2,8 +2,6 @@
 // harness itself needs (roll-call answers).
 #include "records.h"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
 
 namespace records {
@@ -69,10 +67,16 @@ std::string abort_prefix(const std::string& name, int rank) {
 }
 
 int rollcall_rank(const std::string& line, const std::string& name) {
-  const nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-  if (!record.is_object() || record.value("event", "") != "rollcall" || record.value("case", "") != name) return -1;
-  const auto rank = record.find("rank");
-  return rank != record.end() && rank->is_number_integer() ? rank->get<int>() : -1;
+  // By its fixed start, not by a JSON parser: a state may hold any bytes
+  // (json_string passes non-UTF-8 text through), and the line need not parse.
+  const std::string prefix = rollcall_prefix(name);
+  if (line.compare(0, prefix.size(), prefix) != 0) return -1;
+  size_t at = prefix.size();
+  long rank = 0;
+  for (; at < line.size() && line[at] >= '0' && line[at] <= '9' && rank < 1000000; ++at) rank = rank * 10 + (line[at] - '0');
+  const std::string next = ",\"state\":";
+  if (at == prefix.size() || line.compare(at, next.size(), next) != 0 || line.back() != '}') return -1;
+  return static_cast<int>(rank);
 }
 
 }  // namespace records

@@ -1,5 +1,6 @@
 // records.h: the format of the results file, the one channel from the test
-// binary (tests/mpi_test_main.cpp writes) to the runner (kit/records.py reads).
+// binary (the harness's case_listener.cpp, watchdog.cpp and abort_records.cpp
+// write) to the runner (kit/records.py reads).
 //
 // One JSON object per line. Each record is written with one write() to a file
 // opened with O_APPEND, so records of different ranks never share a line.
@@ -44,7 +45,8 @@ std::string rollcall(const std::string& name, int rank, const std::string& state
 // What every rollcall record of case `name` starts with, up to its rank.
 std::string rollcall_prefix(const std::string& name);
 // The rank of a rollcall record of case `name`, read from one line of the
-// results file; -1 if the line is another record, or not a whole one.
+// results file; -1 if the line is another record, or not a whole one (a
+// record's kind is its start: a message that holds the text is no answer).
 int rollcall_rank(const std::string& line, const std::string& name);
 
 // An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
