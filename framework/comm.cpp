@@ -1,7 +1,7 @@
 // comm.cpp: the Communicator of comm.h: its collectives, each checked,
 // recorded and counted (ledger.h), and MPI's calls behind them. The other
 // files that name MPI are the communicator's too: comm_internal.h (what they
-// share), mpi_session.cpp and agreement.cpp.
+// share), comm_session.cpp and comm_agreement.cpp.
 #include <sched.h>
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // comm_internal.h: what the communicator's own files share (comm.cpp,
-// mpi_session.cpp, agreement.cpp, and ledger.cpp through ledger.h), and the
+// comm_session.cpp, comm_agreement.cpp, and ledger.cpp through ledger.h), and the
 // only header of the kit that includes <mpi.h>. No other file includes it.
 #pragma once
 

@@ -27,7 +27,7 @@ double collective_seconds();
 
 // Every rank shares (operation, count, reduction) of the call it is about
 // to make on h; if they differ, every rank throws CollectiveMismatch naming
-// each rank's call (agreement.cpp). One small collective of its own.
+// each rank's call (comm_agreement.cpp). One small collective of its own.
 void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction);
 
 // One call of the ledger: recorded when made, checked against the other

@@ -280,7 +280,7 @@ def run(g: Grading) -> bool:
     if not g.outcomes:
         g.broken = ran.error or "the test program did not start its cases"
     elif ran.error:
-        g.grade.notes.append(f"{', '.join(p.key for p in table.PARTS)}: {ran.error}")
+        g.grade.notes.append(ran.labelled_error())
     return True
 
 

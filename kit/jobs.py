@@ -305,6 +305,11 @@ class PartsRun:
     and why none ran if none did."""
     outcomes: Dict[str, CaseOutcome]
     error: Optional[str]   # the binary could not run its cases (the job's reason), else None
+    keys: str = ""         # the parts run: "part1, part2"
+
+    def labelled_error(self) -> Optional[str]:
+        """The error, after the parts it cost: "part1, part2: why"."""
+        return f"{self.keys}: {self.error}" if self.error else None
 
 
 def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launch_args: Optional[Dict] = None,
@@ -317,4 +322,4 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     launch = Launch(binary, max(run.ranks for run in runs), timeout=sum(r.job_seconds for r in runs),
                     **{"capture": on_outcome is None, **(launch_args or {})})
     outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally, on_outcome)
-    return PartsRun(outcomes, tally.error)
+    return PartsRun(outcomes, tally.error, ", ".join(p.key for p in chosen))

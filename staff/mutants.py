@@ -215,7 +215,7 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     launch_args = {"prefix": launcher + [KITRUN]} if launcher else None
     ran = run_parts(binary, table.PARTS, launch_args=launch_args)
     outcomes = ran.outcomes
-    problems = [f"{', '.join(p.key for p in table.PARTS)}: {ran.error}"] if ran.error else []
+    problems = [ran.labelled_error()] if ran.error else []
     passed = {c: o.passed for c, o in outcomes.items()}
     for part in table.PARTS:
         got = part.score(passed)

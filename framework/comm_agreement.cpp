@@ -1,4 +1,4 @@
-// agreement.cpp: before a collective reaches MPI, the ranks compare what
+// comm_agreement.cpp: before a collective reaches MPI, the ranks compare what
 // each is about to call; a difference becomes one message naming each
 // rank's call, on every rank, instead of a hang or garbage (comm.h).
 #include <algorithm>

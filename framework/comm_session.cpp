@@ -1,4 +1,4 @@
-// mpi_session.cpp: MPI's start and end (MpiSession) and the framework's own
+// comm_session.cpp: MPI's start and end (MpiSession) and the framework's own
 // operations beside the student's collectives (CommAccess), comm_runtime.h.
 // None of them is counted in bytes_transferred() or checked by the ledger.
 #include <cstdlib>
