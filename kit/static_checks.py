@@ -119,12 +119,15 @@ def own_lines(preprocessed: str, source: str) -> Tuple[List[Tuple[int, str]], Li
     spoofed: List[int] = []
     stack: List[str] = []
     current, line_no = "", 0
+    resolved_of: Dict[str, str] = {}  # Eigen's headers leave thousands of markers naming a few hundred files
     for raw in preprocessed.split("\n"):
-        m = MARKER.match(raw)
+        m = MARKER.match(raw) if raw.startswith("# ") else None
         if m:
             path = m.group(2).encode().decode("unicode_escape")
             flags = set(m.group(3).split())
-            resolved = os.path.realpath(path) if not path.startswith("<") else path
+            resolved = resolved_of.get(path)
+            if resolved is None:
+                resolved = resolved_of[path] = os.path.realpath(path) if not path.startswith("<") else path
             if "1" in flags:
                 if current == source:
                     includes.append((line_no, resolved))

@@ -13,7 +13,7 @@ from typing import List, NamedTuple, Optional
 
 import pytest
 
-from kit.parts import IMPL_FILES
+from kit.parts import IMPL_FILES, limit, time_scale
 from kit.paths import KIT_DIR as KIT, build_dir
 from staff.mutants import MUTANTS
 
@@ -77,6 +77,22 @@ def marked(tmp_path) -> dict:
     return dict(os.environ, KIT_TEST_MARK=str(tmp_path))
 
 
+# A handin that hangs in many cases tests how each hang is stopped and told,
+# which is the same at any limit; such a test halves the limits it runs at,
+# and its budget follows (hang_limit).
+HANG_SHARE = 0.5
+
+
+def hanging(env: dict) -> dict:
+    """`env` with the limits a handin that hangs again and again is graded at."""
+    return dict(env, KIT_TIME_SCALE=repr(time_scale() * HANG_SHARE))
+
+
+def hang_limit(seconds: float) -> float:
+    """A limit as a grader started with hanging()'s environment applies it."""
+    return limit(seconds) * HANG_SHARE
+
+
 class Live(NamedTuple):
     pid: int
     uid: int
@@ -116,10 +132,11 @@ def left_behind(tmp_path, uid: Optional[int] = None) -> List[str]:
             if mine in p.marks or (uid is not None and p.uid == uid and not p.marks)]
 
 
-def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None) -> Graded:
-    """grader/grade on `tarball`; `path_first` goes before $PATH (a fake tool)."""
+def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None, hangs: bool = False) -> Graded:
+    """grader/grade on `tarball`; `path_first` goes before $PATH (a fake tool);
+    `hangs`: the handin hangs again and again (see hanging)."""
     report_path = str(tmp_path / "report.json")
-    env = marked(tmp_path)
+    env = hanging(marked(tmp_path)) if hangs else marked(tmp_path)
     if path_first:
         env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball, *extra_args],

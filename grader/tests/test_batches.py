@@ -128,7 +128,7 @@ def test_hidden_failures_follow_the_visibility_policy(tmp_path):
 def test_a_static_initializer_that_never_returns_costs_only_its_files_parts(tmp_path):
     hang = "namespace dtrain {\nnamespace { volatile int spin = [] { volatile unsigned long n = 0; for (;;) n = n + 1; " \
            "return 0; }(); }"
-    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", hang)}))
+    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", hang)}), hangs=True)
     for key in ("part1", "part2", "part3", "part4", "part5", "part6", "part7"):
         assert g.scores[key] > 0 and g.scores[key] == g.report["parts"][[p["key"] for p in g.report["parts"]].index(key)]["max_points"], key
     assert g.scores["part8_forward"] == g.scores["part8_backward"] == g.scores["part9"] == 0

@@ -21,9 +21,10 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import BUILD, GRADE, IMPL_FILES, KIT, left_behind, live_processes, make_tar, marked, source
+from conftest import (BUILD, GRADE, IMPL_FILES, KIT, hang_limit, hanging, left_behind, live_processes, make_tar,
+                      marked, source)
 from grader.sandbox import sysv_objects
-from kit.parts import CASE_SECONDS, limit
+from kit.parts import CASE_SECONDS
 
 SANDBOX_UIDS = range(61000, 61016)
 ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
@@ -115,13 +116,13 @@ READ_SECRETS = READ_SECRETS.replace("KIT_PATH", KIT)
 
 # A handin whose backward never returns hangs in each of the 9 cases that call
 # it (6 public, 3 hidden), each stopped at its limit (CASE_SECONDS, scaled by
-# KIT_TIME_SCALE), then a roll-call and a new job (about 1 s more: 55-60 s in
-# all at full limits on a quiet host). The watchdog stretches a limit while
-# the host is busier than the case makes it (up to 8x), and under CI's two
-# pytest workers it is: 150 s was measured there at full limits, 76 s at 0.4.
-# The budget bounds that, with room, and catches a hang that only the job's
-# QUIET_SECONDS ends.
-HANGS_IN_BACKWARD = 9 * (4 * limit(CASE_SECONDS) + 8)
+# KIT_TIME_SCALE and, for such handins, by HANG_SHARE), then a roll-call and
+# a new job (about 1 s more: 55-60 s in all at full limits on a quiet host).
+# The watchdog stretches a limit while the host is busier than the case makes
+# it (up to 8x), and under CI's two pytest workers it is: 150 s was measured
+# there at full limits, 76 s at 0.4. The budget bounds that, with room, and
+# catches a hang that only the job's QUIET_SECONDS ends.
+HANGS_IN_BACKWARD = 9 * (4 * hang_limit(CASE_SECONDS) + 8)
 
 
 @dataclass
@@ -136,6 +137,7 @@ class Hostile:
     scores: Dict[str, float] = field(default_factory=dict)  # parts that must score exactly this
     raw: Optional[Callable[[str], str]] = None  # builds the handin file itself
     gone: Tuple[str, ...] = ()         # paths that must not exist after grading
+    hangs: bool = False                # hangs in case after case: graded at hanging()'s limits
 
 
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
@@ -249,11 +251,12 @@ GALLERY: List[Hostile] = [
     Hostile("infinite_loop",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
                                                   "volatile unsigned long spin = 0; for (;;) spin = spin + 1;"})],
-            10, says=("still running ZeroDPStage3FCLayer::backward, in no collective",), budget=HANGS_IN_BACKWARD),
+            10, says=("still running ZeroDPStage3FCLayer::backward, in no collective",), budget=HANGS_IN_BACKWARD,
+            hangs=True),
     Hostile("deadlock_on_one_rank",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
                                                   "if (comm.rank() == 1) comm.barrier();"})],
-            10, says=("waiting in barrier",), budget=HANGS_IN_BACKWARD),
+            10, says=("waiting in barrier",), budget=HANGS_IN_BACKWARD, hangs=True),
     Hostile("early_exits_inside_cases",
             lambda tmp: [HONEST_PART1, func_file({
                 "naive_collect_backward_x": "std::exit(0);",
@@ -264,7 +267,7 @@ GALLERY: List[Hostile] = [
                 "megatron_collect_backward_x": "std::abort();",
                 "naive_collect_forward_output": "if (mp_comm.rank() == 0) return out; for (;;) pause();",
             })],
-            10, says=("exited in the middle of the case", "no result", "aborted"), budget=150),
+            10, says=("exited in the middle of the case", "no result", "aborted"), budget=150, hangs=True),
     # The handin's fault, not the grader's (the kit's stubs do start); graded
     # file by file, the honest data split keeps its points.
     Hostile("exits_before_main",
@@ -343,7 +346,7 @@ def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     tarball = case.raw(str(tmp_path)) if case.raw else make_tar(str(tmp_path / f"{case.name}.tar"),
                                                                 case.members(str(tmp_path)))
     report_path = str(tmp_path / "report.json")
-    env = dict(marked(tmp_path), KIT_STATIC_CHECKS=case.static)
+    env = dict(hanging(marked(tmp_path)) if case.hangs else marked(tmp_path), KIT_STATIC_CHECKS=case.static)
     started = time.monotonic()
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
