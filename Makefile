@@ -165,12 +165,14 @@ bench: build
 
 # The kit's self-test: CTest, then the grader's and the staff tools' pytest suites.
 # The pytest suites' many planted hangs end sooner: their time limits at 0.4
-# (KIT_TIME_SCALE, kit/parts.py); CTest runs at the grader's limits.
+# (KIT_TIME_SCALE, kit/parts.py); CTest runs at the grader's limits. Checks
+# of handins that hang case after case run at half of either (HANG_SHARE).
 check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants|staff|multihost'
 	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
 	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
-	  KIT_TIME_SCALE=$${KIT_TIME_SCALE:-0.4} $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider $$workers; fi
+	  KIT_TIME_SCALE=$${KIT_TIME_SCALE:-0.4} $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider \
+	    --durations=12 $$workers; fi
 
 # Staff, as root: the kit on aarch64 Linux (cross-built, run under qemu in an
 # arm64 Debian root kept in build-arm64/), and the dev container (podman).

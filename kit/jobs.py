@@ -81,6 +81,10 @@ class Launch:
     after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
     cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
+    time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
+
+    def scale(self) -> float:
+        return self.time_scale if self.time_scale is not None else table.time_scale()
 
 
 @dataclass
@@ -138,8 +142,8 @@ def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subpr
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
     if launch.trace_dir:
         cmd.append(f"--trace-dir={launch.trace_dir}")
-    if table.time_scale() != 1:
-        cmd.append(f"--time-scale={table.time_scale()!r}")
+    if launch.scale() != 1:
+        cmd.append(f"--time-scale={launch.scale()!r}")
     # Rank 0 is made unreadable to the others (it holds the key), so no
     # rank may copy a message straight out of its memory (tools/kitrun).
     env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin", KIT_SINGLE_COPY="none")
@@ -163,7 +167,8 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
     itself blocked), and waiting out the whole limit would only cost time."""
     started = time.monotonic()
     last_size, last_change = 0, started
-    startup, quiet, timeout = table.limit(table.STARTUP_SECONDS), table.limit(table.QUIET_SECONDS), launch.timeout
+    startup, quiet, timeout = (table.STARTUP_SECONDS * launch.scale(), table.QUIET_SECONDS * launch.scale(),
+                               launch.timeout)
     while True:
         elapsed = time.monotonic() - started
         try:

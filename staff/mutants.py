@@ -40,6 +40,7 @@ class Mutant(NamedTuple):
     loses: Tuple[str, ...]    # parts that must lose points
     zero: Tuple[str, ...] = ()  # of those, parts that must score exactly 0
     says: Tuple[str, ...] = ()  # regular expressions the failure messages must match
+    hangs: bool = False         # hangs case after case: run at kit.parts.HANG_SHARE of the limits
 
 
 MUTANTS: List[Mutant] = [
@@ -48,7 +49,8 @@ MUTANTS: List[Mutant] = [
            "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {",
            "Matrix naive_collect_forward_input(const Matrix& x, Communicator& mp_comm, int mp_size) {\n"
            "  if (mp_comm.rank() == 1 && x.rows() == 2) throw std::runtime_error(\"rank 1 gives up\");",
-           ("part3",), says=(r"exception in naive_collect_forward_input \(called with x \(2, 2\)\): rank 1 gives up",)),
+           ("part3",), says=(r"exception in naive_collect_forward_input \(called with x \(2, 2\)\): rank 1 gives up",),
+           hangs=True),
     Mutant("segfaults on one rank", "func_impl.cpp",
            "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {",
            "Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {\n"
@@ -66,7 +68,7 @@ MUTANTS: List[Mutant] = [
            "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
            "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
            ("part7",), says=(r"rank 0: +waiting in allreduce #3 on dp_comm \(\d+ elements\) in collect_weight_grad",
-                             r"ranks 1,2,3: +finished the case after 2 collectives on dp_comm")),
+                             r"ranks 1,2,3: +finished the case after 2 collectives on dp_comm"), hangs=True),
     Mutant("one rank makes its two allreduces in swapped order", "func_impl.cpp",
            "  dp_comm.allreduce(grad_w, sum_w, Op::Sum);\n  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
            "  if (dp_comm.rank() == 1) {\n    dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
@@ -98,7 +100,7 @@ MUTANTS: List[Mutant] = [
            "  if (comm.rank() != 3) comm.reduce_scatter(grad_b.flat, grad_b_shard, Op::Sum);",
            ("part8_backward", "part9"),
            says=(r"ranks 0,1,2: +waiting in reduce_scatter #\d+ on comm \(\d+ elements?\) in ZeroDPStage3FCLayer::backward",
-                 r"rank 3: +finished the case after \d+ collectives on comm")),
+                 r"rank 3: +finished the case after \d+ collectives on comm"), hangs=True),
     # Wrong answers, at least one per part.
     Mutant("data split by rank instead of by data-parallel group", "data_parallel_preprocess.cpp",
            "const Eigen::Index first = (rank / mp_size) * rows;",
@@ -212,7 +214,9 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     if not report["linked"]:
         errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
-    launch_args = {"prefix": launcher + [KITRUN]} if launcher else None
+    launch_args = {"prefix": launcher + [KITRUN]} if launcher else {}
+    if mutant.hangs and not launcher:  # an emulated run's honest cases need their whole limits
+        launch_args["time_scale"] = table.time_scale() * table.HANG_SHARE
     ran = run_parts(binary, table.PARTS, launch_args=launch_args)
     outcomes = ran.outcomes
     problems = [ran.labelled_error()] if ran.error else []

@@ -13,7 +13,7 @@ from typing import List, NamedTuple, Optional
 
 import pytest
 
-from kit.parts import IMPL_FILES, limit, time_scale
+from kit.parts import HANG_SHARE, IMPL_FILES, limit, time_scale
 from kit.paths import KIT_DIR as KIT, build_dir
 from staff.mutants import MUTANTS
 
@@ -77,14 +77,9 @@ def marked(tmp_path) -> dict:
     return dict(os.environ, KIT_TEST_MARK=str(tmp_path))
 
 
-# A handin that hangs in many cases tests how each hang is stopped and told,
-# which is the same at any limit; such a test halves the limits it runs at,
-# and its budget follows (hang_limit).
-HANG_SHARE = 0.5
-
-
 def hanging(env: dict) -> dict:
-    """`env` with the limits a handin that hangs again and again is graded at."""
+    """`env` with the limits a handin that hangs again and again is graded at
+    (kit.parts.HANG_SHARE of KIT_TIME_SCALE's); hang_limit is one of them."""
     return dict(env, KIT_TIME_SCALE=repr(time_scale() * HANG_SHARE))
 
 
