@@ -57,12 +57,18 @@ int to_count(long count, const char* call) {
 
 void wait_polling(MPI_Request& request, const char* call, Idle idle) {
   constexpr long kPollsBeforeIdle = 100;
+  constexpr double kYieldSeconds = 0.05;  // YieldThenSleep: a wait longer than this has a peer elsewhere
+  double idle_since = 0;
   for (long polls = 0;; ++polls) {
     int done = 0;
     check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
     if (done) return;
     if (polls < kPollsBeforeIdle) continue;
-    if (idle == Idle::Yield) {
+    if (idle == Idle::YieldThenSleep) {
+      if (polls == kPollsBeforeIdle) idle_since = steady_seconds();
+      if (polls % 256 == 0 && steady_seconds() - idle_since > kYieldSeconds) idle = Idle::Sleep;
+    }
+    if (idle != Idle::Sleep) {
       sched_yield();
     } else {
       timespec pause{0, 500000};  // 0.5 ms
@@ -160,8 +166,7 @@ int Communicator::size() const { return live(handle_).size; }
 void Communicator::barrier() {
   Call call(live(handle_), kBarrier, 0, kNoReduction, false);
   const MPI_Comm c = live(handle_).comm;
-  run_collective("MPI_Barrier", "MPI_Ibarrier", [&] { return MPI_Barrier(c); },
-                 [&](MPI_Request* r) { return MPI_Ibarrier(c, r); });
+  run_polled("MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(c, r); }, Idle::YieldThenSleep);
   call.done(0);
 }
 

@@ -74,11 +74,27 @@ class Communicator {
   void allgather(const Vector& src, Vector& dst);
   void reduce_scatter(const Vector& src, Vector& dst, Op op = Op::Sum);
 
+  // Point-to-point, for the extension parts. Blocking and synchronous: a send
+  // returns only once the matching recv has begun, so a cycle of sends
+  // deadlocks on every MPI and at every message size (the watchdog's
+  // roll-call then names the cycle). A message is matched by (source, tag),
+  // 0 <= tag <= 10000; the receiver allocates dst, whose size must equal the
+  // sender's src size (a mismatch fails both ranks, naming both sizes and the
+  // tag, before any element moves). A rank cannot send or recv to itself.
+  void send(const Matrix& src, int dest, int tag);
+  void recv(Matrix& dst, int source, int tag);
+  // Both at once, as MPI_Sendrecv: the step where a rank must send and receive together.
+  void sendrecv(const Matrix& src, int dest, int send_tag, Matrix& dst, int source, int recv_tag);
+  void send(const Vector& src, int dest, int tag);
+  void recv(Vector& dst, int source, int tag);
+  void sendrecv(const Vector& src, int dest, int send_tag, Vector& dst, int source, int recv_tag);
+
   // Collective over this communicator: ranks that pass the same color form a
   // new communicator, ordered by key (ties broken by rank here), as MPI_Comm_split.
   Communicator split(int color, int key);
 
-  // Bytes this rank moved through this communicator so far (formula above).
+  // Bytes this rank moved through this communicator so far (the formula
+  // above for the collectives; a send or sendrecv adds the bytes it sends).
   std::uint64_t bytes_transferred() const;
 
   struct Handle;  // opaque: wraps the MPI communicator, defined in comm_internal.h
@@ -90,6 +106,10 @@ class Communicator {
   void all_reduce_raw(const double* src, double* dst, long count, Op op);
   void all_gather_raw(const double* src, long count, double* dst);
   void reduce_scatter_raw(const double* src, double* dst, long block, Op op);
+  void send_raw(const double* src, long count, int dest, int tag);
+  void recv_raw(double* dst, long count, int source, int tag);
+  void sendrecv_raw(const double* src, long send_count, int dest, int send_tag, double* dst, long recv_count,
+                    int source, int recv_tag);
 
   std::unique_ptr<Handle> handle_;
   std::uint64_t bytes_ = 0;

@@ -65,9 +65,23 @@ constexpr bool kWaitYielding = false;
 // answers within the first polls; after them the rank gives its core away
 // between polls: Yield while the peers are busy with the same call (a
 // collective), Sleep while they may be busy with anything for long (ranks
-// that wait for a case of more ranks to begin).
-enum class Idle { Yield, Sleep };
+// that wait for a case of more ranks to begin), and YieldThenSleep where
+// a short wait is the rule and a long one means a peer is elsewhere: a
+// slow rank, or a hang (the agreement check, where every rank of a hung
+// case waits, and the barrier). A hang's waiting ranks then leave the
+// cores to the rest of the host instead of yielding on them until the
+// watchdog's limit.
+enum class Idle { Yield, Sleep, YieldThenSleep };
 void wait_polling(MPI_Request& request, const char* call, Idle idle);
+
+// Starts the nonblocking form of an operation and waits for it by polling,
+// on every MPI: for the calls whose waits may be long (Idle::YieldThenSleep).
+template <typename Start>
+void run_polled(const char* start_name, Start start, Idle idle) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(start(&request), start_name);
+  wait_polling(request, start_name, idle);
+}
 
 template <typename Blocking, typename Start>
 void run_collective(const char* blocking_name, const char* start_name, Blocking blocking, Start start) {

@@ -99,10 +99,11 @@ std::string rank_list(const std::vector<int>& ranks);
 
 // One recorded call of the ledger (kept while tracing) or a phase span.
 struct LedgerEntry {
-  std::string kind;      // "allreduce", "allgather", "reduce_scatter", "split", "barrier", or a phase
+  std::string kind;      // "allreduce", "allgather", "reduce_scatter", "split", "barrier", "send", "recv",
+                         // "sendrecv", or a phase
   bool collective = true;
   long seq = 0;          // position in its communicator's sequence, from 1
-  long count = 0;        // elements: allreduce's src, allgather's src, reduce_scatter's dst
+  long count = 0;        // elements: allreduce's src, allgather's src, reduce_scatter's dst, what a send sends
   std::string reduction; // "Sum", "Min", "Max", or "" when the call reduces nothing
   std::string comm;      // the communicator's name at the time of the call
   std::string function;  // the student function running, or ""
@@ -111,6 +112,9 @@ struct LedgerEntry {
   std::vector<int> ranks;     // the communicator's members, by rank in MPI's world
   std::string refused;        // the agreement check's message, if it refused the call
   bool pending = false;       // still waiting when the entry was taken (ledger::in_flight)
+  // Point-to-point calls ("send", "recv", "sendrecv"): the other ends, by
+  // rank in MPI's world, and the tags; -1 for a direction the call lacks.
+  int dest = -1, source = -1, send_tag = -1, recv_tag = -1;
 };
 
 namespace ledger {
@@ -129,8 +133,9 @@ std::string state();
 // A collective as a CallLog keeps it.
 struct LoggedCall {
   std::string kind;  // as LedgerEntry::kind
-  long count;        // as LedgerEntry::count
+  long count;        // as LedgerEntry::count; a point-to-point call's: the elements it sends (a recv's: receives)
   std::string comm;  // the communicator's name at the time
+  int dest = -1, source = -1;  // point-to-point: the other ends, by rank on comm
 };
 // While one lives, every collective this process makes is appended to it:
 // the tests check a call's traffic with it (ZeRO-3 moves exactly what stage

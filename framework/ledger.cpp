@@ -30,12 +30,17 @@ struct Ledger {
   OpCode op = kAllreduce;
   long seq = 0, count = 0;
   std::int64_t reduction = kNoReduction;
+  Peers peers;  // a point-to-point call's other ends, by rank on its communicator
   std::string comm;
   std::string function;
   const std::vector<int>* members = nullptr;  // the handle's, alive while the call lasts
   double since = 0;                           // when it was made, if tracing
-  // This case's calls, per communicator id: (its name at the last call, calls).
-  std::map<int, std::pair<std::string, long>> per_comm;
+  // This case's calls, per communicator id.
+  struct Counts {
+    std::string name;  // the communicator's at its last call
+    long collectives = 0, point_to_point = 0;
+  };
+  std::map<int, Counts> per_comm;
   std::vector<LedgerEntry> kept;
   std::uint64_t recorded = 0;
   std::vector<ledger::LoggedCall>* log = nullptr;  // the open CallLog's, if any
@@ -48,24 +53,37 @@ Ledger& the_ledger() {
 
 // The bookkeeping of one call, apart from the agreement check and MPI, so
 // the bench can time exactly this (ledger::seconds_per_record).
-void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction) {
+// A point-to-point call takes no place in its communicator's sequence of
+// collectives (seq 0): only its two ranks make it.
+void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, Peers peers = {}) {
   const char* function = ledger::function_now_signal_safe();
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
+  const bool p2p = is_point_to_point(op);
   l.active = true;
   l.op = op;
-  l.seq = ++h.calls;
+  l.seq = p2p ? 0 : ++h.calls;
   l.count = count;
   l.reduction = reduction;
+  l.peers = peers;
   l.comm = h.name;
   l.function = function ? function : "";
   l.members = &h.members;
   if (l.tracing) l.since = steady_seconds();
   auto& slot = l.per_comm[h.id];
-  slot.first = h.name;
-  slot.second = h.calls;
+  slot.name = h.name;
+  if (p2p)
+    ++slot.point_to_point;
+  else
+    slot.collectives = h.calls;
   ++l.recorded;
-  if (l.log) l.log->push_back({kOpNames[op], count, h.name});
+  if (l.log) l.log->push_back({kOpNames[op], count, h.name, peers.dest, peers.source});
+}
+
+// A rank on the call's communicator as a rank of MPI's world (the roll-call's and the trace's).
+int world_rank(const Ledger& l, int rank) {
+  if (rank < 0 || !l.members || rank >= static_cast<int>(l.members->size())) return rank;
+  return (*l.members)[static_cast<size_t>(rank)];
 }
 
 // The call in flight as an entry; the caller holds the ledger's lock.
@@ -78,6 +96,10 @@ LedgerEntry entry_of(const Ledger& l, double start, double end) {
   e.comm = l.comm;
   e.function = l.function;
   if (l.members) e.ranks = *l.members;
+  e.dest = world_rank(l, l.peers.dest);
+  e.source = world_rank(l, l.peers.source);
+  e.send_tag = l.peers.send_tag;
+  e.recv_tag = l.peers.recv_tag;
   e.start = start;
   e.end = end;
   return e;
@@ -128,6 +150,11 @@ Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   start_ = steady_seconds();
 }
 
+Call::Call(Communicator::Handle& h, OpCode op, long count, Peers peers) : timed_(true) {
+  note_start(h, op, count, kNoReduction, peers);
+  start_ = steady_seconds();
+}
+
 void Call::done(std::uint64_t bytes) {
   const double end = steady_seconds();
   if (timed_) g_collective_seconds += end - start_;
@@ -161,23 +188,54 @@ void begin_case() {
   l.kept.clear();
 }
 
-std::string state() {
+namespace {
+
+// "send to rank 1 (tag 0)": the other end by its rank in MPI's world, as the
+// roll-call names ranks (kit/jobs.py reads it to find a cycle), and by its
+// rank on the call's communicator where that differs.
+std::string peer_text(const comm_detail::Ledger& l, const char* direction, int rank, int tag) {
+  const int world = comm_detail::world_rank(l, rank);
+  std::string s = std::string(direction) + " rank " + std::to_string(world);
+  if (world != rank) s += " (its rank " + std::to_string(rank) + " on " + l.comm + ")";
+  return s + " (tag " + std::to_string(tag) + ")";
+}
+
+std::string waiting_text(const comm_detail::Ledger& l) {
+  using namespace comm_detail;
+  std::string s = std::string("waiting in ") + kOpNames[l.op];
+  if (is_point_to_point(l.op)) {
+    if (l.peers.dest >= 0) s += " " + peer_text(l, "to", l.peers.dest, l.peers.send_tag);
+    if (l.peers.dest >= 0 && l.peers.source >= 0) s += " and";
+    if (l.peers.source >= 0) s += " " + peer_text(l, "from", l.peers.source, l.peers.recv_tag);
+    s += " on " + l.comm + " (" + plural(l.count, "element") + ")";
+  } else {
+    s += " #" + std::to_string(l.seq) + " on " + l.comm;
+    if (l.op != kSplit && l.op != kBarrier) s += " (" + plural(l.count, "element") + ")";
+  }
+  return l.function.empty() ? s : s + " in " + l.function;
+}
+
+// "2 collectives", "4 point-to-point calls", or both joined by "and".
+std::string counts_text(const comm_detail::Ledger::Counts& c, bool first) {
   using comm_detail::plural;
+  std::string collectives = first ? plural(c.collectives, "collective") : std::to_string(c.collectives);
+  if (c.point_to_point == 0) return collectives;
+  const std::string p2p = plural(c.point_to_point, "point-to-point call");
+  return c.collectives == 0 ? p2p : collectives + (first ? "" : " collectives") + " and " + p2p;
+}
+
+}  // namespace
+
+std::string state() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
-  if (l.active) {
-    std::string s =
-        std::string("waiting in ") + comm_detail::kOpNames[l.op] + " #" + std::to_string(l.seq) + " on " + l.comm;
-    if (l.op != comm_detail::kSplit && l.op != comm_detail::kBarrier) s += " (" + plural(l.count, "element") + ")";
-    return l.function.empty() ? s : s + " in " + l.function;
-  }
+  if (l.active) return waiting_text(l);
   if (l.per_comm.empty()) return "without a collective";
   std::string s = "after ";
   size_t i = 0;
-  for (const auto& [id, named] : l.per_comm) {
+  for (const auto& [id, counts] : l.per_comm) {
     s += i == 0 ? "" : i + 1 == l.per_comm.size() ? " and " : ", ";
-    s += i == 0 ? plural(named.second, "collective") + " on " + named.first
-                : std::to_string(named.second) + " on " + named.first;
+    s += counts_text(counts, i == 0) + " on " + counts.name;
     ++i;
   }
   return s;

@@ -11,8 +11,17 @@
 
 namespace dtrain::comm_detail {
 
-enum OpCode : std::int64_t { kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier };
-inline constexpr const char* kOpNames[] = {"", "allreduce", "allgather", "reduce_scatter", "split", "barrier"};
+enum OpCode : std::int64_t { kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier, kSend, kRecv, kSendrecv };
+inline constexpr const char* kOpNames[] = {"",      "allreduce", "allgather", "reduce_scatter", "split",
+                                           "barrier", "send",     "recv",      "sendrecv"};
+inline bool is_point_to_point(OpCode op) { return op >= kSend; }
+
+// The other end of a point-to-point call, by rank on its communicator; -1
+// for the direction a call does not have (a send has no source).
+struct Peers {
+  int dest = -1, source = -1;
+  int send_tag = -1, recv_tag = -1;
+};
 inline constexpr const char* kReductionNames[] = {"Sum", "Min", "Max"};
 inline constexpr std::int64_t kNoReduction = -1;
 
@@ -35,6 +44,8 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
 class Call {
  public:
   Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed);
+  // A point-to-point call: recorded, timed, never agreed on (count: the elements it sends, or receives if none).
+  Call(Communicator::Handle& h, OpCode op, long count, Peers peers);
   void done(std::uint64_t bytes);
   ~Call();
   Call(const Call&) = delete;

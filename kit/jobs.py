@@ -11,13 +11,14 @@ counts only with the seal of the job's key, which this module writes to
 mpirun's standard input and nowhere else.
 """
 import os
+import re
 import secrets
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from kit import parts as table
 from kit import records as rec
@@ -253,7 +254,44 @@ def roll_call(case: str, answers: Dict[int, Dict]) -> str:
     seconds = max(a["seconds"] for a in answers.values())
     lines = [f"the case did not finish; what each rank was doing after {seconds:.1f} s:"]
     lines += [f"  {(rank_label(r) + ':').ljust(width)} {state}" for state, r in states.items()]
+    cycle = waiting_cycle({rank: a["state"] for rank, a in answers.items()})
+    if cycle:
+        lines.append(cycle)
     return "\n".join(lines)
+
+
+# A rank waiting in a point-to-point call, as the ledger says it (ledger.cpp):
+# "waiting in send to rank 1 (tag 0) on world (8 elements) in pipeline_step".
+_P2P_WAIT = re.compile(r"^waiting in (send|recv|sendrecv) ")
+_P2P_PEER = re.compile(r"(?:to|from) rank (\d+)")
+
+
+def waiting_cycle(states: Dict[int, str]) -> Optional[str]:
+    """The line that names a cycle of ranks each waiting for the next in a
+    point-to-point call ("ranks 0 -> 1 -> 0: a cycle of sends, ..."), or
+    None. A rank in a send waits for its dest to receive, one in a recv for
+    its source to send; if they all wait on one another, none ever will."""
+    waits: Dict[int, Tuple[str, List[int]]] = {}
+    for rank, state in states.items():
+        m = _P2P_WAIT.match(state)
+        if m:
+            waits[rank] = (m.group(1), [int(p) for p in _P2P_PEER.findall(state)])
+    for start in sorted(waits):
+        path, at = [start], start
+        while True:
+            nxt = next((p for p in waits[at][1] if p in waits), None)
+            if nxt is None:
+                break
+            if nxt in path:
+                loop = path[path.index(nxt):] + [nxt]
+                kinds = {waits[r][0] for r in loop}
+                what = {"send": "a cycle of sends", "recv": "a cycle of receives"}.get(
+                    kinds.pop() if len(kinds) == 1 else "", "a cycle of point-to-point calls")
+                return (f"  ranks {' -> '.join(map(str, loop))}: {what}, each waiting for the next, "
+                        "so none ever returns (one of them must receive first, or use sendrecv)")
+            path.append(nxt)
+            at = nxt
+    return None
 
 
 def outcomes_of(job: Job, done: Dict[str, CaseOutcome]) -> List[CaseOutcome]:

@@ -148,8 +148,10 @@ TOTAL_POINTS = sum(p.points for p in PARTS)
 # The kit's own checks that are no part (CTest runs them on the reference,
 # as reference/<name>).
 KIT_CHECKS: Dict[str, Run] = {"training_agreement": Run("KitTrainingAgreement.*", 4),
-                              "zero_accounting": Run("KitZeroAccounting.*", 4)}
-KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test_file("test_kit_zero_accounting.cpp"))
+                              "zero_accounting": Run("KitZeroAccounting.*", 4),
+                              "point_to_point": Run("KitPointToPoint.*", 4)}
+KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test_file("test_kit_zero_accounting.cpp"),
+                              test_file("test_kit_point_to_point.cpp"))
 
 
 def all_runs() -> List[Run]:
