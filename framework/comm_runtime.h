@@ -124,6 +124,7 @@ void set_checking(bool on);
 bool checking();
 // Keep every call with its times, for --trace. Off by default.
 void set_tracing(bool on);
+bool tracing();
 // Forget the counts of the previous test case.
 void begin_case();
 // What this rank is doing now, in one line, for the roll-call of a hung

@@ -181,6 +181,11 @@ void set_tracing(bool on) {
   the_ledger().tracing = on;
 }
 
+bool tracing() {
+  std::lock_guard<std::mutex> lock(the_ledger().mu);
+  return the_ledger().tracing;
+}
+
 void begin_case() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -16,13 +17,67 @@ namespace {
 // This rank's host clock against rank 0's, from start_trace; zero on rank 0's host.
 CommAccess::ClockOffset g_clock;
 
+bool point_to_point(const LedgerEntry& e) { return e.dest >= 0 || e.source >= 0; }
+
+// The id that ties a message's send to its recv, computed alike on both
+// ranks: MPI delivers the messages of one (source, dest, tag, communicator)
+// in order, so the k-th send of such a key matches the k-th recv (FNV-1a,
+// kept within the 53 bits a JSON number holds exactly).
+class FlowIds {
+ public:
+  std::uint64_t next(int source, int dest, int tag, const std::string& comm) {
+    const std::string key = std::to_string(source) + ">" + std::to_string(dest) + ":" + std::to_string(tag) + ":" + comm;
+    const long k = seen_[key]++;
+    std::uint64_t h = 1469598103934665603ull;
+    for (const char c : key + "#" + std::to_string(k)) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h & ((1ull << 53) - 1);
+  }
+
+ private:
+  std::map<std::string, long> seen_;
+};
+
+// A flow event: "s" where a message leaves (its send's start), "f" where it
+// arrives (its recv's end); a trace viewer draws an arrow between them.
+nlohmann::json flow(const char* phase, std::uint64_t id, int rank, double ts_us) {
+  nlohmann::json f = {{"name", "message"}, {"cat", "p2p"}, {"ph", phase}, {"id", id},
+                      {"pid", rank},       {"tid", 0},     {"ts", ts_us}};
+  if (phase[0] == 'f') f["bp"] = "e";  // bound to the span that encloses it: the recv
+  return f;
+}
+
 // Times in microseconds on rank 0's host clock.
 nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
   nlohmann::json events = nlohmann::json::array();
+  FlowIds sent, received;
   for (const LedgerEntry& e : entries) {
     nlohmann::json args = {{"function", e.function}};
     std::string name = e.kind;
-    if (e.collective) {
+    const double start_us = (e.start - g_clock.seconds) * 1e6, end_us = (e.end - g_clock.seconds) * 1e6;
+    if (point_to_point(e)) {
+      args["op"] = e.kind;
+      args["bytes"] = e.bytes;
+      args["elements"] = e.count;
+      args["communicator"] = e.comm;
+      if (e.dest >= 0) {
+        args["dest"] = e.dest;
+        args["send_tag"] = e.send_tag;
+        name += " to " + std::to_string(e.dest);
+        if (!e.pending) events.push_back(flow("s", sent.next(rank, e.dest, e.send_tag, e.comm), rank, start_us));
+      }
+      if (e.source >= 0) {
+        args["source"] = e.source;
+        args["recv_tag"] = e.recv_tag;
+        name += " from " + std::to_string(e.source);
+        // Just inside the recv's end, so that the arrow binds to the recv and not to what follows it.
+        const double arrival_us = std::max(start_us, end_us - 0.5);
+        if (!e.pending) events.push_back(flow("f", received.next(e.source, rank, e.recv_tag, e.comm), rank, arrival_us));
+      }
+      if (e.pending) {
+        args["pending"] = true;
+        name += " (still waiting when stopped)";
+      }
+    } else if (e.collective) {
       args["op"] = e.kind;
       args["bytes"] = e.bytes;
       args["elements"] = e.count;
@@ -41,12 +96,12 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
       }
     }
     events.push_back({{"name", name},
-                      {"cat", e.collective ? "collective" : "phase"},
+                      {"cat", point_to_point(e) ? "p2p" : e.collective ? "collective" : "phase"},
                       {"ph", "X"},
                       {"pid", rank},
                       {"tid", 0},
-                      {"ts", (e.start - g_clock.seconds) * 1e6},
-                      {"dur", std::max(0.0, (e.end - e.start) * 1e6)},
+                      {"ts", start_us},
+                      {"dur", std::max(0.0, end_us - start_us)},
                       {"args", args}});
   }
   return events;

@@ -42,20 +42,24 @@ def recipe(build: str) -> Dict:
         raise NotBuilt(f"no compile command for {how['compile_template']} in {build}")
     args = template.get("arguments") or shlex.split(template["command"])
     # Drop the source, the output and -c; keep flags, defines and include
-    # paths. Drop the precompiled header too: it lives in the build, which
-    # the grader's sandbox can't see (it only speeds up the student's loop).
-    flags, skip = [], False
+    # paths. The precompiled header goes apart (pch_flags): it lives in the
+    # build, which the grader's sandbox can't see; compile_one uses it only
+    # outside the sandbox.
+    flags, skip, pch_flags = [], False, []
     for i, a in enumerate(args[1:], 1):
         if skip:
             skip = False
             continue
         if a == "-o" or (a == "-include" and i + 1 < len(args) and args[i + 1].endswith("cmake_pch.hxx")):
             skip = True
+            if a == "-include" and os.path.isfile(args[i + 1] + ".gch"):
+                pch_flags = ["-Winvalid-pch", "-include", args[i + 1]]
             continue
         if a in ("-c", "-Winvalid-pch") or os.path.realpath(a) == os.path.realpath(template["file"]):
             continue
         flags.append(a)
     how["compile_flags"] = flags
+    how["pch_flags"] = pch_flags
     how["cache_dir"] = os.path.join(build, "impl_cache")
     # The kit's headers go into every object: a change to one must miss the cache.
     digest = hashlib.sha256()
@@ -92,7 +96,9 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
     if cached and os.path.exists(cached):
         shutil.copyfile(cached, obj)
         return None
-    cmd = flags + ["-c", source, "-o", obj]
+    # Outside the sandbox (the known-bug checks, `make handin`), Eigen comes
+    # precompiled: the same object in less than half the time, so the same key.
+    cmd = flags + (how.get("pch_flags", []) if runner is run_plainly else []) + ["-c", source, "-o", obj]
     try:
         status, output = runner(cmd, timeout)
     except subprocess.TimeoutExpired:

@@ -3,11 +3,19 @@
 // reference by CTest as reference/point_to_point):
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='KitPointToPoint*'
 // Every rank's data encodes its rank, so what a rank receives says who sent it.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "comm_runtime.h"
 #include "kit_test.h"
+#include "trace.h"
 
 using namespace kit;
 
@@ -150,4 +158,41 @@ TEST(KitPointToPoint, TheLedgerRecordsEachCallWithItsOtherEnd) {
   EXPECT_EQ(calls[1].count, 4);
   EXPECT_EQ(r % 2 == 0 ? calls[1].dest : calls[1].source, r ^ 1);
   EXPECT_EQ(dtrain::ledger::state(), "after 2 point-to-point calls on world");
+}
+
+// A trace ties each message's send to its recv (a flow event on each rank,
+// the same id), and the message arrives after it left.
+TEST(KitPointToPoint, ATraceTiesEachSendToItsRecv) {
+  Communicator& comm = world();
+  const int n = comm.size(), r = rank();
+  const int right = (r + 1) % n, left = (r - 1 + n) % n;
+  const bool was_tracing = dtrain::ledger::tracing();
+  dtrain::ledger::take_entries();  // this case's calls only
+  dtrain::start_trace(comm);
+  Vector got(6);
+  for (int round = 0; round < 2; ++round) comm.sendrecv(signed_by(r, 6), right, round, got, left, round);
+  const std::string path = "/tmp/kit-p2p-trace-" + std::to_string(::getpid()) + ".json";
+  const bool written = dtrain::write_trace(comm, path, comm.bytes_transferred());
+  dtrain::ledger::set_tracing(was_tracing);
+  if (r != 0) return;
+  ASSERT_TRUE(written) << path;
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::remove(path.c_str());
+  std::map<std::uint64_t, std::pair<int, double>> left_at, arrived_at;  // id -> (rank, ts)
+  for (const auto& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "p2p" || e["ph"] == "X") continue;
+    auto& seen = e["ph"] == "s" ? left_at : arrived_at;
+    EXPECT_TRUE(seen.emplace(e["id"].get<std::uint64_t>(), std::make_pair(e["pid"].get<int>(), e["ts"].get<double>()))
+                    .second)
+        << "two flow events of one kind share the id " << e["id"];
+  }
+  EXPECT_EQ(left_at.size(), static_cast<size_t>(2 * n)) << "2 rounds of one message per rank";
+  for (const auto& [id, from] : left_at) {
+    const auto to = arrived_at.find(id);
+    ASSERT_NE(to, arrived_at.end()) << "the message rank " << from.first << " sent has no arrival";
+    EXPECT_EQ(to->second.first, (from.first + 1) % n) << "rank " << from.first << "'s message arrived elsewhere";
+    EXPECT_GE(to->second.second, from.second) << "a message arrived before it left";
+  }
+  EXPECT_EQ(arrived_at.size(), left_at.size());
 }
