@@ -1,6 +1,7 @@
 // ledger.cpp: the collective ledger: each call a rank makes, for a hung
-// case's roll-call, the traffic checks (CallLog) and the trace (kept entries
-// and phases), and the Call that records, checks and times one collective.
+// case's roll-call (its text: ledger_state.cpp), the traffic checks
+// (CallLog) and the trace (kept entries and phases), and the Call that
+// records, checks and times one call.
 #include "ledger.h"
 
 #include <chrono>
@@ -21,35 +22,6 @@ namespace {
 // Time inside the counted collectives, for the trainers' reports: how much
 // of an epoch is communication (and waiting for the slowest rank).
 double g_collective_seconds = 0;
-
-struct Ledger {
-  std::mutex mu;  // the watchdog thread reads what the main thread writes
-  bool checking = false, tracing = false;
-  // The call in flight.
-  bool active = false;
-  OpCode op = kAllreduce;
-  long seq = 0, count = 0;
-  std::int64_t reduction = kNoReduction;
-  Peers peers;  // a point-to-point call's other ends, by rank on its communicator
-  std::string comm;
-  std::string function;
-  const std::vector<int>* members = nullptr;  // the handle's, alive while the call lasts
-  double since = 0;                           // when it was made, if tracing
-  // This case's calls, per communicator id.
-  struct Counts {
-    std::string name;  // the communicator's at its last call
-    long collectives = 0, point_to_point = 0;
-  };
-  std::map<int, Counts> per_comm;
-  std::vector<LedgerEntry> kept;
-  std::uint64_t recorded = 0;
-  std::vector<ledger::LoggedCall>* log = nullptr;  // the open CallLog's, if any
-};
-
-Ledger& the_ledger() {
-  static Ledger ledger;
-  return ledger;
-}
 
 // The bookkeeping of one call, apart from the agreement check and MPI, so
 // the bench can time exactly this (ledger::seconds_per_record).
@@ -80,11 +52,6 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   if (l.log) l.log->push_back({kOpNames[op], count, h.name, peers.dest, peers.source});
 }
 
-// A rank on the call's communicator as a rank of MPI's world (the roll-call's and the trace's).
-int world_rank(const Ledger& l, int rank) {
-  if (rank < 0 || !l.members || rank >= static_cast<int>(l.members->size())) return rank;
-  return (*l.members)[static_cast<size_t>(rank)];
-}
 
 // The call in flight as an entry; the caller holds the ledger's lock.
 LedgerEntry entry_of(const Ledger& l, double start, double end) {
@@ -129,6 +96,16 @@ void note_refused(const char* why) {
 }
 
 }  // namespace
+
+Ledger& the_ledger() {
+  static Ledger ledger;
+  return ledger;
+}
+
+int world_rank(const Ledger& l, int rank) {
+  if (rank < 0 || !l.members || rank >= static_cast<int>(l.members->size())) return rank;
+  return (*l.members)[static_cast<size_t>(rank)];
+}
 
 double collective_seconds() { return g_collective_seconds; }
 
@@ -191,59 +168,6 @@ void begin_case() {
   std::lock_guard<std::mutex> lock(l.mu);
   l.per_comm.clear();
   l.kept.clear();
-}
-
-namespace {
-
-// "send to rank 1 (tag 0)": the other end by its rank in MPI's world, as the
-// roll-call names ranks (kit/jobs.py reads it to find a cycle), and by its
-// rank on the call's communicator where that differs.
-std::string peer_text(const comm_detail::Ledger& l, const char* direction, int rank, int tag) {
-  const int world = comm_detail::world_rank(l, rank);
-  std::string s = std::string(direction) + " rank " + std::to_string(world);
-  if (world != rank) s += " (its rank " + std::to_string(rank) + " on " + l.comm + ")";
-  return s + " (tag " + std::to_string(tag) + ")";
-}
-
-std::string waiting_text(const comm_detail::Ledger& l) {
-  using namespace comm_detail;
-  std::string s = std::string("waiting in ") + kOpNames[l.op];
-  if (is_point_to_point(l.op)) {
-    if (l.peers.dest >= 0) s += " " + peer_text(l, "to", l.peers.dest, l.peers.send_tag);
-    if (l.peers.dest >= 0 && l.peers.source >= 0) s += " and";
-    if (l.peers.source >= 0) s += " " + peer_text(l, "from", l.peers.source, l.peers.recv_tag);
-    s += " on " + l.comm + " (" + plural(l.count, "element") + ")";
-  } else {
-    s += " #" + std::to_string(l.seq) + " on " + l.comm;
-    if (l.op != kSplit && l.op != kBarrier) s += " (" + plural(l.count, "element") + ")";
-  }
-  return l.function.empty() ? s : s + " in " + l.function;
-}
-
-// "2 collectives", "4 point-to-point calls", or both joined by "and".
-std::string counts_text(const comm_detail::Ledger::Counts& c, bool first) {
-  using comm_detail::plural;
-  std::string collectives = first ? plural(c.collectives, "collective") : std::to_string(c.collectives);
-  if (c.point_to_point == 0) return collectives;
-  const std::string p2p = plural(c.point_to_point, "point-to-point call");
-  return c.collectives == 0 ? p2p : collectives + (first ? "" : " collectives") + " and " + p2p;
-}
-
-}  // namespace
-
-std::string state() {
-  Ledger& l = the_ledger();
-  std::lock_guard<std::mutex> lock(l.mu);
-  if (l.active) return waiting_text(l);
-  if (l.per_comm.empty()) return "without a collective";
-  std::string s = "after ";
-  size_t i = 0;
-  for (const auto& [id, counts] : l.per_comm) {
-    s += i == 0 ? "" : i + 1 == l.per_comm.size() ? " and " : ", ";
-    s += counts_text(counts, i == 0) + " on " + counts.name;
-    ++i;
-  }
-  return s;
 }
 
 CallLog::CallLog() {

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "comm_internal.h"
+#include "comm_runtime.h"
 #include "heap_watch.h"
 
 namespace dtrain::comm_detail {
@@ -26,6 +29,37 @@ inline constexpr const char* kReductionNames[] = {"Sum", "Min", "Max"};
 inline constexpr std::int64_t kNoReduction = -1;
 
 inline std::string plural(long n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+// What the ledger holds, for ledger.cpp, which writes it, and
+// ledger_state.cpp, which tells it in the roll-call.
+struct Ledger {
+  std::mutex mu;  // the watchdog thread reads what the main thread writes
+  bool checking = false, tracing = false;
+  // The call in flight.
+  bool active = false;
+  OpCode op = kAllreduce;
+  long seq = 0, count = 0;
+  std::int64_t reduction = kNoReduction;
+  Peers peers;  // a point-to-point call's other ends, by rank on its communicator
+  std::string comm;
+  std::string function;
+  const std::vector<int>* members = nullptr;  // the handle's, alive while the call lasts
+  double since = 0;                           // when it was made, if tracing
+  // This case's calls, per communicator id.
+  struct Counts {
+    std::string name;  // the communicator's at its last call
+    long collectives = 0, point_to_point = 0;
+  };
+  std::map<int, Counts> per_comm;
+  std::vector<LedgerEntry> kept;
+  std::uint64_t recorded = 0;
+  std::vector<ledger::LoggedCall>* log = nullptr;  // the open CallLog's, if any
+};
+
+Ledger& the_ledger();
+
+// A rank on the call's communicator as a rank of MPI's world (the roll-call's and the trace's).
+int world_rank(const Ledger& l, int rank);
 
 // Held while the ledger's records change; the watchdog thread reads them,
 // and a communicator's name with them.

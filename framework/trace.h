@@ -6,7 +6,10 @@
 // student function in args, and spans for the phases of training (forward,
 // backward, optimizer). A call the agreement check refused carries
 // args.mismatch (its message); a call still waiting when the watchdog stopped
-// the case carries args.pending.
+// the case carries args.pending. A point-to-point call is a span of category
+// "p2p" (args.dest, args.source and their tags, by rank in MPI's world), and
+// each message a pair of flow events, "s" at its send and "f" at its recv,
+// sharing an id: a viewer draws the arrow.
 //
 // Times are microseconds on one clock: every rank of a host reads the host's
 // steady clock, and each other host's offset from rank 0's host is measured

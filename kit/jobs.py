@@ -260,7 +260,7 @@ def roll_call(case: str, answers: Dict[int, Dict]) -> str:
     return "\n".join(lines)
 
 
-# A rank waiting in a point-to-point call, as the ledger says it (ledger.cpp):
+# A rank waiting in a point-to-point call, as the ledger says it (ledger_state.cpp):
 # "waiting in send to rank 1 (tag 0) on world (8 elements) in pipeline_step".
 _P2P_WAIT = re.compile(r"^waiting in (send|recv|sendrecv) ")
 _P2P_PEER = re.compile(r"(?:to|from) rank (\d+)")

@@ -59,8 +59,9 @@ def show_traces(trace_dir: str, failed: List[str]) -> None:
         trace.merge_parts(path)
         if not os.path.isfile(path):
             continue
-        events, _ = trace.load(path)
-        problem = trace.draw(events, os.path.splitext(path)[0] + ".png") if events else "no collective ran, nothing to draw"
+        events, other = trace.load(path)
+        problem = (trace.draw(events, os.path.splitext(path)[0] + ".png", other["messages"]) if events
+                   else "no collective ran, nothing to draw")
         print(f"  trace of {case}: {path}" + (f" ({problem})" if problem else f", drawn in {path[:-5]}.png"))
 
 

@@ -12,7 +12,10 @@ where there is room. A collective ends on no rank before its last rank has
 come: the thin front part of a bar is time that rank waited for the others,
 and the rank without one is the one they waited for. A call the ranks
 disagreed on is outlined in magenta (MISMATCH), and the call a rank still
-waited in when the watchdog stopped its case in red (WAITING). The top
+waited in when the watchdog stopped its case in red (WAITING). A
+point-to-point call (send, recv, sendrecv) is a narrow bar labelled with its
+other end and tag, and an arrow runs from each message's send to its recv
+(the flow events Perfetto draws too). The top
 panel is the whole run; for a training, the bottom one zooms into one
 iteration. Also prints, per rank, the time in collectives and the bytes
 they moved.
@@ -35,7 +38,8 @@ from typing import Dict, List, Optional, Tuple
 
 PHASE_COLORS = {"forward": "#88ccee", "backward": "#44aa99", "optimizer": "#ddcc77", "evaluate": "#dddddd"}
 OP_COLORS = {"allreduce": "#cc3311", "allgather": "#0077bb", "reduce_scatter": "#aa4499", "split": "#333333",
-             "barrier": "#333333"}
+             "barrier": "#333333", "send": "#ee7733", "recv": "#009988", "sendrecv": "#997700"}
+ARROW_COLOR = "#444444"  # a point-to-point message, from its send to its recv
 MISMATCH_COLOR, PENDING_COLOR = "#ee00cc", "#ff0000"
 SLACK_US = 200.0
 PLOT_PIXELS = 1000  # the plot area's width in the PNG, for how much time a label covers
@@ -82,13 +86,32 @@ def merge_parts(path: str) -> bool:
 
 
 def load(path: str) -> Tuple[List[Dict], Dict]:
+    """The spans, and the trace's otherData, which holds the messages too
+    (otherData.messages, from the flow events: see messages)."""
     with open(path) as f:
         trace = json.load(f)
-    return [e for e in trace["traceEvents"] if e.get("ph") == "X"], trace.get("otherData", {})
+    other = dict(trace.get("otherData", {}), messages=messages(trace["traceEvents"]))
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X"], other
 
 
 def collective(e: Dict) -> bool:
     return e.get("cat") == "collective"
+
+
+def point_to_point(e: Dict) -> bool:
+    return e.get("cat") == "p2p"
+
+
+def communication(e: Dict) -> bool:
+    return collective(e) or point_to_point(e)
+
+
+def messages(trace_events: List[Dict]) -> List[Tuple[int, float, int, float]]:
+    """(from rank, sent at, to rank, arrived at) of each point-to-point
+    message: a flow event "s" at its send and "f" at its recv share an id."""
+    left = {e["id"]: e for e in trace_events if e.get("cat") == "p2p" and e.get("ph") == "s"}
+    return [(left[e["id"]]["pid"], left[e["id"]]["ts"], e["pid"], e["ts"]) for e in trace_events
+            if e.get("cat") == "p2p" and e.get("ph") == "f" and e["id"] in left]
 
 
 def calls(events: List[Dict]) -> List[List[Dict]]:
@@ -155,13 +178,27 @@ def summary(events: List[Dict], other: Optional[Dict] = None) -> List[str]:
             lines.append(f"rank {e['pid']}: MISMATCH at {label_of(e)} on {a['communicator']}: "
                          f"{a['mismatch'].splitlines()[0]}")
         if a.get("pending"):
-            lines.append(f"rank {e['pid']}: WAITING in {label_of(e)} #{a['seq']} on {a['communicator']} "
+            where = f"{label_of(e)} #{a['seq']}" if collective(e) else label_of(e)
+            lines.append(f"rank {e['pid']}: WAITING in {where} on {a['communicator']} "
                          f"when the watchdog stopped the case")
+    for r in ranks:
+        p2p = [e for e in events if e["pid"] == r and point_to_point(e)]
+        if p2p:
+            lines.append(f"rank {r}: {len(p2p)} point-to-point call{'s' if len(p2p) != 1 else ''}, "
+                         f"{sum(e['dur'] for e in p2p) / 1000:.1f} ms, "
+                         f"{sum(e['args'].get('bytes', 0) for e in p2p) / 2**20:.2f} MiB sent")
     return lines
 
 
 def label_of(e: Dict) -> str:
     a = e["args"]
+    if point_to_point(e):  # "send to 1 (tag 0) 8", "sendrecv to 2 (tag 1) from 0 (tag 1) 8"
+        text = a["op"]
+        if "dest" in a:
+            text += f" to {a['dest']} (tag {a['send_tag']})"
+        if "source" in a:
+            text += f" from {a['source']} (tag {a['recv_tag']})"
+        return text + f" {a['elements']}"
     text = a["op"]
     if a.get("reduction"):
         text += " " + a["reduction"]
@@ -205,14 +242,16 @@ def last_arrivals(events: List[Dict]) -> Dict[int, float]:
     return out
 
 
-def panel(events: List[Dict], window: Optional[Tuple[float, float]], arrivals: Dict[int, float]):
-    """gnuplot rows for one panel: (boxes, outlines, labels). A box row is
-    x_ms y x_low x_high y_low y_high color."""
-    boxes, outlines, labels = [], [], []
+def panel(events: List[Dict], window: Optional[Tuple[float, float]], arrivals: Dict[int, float],
+          sent: List[Tuple[int, float, int, float]] = ()):
+    """gnuplot rows for one panel: (boxes, outlines, labels, arrows). A box
+    row is x_ms y x_low x_high y_low y_high color; an arrow row x y dx dy,
+    from a message's send to its recv."""
+    boxes, outlines, labels, arrows = [], [], [], []
     origin = window[0] if window else 0.0
     shown = [e for e in events if not window or (e["ts"] + e["dur"] >= window[0] and e["ts"] <= window[1])]
     ranks = {e["pid"] for e in shown} or {0}
-    coll = [e for e in shown if collective(e)]
+    coll = [e for e in shown if communication(e)]
     label_all = len(coll) <= LABELS_PER_RANK * len(ranks)
     if window:
         width_ms = (window[1] - window[0]) / 1000
@@ -236,9 +275,9 @@ def panel(events: List[Dict], window: Optional[Tuple[float, float]], arrivals: D
         hi = max(hi, lo + 1e-4)
         rows.append(f"{(lo + hi) / 2:.4f} {y} {lo:.4f} {hi:.4f} {y - half} {y + half} 0x{color[1:]}")
 
-    for e in sorted(shown, key=collective):  # phases first, collectives on top
+    for e in sorted(shown, key=communication):  # phases first, communication on top
         start, end = e["ts"], e["ts"] + e["dur"]
-        if not collective(e):
+        if not communication(e):
             box(start, end, e["pid"], 0.4, PHASE_COLORS.get(e["name"], "#bbbbbb"))
             continue
         a = e["args"]
@@ -258,10 +297,15 @@ def panel(events: List[Dict], window: Optional[Tuple[float, float]], arrivals: D
     if label_all:
         for e in sorted((e for e in coll if e not in marked), key=lambda e: e["ts"]):
             place((max(e["ts"], origin) - origin) / 1000, e["pid"], label_of(e), (-0.29, 0.31))
-    return boxes, outlines, labels
+    for source, left, dest, arrived in sent:
+        if not window or (arrived >= window[0] and left <= window[1]):
+            x0, x1 = (left - origin) / 1000, (arrived - origin) / 1000
+            arrows.append(f"{x0:.4f} {source} {x1 - x0:.4f} {dest - source}")
+    return boxes, outlines, labels, arrows
 
 
-def draw(events: List[Dict], png: str) -> Optional[str]:
+def draw(events: List[Dict], png: str, sent: List[Tuple[int, float, int, float]] = ()) -> Optional[str]:
+    """`sent`: the point-to-point messages (messages()), drawn as arrows."""
     gnuplot = shutil.which("gnuplot")
     if not gnuplot:
         return "gnuplot is not installed (sudo apt-get install gnuplot-nox); no PNG drawn"
@@ -272,27 +316,30 @@ def draw(events: List[Dict], png: str) -> Optional[str]:
     stopped = stopped_window(events)
     if stopped:
         panels = [(f"every rank's calls until the watchdog stopped the case, {stopped[2] / 1e6:.1f} s after its "
-                   f"first (outlined in red: still waiting)", panel(events, stopped[:2], arrivals),
+                   f"first (outlined in red: still waiting)", panel(events, stopped[:2], arrivals, sent),
                    (stopped[1] - stopped[0]) / 1000)]
     else:
-        panels = [("whole run" if window else "every rank's collectives", panel(events, None, arrivals), None)]
+        panels = [("whole run" if window else "every rank's calls", panel(events, None, arrivals, sent), None)]
     if window:
-        panels.append(("one training iteration of rank 0", panel(events, window, arrivals),
+        panels.append(("one training iteration of rank 0", panel(events, window, arrivals, sent),
                        (window[1] - window[0]) / 1000))
     data_files = []
     for i, (_, rows, _) in enumerate(panels):
         paths = []
-        for kind, lines in zip(("boxes", "outlines", "labels"), rows):
+        for kind, lines in zip(("boxes", "outlines", "labels", "arrows"), rows):
             path = f"{base}.panel{i}.{kind}.dat"
             with open(path, "w") as f:
                 f.write("\n".join(lines) + "\n")
             paths.append((path, bool(lines)))
         data_files.append(paths)
-    present = {e["name"] for e in events} | {e["args"].get("op") for e in events if collective(e)}
+    present = {e["name"] for e in events} | {e["args"].get("op") for e in events if communication(e)}
     keys = ", ".join(f'NaN with boxes lc rgb "{c}" title "{n}"' for n, c in
                      [(n, c) for n, c in PHASE_COLORS.items() if n in present] +
-                     [(op, OP_COLORS[op]) for op in ("allreduce", "allgather", "reduce_scatter") if op in present] +
+                     [(op, OP_COLORS[op]) for op in ("allreduce", "allgather", "reduce_scatter", "send", "recv",
+                                                     "sendrecv") if op in present] +
                      [("split, barrier", OP_COLORS["split"])] * bool({"split", "barrier"} & present))
+    if sent:
+        keys += f', NaN with vectors lc rgb "{ARROW_COLOR}" title "a message, send to recv"'
     keys += ', NaN with lines lw 4 lc rgb "#555555" title "thin: waiting for", NaN with lines lc rgb "#ffffff" title ' \
             '"the last rank to come"'
     marked = {k for e in events for k in ("mismatch", "pending") if e.get("args", {}).get(k)}
@@ -304,13 +351,16 @@ def draw(events: List[Dict], png: str) -> Optional[str]:
     height = 300 + 130 * len(ranks) * len(panels)
     script = [f'set terminal pngcairo size 1400,{height} font ",11" noenhanced',
               f'set output "{png}"',
-              f'set multiplot layout {len(panels)},1 title "Each rank\'s phases (wide) and collectives '
-              f'(narrow; labels: operation, reduction, elements), on one clock"',
+              f'set multiplot layout {len(panels)},1 title "Each rank\'s phases (wide) and communication calls '
+              f'(narrow; labels: operation, reduction or other end, elements), on one clock"',
               f"set ytics ({ytics})", f"set yrange [{max(ranks) + 0.75}:-0.75]", "set style fill solid 1.0 noborder",
               "set key outside right top", "set grid xtics", "set xlabel \"milliseconds\""]
     for (title, _, width), paths in zip(panels, data_files):
-        (boxes, _), (outlines, any_outline), (labels, any_label) = paths
+        (boxes, _), (outlines, any_outline), (labels, any_label), (arrows, any_arrow) = paths
         plot = [f'"{boxes}" using 1:2:3:4:5:6:7 with boxxyerror lc rgb variable notitle']
+        if any_arrow:
+            plot.append(f'"{arrows}" using 1:2:3:4 with vectors head filled size screen 0.008,20 lw 1.5 '
+                        f'lc rgb "{ARROW_COLOR}" notitle')
         if any_outline:
             plot.append(f'"{outlines}" using 1:2:3:4:5:6:7 with boxxyerror fs empty border lw 3 lc rgb variable '
                         f'notitle')
@@ -356,6 +406,6 @@ def main(argv: List[str]) -> int:
               f"(slack {slack:.0f} us)")
         status = 1 if problems or not checked else 0
     png = args.png or os.path.splitext(args.trace)[0] + ".png"
-    problem = draw(events, png)
+    problem = draw(events, png, other["messages"])
     print(f"kit trace: {problem}" if problem else f"timeline: {png}\ntrace:    {args.trace} (open it in ui.perfetto.dev)")
     return 1 if problem else status

@@ -1,6 +1,6 @@
 """The roll-call of a hung case: ranks in one state share a line, and ranks
 that wait on one another in point-to-point calls are named as a cycle.
-The states are written as the ledger writes them (framework/ledger.cpp).
+The states are written as the ledger writes them (framework/ledger_state.cpp).
 
   python3 -m pytest staff/tests/test_roll_call.py -q
 """

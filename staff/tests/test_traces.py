@@ -29,7 +29,7 @@ def traced_case(tmp_path, mutant_name: str, part: str, case: str):
 
 
 def labels(events):
-    _, _, rows = trace.panel(events, None, trace.last_arrivals(events))
+    _, _, rows, _ = trace.panel(events, None, trace.last_arrivals(events))
     return [row.split('"')[1] for row in rows]
 
 
@@ -96,3 +96,38 @@ def test_a_wrong_reduction_shows_in_the_picture(tmp_path):
     assert {e["args"]["reduction"] for e in reductions} == {"Max"}
     shown = labels(events)
     assert shown.count(f"allreduce Max {reductions[0]['args']['elements']}") == 4, shown
+
+
+def p2p_span(rank, ts, dur, op, peer, tag, pending=False):
+    """A point-to-point call's span as framework/trace.cpp writes it."""
+    args = {"op": op, "elements": 8, "bytes": 64 if op == "send" else 0, "communicator": "world", "function": "f"}
+    args.update({"dest": peer, "send_tag": tag} if op == "send" else {"source": peer, "recv_tag": tag})
+    if pending:
+        args["pending"] = True
+    return {"name": f"{op} {peer}", "cat": "p2p", "ph": "X", "pid": rank, "tid": 0, "ts": ts, "dur": dur,
+            "args": args}
+
+
+def test_point_to_point_calls_are_drawn_with_an_arrow_per_message(tmp_path):
+    # Rank 0 sends to rank 1 (tag 0), which receives from 100 to 300 us;
+    # then both send to each other and wait: the cycle a roll-call names.
+    events = [p2p_span(0, 50, 250, "send", 1, 0), p2p_span(1, 100, 200, "recv", 0, 0),
+              {"name": "message", "cat": "p2p", "ph": "s", "id": 7, "pid": 0, "tid": 0, "ts": 50},
+              {"name": "message", "cat": "p2p", "ph": "f", "bp": "e", "id": 7, "pid": 1, "tid": 0, "ts": 299.5},
+              p2p_span(0, 400, 5000, "send", 1, 1, pending=True), p2p_span(1, 420, 5000, "send", 0, 2, pending=True)]
+    path = tmp_path / "p2p.json"
+    path.write_text(json.dumps({"traceEvents": events, "otherData": {}}))
+    spans, other = trace.load(str(path))
+    assert other["messages"] == [(0, 50, 1, 299.5)] and len(spans) == 4
+    assert trace.overlap_problems(spans) == (0, []), "a point-to-point call is no collective to line up"
+    lines = trace.summary(spans, other)
+    assert "rank 0: WAITING in send to 1 (tag 1) 8 on world when the watchdog stopped the case" in lines
+    assert "rank 0: 2 point-to-point calls, 5.2 ms, 0.00 MiB sent" in lines
+    _, _, label_rows, arrows = trace.panel(spans, None, trace.last_arrivals(spans), other["messages"])
+    assert arrows == ["0.0500 0 0.2495 1"], "from rank 0 at the send's start to rank 1 at the recv's end"
+    assert any('"recv from 0 (tag 0) 8"' in row for row in label_rows), label_rows
+    png = tmp_path / "p2p.png"
+    proc = subprocess.run([sys.executable, "-m", "kit", "trace", str(path), "--png", str(png)], cwd=KIT_DIR,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    assert proc.returncode == 0 and f"timeline: {png}" in proc.stdout, proc.stdout
+    assert png.stat().st_size > 10000
