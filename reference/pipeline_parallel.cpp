@@ -1,6 +1,8 @@
 // Part 12, the reference: one pipeline step under GPipe or 1F1B.
 #include "pipeline_parallel.h"
 
+#include <algorithm>
+
 namespace dtrain {
 
 namespace {
