@@ -19,9 +19,23 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Dict, List, Tuple
 
-# The three files a student edits and hands in (in handin order).
+# The files a student edits and hands in (in handin order): three, and the
+# extension parts' two when the course grades them (IMPL_FILES, below).
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
-IMPL_FILES: Tuple[str, ...] = (FUNC, SPLIT, ZERO)
+RING, PIPELINE = "ring_collectives.cpp", "pipeline_parallel.cpp"
+
+# The course's switch for the extension parts (SPEC §6: ring collectives and
+# pipeline parallelism). Off: the original assignment, ten parts and 150
+# points, and nothing of the extensions in the handout. On: twelve parts and
+# 200 points everywhere. KIT_EXTENSIONS=1 (or 0) overrides it for one command.
+EXTENSIONS_ON = False
+
+
+def extensions_on() -> bool:
+    text = os.environ.get("KIT_EXTENSIONS", "")
+    if text not in ("", "0", "1"):
+        raise SystemExit(f"KIT_EXTENSIONS must be 0 or 1, got {text!r}")
+    return EXTENSIONS_ON if text == "" else text == "1"
 
 # Time limits, in seconds.
 CASE_SECONDS = 5.0            # one case, unless its run says otherwise: a deadlock is stopped after this
@@ -77,6 +91,7 @@ class Part:
     # Case globs that gate the part: if one of them fails, the part scores 0
     # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
     gates: Tuple[str, ...] = ()
+    extension: bool = False      # graded only with the extensions on (extensions_on)
 
     def public_runs(self) -> Tuple[Run, ...]:
         return tuple(r for r in self.runs if not r.hidden)
@@ -108,18 +123,18 @@ def hidden(run: Run, ranks: int) -> Run:
     return Run("Hidden" + run.filter, ranks, run.case_seconds, run.job_seconds, hidden=True)
 
 
-def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=()) -> Part:
+def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), extension=False) -> Part:
     """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one per run)."""
     runs = tuple(runs)
     return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
-                tuple(files), tuple(tests), tuple(gates))
+                tuple(files), tuple(tests), tuple(gates), extension)
 
 
 def test_file(name: str) -> str:
     return f"tests/{name}"
 
 
-PARTS: List[Part] = [
+ALL_PARTS: List[Part] = [
     part("part1", "data split", 10, [Run("Part1DataSplit.*", 1)], [1], [SPLIT], [test_file("test_part1_data_split.cpp")],
          "Part 1"),
     part("part2", "layer initialization", 20, [Run("Part2GetInfo.*", 8)], [8], [FUNC],
@@ -141,9 +156,17 @@ PARTS: List[Part] = [
     part("part9", "ZeRO-3 sharded Adam", 10,
          [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
          [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9"),
+    # The extension parts: one suite per rank count (a case runs on its run's ranks).
+    part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
+         [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11", extension=True),
+    part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
+         [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12", extension=True),
 ]
 
+# The graded parts: the extensions only when they are on.
+PARTS: List[Part] = [p for p in ALL_PARTS if not p.extension or extensions_on()]
 TOTAL_POINTS = sum(p.points for p in PARTS)
+IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys([FUNC, SPLIT, ZERO] + [f for p in PARTS for f in p.files]))
 
 # The kit's own checks that are no part (CTest runs them on the reference,
 # as reference/<name>).
@@ -154,17 +177,33 @@ KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test
                               test_file("test_kit_point_to_point.cpp"))
 
 
+def built_parts() -> List[Part]:
+    """The parts a build of this tree compiles, graded or not: every part
+    whose student files and test sources are here (the handout, cut with the
+    extensions off, holds none of theirs)."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [p for p in ALL_PARTS if all(os.path.isfile(os.path.join(top, "student", f)) for f in p.files)
+            and all(os.path.isfile(os.path.join(top, t)) for t in p.tests)]
+
+
+def built_files() -> Tuple[str, ...]:
+    """The student files a build of this tree compiles (the graded ones first)."""
+    return tuple(dict.fromkeys(list(IMPL_FILES) + [f for p in built_parts() for f in p.files]))
+
+
 def all_runs() -> List[Run]:
-    return [run for p in PARTS for run in p.runs] + list(KIT_CHECKS.values())
+    return [run for p in built_parts() for run in p.runs] + list(KIT_CHECKS.values())
 
 
 def find(keys: List[str]) -> List[Part]:
-    """Parts by key; 'part8' stands for both of its halves."""
+    """Parts by key, graded or not (`make test-part11` runs with the
+    extensions off too); 'part8' stands for both of its halves."""
     chosen: List[Part] = []
+    parts = built_parts()
     for key in keys:
-        group = [p for p in PARTS if p.key == key or p.key.startswith(key + "_")]
+        group = [p for p in parts if p.key == key or p.key.startswith(key + "_")]
         if not group:
-            raise KeyError(f"unknown part '{key}'; the parts are: {', '.join(p.key for p in PARTS)}")
+            raise KeyError(f"unknown part '{key}'; the parts are: {', '.join(p.key for p in parts)}")
         chosen += [p for p in group if p not in chosen]
     return chosen
 
@@ -172,7 +211,7 @@ def find(keys: List[str]) -> List[Part]:
 def make_keys() -> List[str]:
     """What `make test-partN` accepts: every key, and the group of a split part."""
     keys: List[str] = []
-    for p in PARTS:
+    for p in built_parts():
         for k in (p.key.split("_")[0], p.key):
             if k not in keys:
                 keys.append(k)
@@ -183,12 +222,12 @@ def make_keys() -> List[str]:
 
 def cmake_text() -> str:
     tests: List[str] = []
-    for f in [t for p in PARTS for t in p.tests] + list(KIT_TESTS):
+    for f in [t for p in built_parts() for t in p.tests] + list(KIT_TESTS):
         if f not in tests:
             tests.append(f)
     return ("# Generated from kit/parts.py when CMake configures; edit the table, not this file.\n"
-            f"set(KIT_PART_KEYS {' '.join(p.key for p in PARTS)})\n"
-            f"set(KIT_IMPL_FILES {' '.join(IMPL_FILES)})\n"
+            f"set(KIT_PART_KEYS {' '.join(p.key for p in built_parts())})\n"
+            f"set(KIT_IMPL_FILES {' '.join(built_files())})\n"
             f"set(KIT_PART_TEST_SOURCES {' '.join(tests)})\n"
             f"set(KIT_SELF_CHECKS {' '.join(f'{n}={r.filter}={r.ranks}' for n, r in KIT_CHECKS.items())})\n")
 
