@@ -24,7 +24,6 @@ from typing import List, NamedTuple, Optional, Tuple
 from kit import parts as table
 from kit.build import build
 from kit.jobs import run_parts
-from kit.parts import IMPL_FILES
 from kit.paths import KITRUN, REFERENCE_DIR, build_dir
 from kit.report import fmt
 
@@ -194,13 +193,36 @@ MUTANTS: List[Mutant] = [
            "const double m_scale = 1.0 + 0 * t;\n  const double v_scale = 1.0;", ("part9",)),
     Mutant("Adam that never updates", "zero_dp_stage3.cpp",
            "param.array() -= opt.lr *", "param.array() -= 0.0 * opt.lr *", ("part9",)),
+    # The extension parts (checked whether or not the course grades them).
+    Mutant("ring with a wrong block order", "ring_collectives.cpp",
+           "const int out = wrap(r - s), in = wrap(r - s - 1);", "const int out = wrap(r + s), in = wrap(r - s - 1);",
+           ("part11_ring",)),
+    Mutant("ring without its all-gather phase", "ring_collectives.cpp",
+           "  for (int s = 0; s < n - 1; ++s) {\n    const int out = wrap(r + 1 - s)",
+           "  for (int s = 0; s < 0; ++s) {\n    const int out = wrap(r + 1 - s)", ("part11_ring",)),
+    Mutant("naive allreduce that skips rank 0's own buffer", "ring_collectives.cpp",
+           "  sum = src;\n", "  sum.setZero();\n", ("part11_ring",)),
+    Mutant("GPipe with its backwards in reverse order", "pipeline_parallel.cpp",
+           "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
+           "  for (int mb = m - 1; mb >= 0; --mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
+           ("part12_pipeline",), says=(r"stage \d+'s calls",)),
+    Mutant("1F1B with one forward too many before the first backward", "pipeline_parallel.cpp",
+           "std::min(l.stage.num_stages - l.stage.stage - 1, m)", "std::min(l.stage.num_stages - l.stage.stage, m)",
+           ("part12_pipeline",)),
+    Mutant("1F1B that stashes like GPipe", "pipeline_parallel.cpp",
+           "    one_f_one_b(links);", "    gpipe(links);", ("part12_pipeline",),
+           says=(r"micro-batches stage \d+ held at once",)),
+    Mutant("1F1B that sends, then receives, with plain send and recv", "pipeline_parallel.cpp",
+           "    comm.sendrecv(y, stage.stage + 1, sent_mb, g, stage.stage + 1, mb);",
+           "    comm.send(y, stage.stage + 1, sent_mb);\n    comm.recv(g, stage.stage + 1, mb);",
+           ("part12_pipeline",), says=(r"a cycle of sends",), hangs=True),
 ]
 
 
 def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[str]] = None) -> List[str]:
     impl = os.path.join(scratch, "impl")
     os.makedirs(impl)
-    for f in IMPL_FILES:
+    for f in table.built_files():
         shutil.copy(os.path.join(REFERENCE_DIR, f), impl)
     path = os.path.join(impl, mutant.file)
     with open(path) as f:
@@ -217,11 +239,12 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     launch_args = {"prefix": launcher + [KITRUN]} if launcher else {}
     if mutant.hangs and not launcher:  # an emulated run's honest cases need their whole limits
         launch_args["time_scale"] = table.time_scale() * table.HANG_SHARE
-    ran = run_parts(binary, table.PARTS, launch_args=launch_args)
+    parts = table.built_parts()  # the extension parts too, graded or not
+    ran = run_parts(binary, parts, launch_args=launch_args)
     outcomes = ran.outcomes
     problems = [ran.labelled_error()] if ran.error else []
     passed = {c: o.passed for c, o in outcomes.items()}
-    for part in table.PARTS:
+    for part in parts:
         got = part.score(passed)
         if part.key in mutant.zero and got != 0:
             problems.append(f"{part.key} should score 0, got {fmt(got)}")
