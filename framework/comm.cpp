@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -55,14 +56,12 @@ int to_count(long count, const char* call) {
   return static_cast<int>(count);
 }
 
-void wait_polling(MPI_Request& request, const char* call, Idle idle) {
+void poll_until(const std::function<bool()>& done, Idle idle) {
   constexpr long kPollsBeforeIdle = 100;
   constexpr double kYieldSeconds = 0.05;  // YieldThenSleep: a wait longer than this has a peer elsewhere
   double idle_since = 0;
   for (long polls = 0;; ++polls) {
-    int done = 0;
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-    if (done) return;
+    if (done()) return;
     if (polls < kPollsBeforeIdle) continue;
     if (idle == Idle::YieldThenSleep) {
       if (polls == kPollsBeforeIdle) idle_since = steady_seconds();
@@ -75,6 +74,16 @@ void wait_polling(MPI_Request& request, const char* call, Idle idle) {
       nanosleep(&pause, nullptr);
     }
   }
+}
+
+void wait_polling(MPI_Request& request, const char* call, Idle idle) {
+  poll_until(
+      [&] {
+        int done = 0;
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+        return done != 0;
+      },
+      idle);
 }
 
 double steady_seconds() {

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -73,6 +74,8 @@ constexpr bool kWaitYielding = false;
 // watchdog's limit.
 enum class Idle { Yield, Sleep, YieldThenSleep };
 void wait_polling(MPI_Request& request, const char* call, Idle idle);
+// The same loop around any test: `done` makes progress and says whether all is done.
+void poll_until(const std::function<bool()>& done, Idle idle);
 
 // Starts the nonblocking form of an operation and waits for it by polling,
 // on every MPI: for the calls whose waits may be long (Idle::YieldThenSleep).

@@ -110,9 +110,11 @@ void Communicator::recv_raw(double* dst, long count, int source, int tag) {
   call.done(0);
 }
 
-// Each step goes both ways at once, so two ranks that sendrecv each other
-// never wait for one another. A link whose sizes disagree carries no
-// payload; the other link still does, so its far rank is not left waiting.
+// The two links of a sendrecv progress on their own, as MPI_Sendrecv's do:
+// the message in may arrive (its sender may be in a plain send) while the
+// message out still waits for its receiver, so no wait of one link holds up
+// the other. A link whose sizes disagree carries no payload; the other link
+// still delivers, so its far rank is not left waiting.
 void Communicator::sendrecv_raw(const double* src, long send_count, int dest, int send_tag, double* dst,
                                 long recv_count, int source, int recv_tag) {
   Handle& h = live(handle_);
@@ -123,18 +125,41 @@ void Communicator::sendrecv_raw(const double* src, long send_count, int dest, in
   const int ns = to_count(send_count, "sendrecv"), nr = to_count(recv_count, "sendrecv");
   Call call(h, kSendrecv, send_count, Peers{dest, source, send_tag, recv_tag});
   std::int64_t header_out = send_count, header_in = 0, verdict_out = recv_count, verdict_in = 0;
-  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  check_mpi(MPI_Irecv(&header_in, 1, MPI_INT64_T, source, header_tag(recv_tag), h.comm, &r[0]), "MPI_Irecv");
-  check_mpi(MPI_Isend(&header_out, 1, MPI_INT64_T, dest, header_tag(send_tag), h.comm, &r[1]), "MPI_Isend");
-  finish(r, 2, "sendrecv");
-  check_mpi(MPI_Irecv(&verdict_in, 1, MPI_INT64_T, dest, verdict_tag(send_tag), h.comm, &r[0]), "MPI_Irecv");
-  check_mpi(MPI_Isend(&verdict_out, 1, MPI_INT64_T, source, verdict_tag(recv_tag), h.comm, &r[1]), "MPI_Isend");
-  finish(r, 2, "sendrecv");
-  const bool out_ok = verdict_in == header_out, in_ok = header_in == verdict_out;
-  int n = 0;
-  if (in_ok) check_mpi(MPI_Irecv(dst, nr, MPI_DOUBLE, source, payload_tag(recv_tag), h.comm, &r[n++]), "MPI_Irecv");
-  if (out_ok) check_mpi(MPI_Isend(src, ns, MPI_DOUBLE, dest, payload_tag(send_tag), h.comm, &r[n++]), "MPI_Isend");
-  finish(r, n, "sendrecv");
+  // Out: the header and the verdict, then the payload. In: the header, then the verdict and the payload.
+  MPI_Request out_header = MPI_REQUEST_NULL, out_verdict = MPI_REQUEST_NULL, out_payload = MPI_REQUEST_NULL;
+  MPI_Request in_header = MPI_REQUEST_NULL, in_verdict = MPI_REQUEST_NULL, in_payload = MPI_REQUEST_NULL;
+  check_mpi(MPI_Isend(&header_out, 1, MPI_INT64_T, dest, header_tag(send_tag), h.comm, &out_header), "MPI_Isend");
+  check_mpi(MPI_Irecv(&verdict_in, 1, MPI_INT64_T, dest, verdict_tag(send_tag), h.comm, &out_verdict), "MPI_Irecv");
+  check_mpi(MPI_Irecv(&header_in, 1, MPI_INT64_T, source, header_tag(recv_tag), h.comm, &in_header), "MPI_Irecv");
+  bool out_settled = false, in_settled = false;  // the link's payload started, or refused
+  bool out_ok = true, in_ok = true;
+  auto finished = [](MPI_Request& r) {
+    int done = 0;
+    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    return done != 0;
+  };
+  poll_until(
+      [&] {
+        if (!out_settled && finished(out_header) && finished(out_verdict)) {
+          out_settled = true;
+          out_ok = verdict_in == header_out;
+          if (out_ok)
+            check_mpi(MPI_Isend(src, ns, MPI_DOUBLE, dest, payload_tag(send_tag), h.comm, &out_payload), "MPI_Isend");
+        }
+        if (!in_settled && finished(in_header)) {
+          in_settled = true;
+          in_ok = header_in == verdict_out;
+          check_mpi(MPI_Isend(&verdict_out, 1, MPI_INT64_T, source, verdict_tag(recv_tag), h.comm, &in_verdict),
+                    "MPI_Isend");
+          if (in_ok)
+            check_mpi(MPI_Irecv(dst, nr, MPI_DOUBLE, source, payload_tag(recv_tag), h.comm, &in_payload), "MPI_Irecv");
+        }
+        // Every request is tested each time round, so that none waits on another.
+        const bool payload_out = finished(out_payload), verdict_out_sent = finished(in_verdict);
+        const bool payload_in = finished(in_payload);
+        return out_settled && in_settled && payload_out && verdict_out_sent && payload_in;
+      },
+      Idle::YieldThenSleep);
   if (!out_ok) size_disagreement("sendrecv", h.rank, dest, send_tag, send_count, static_cast<long>(verdict_in));
   if (!in_ok) size_disagreement("sendrecv", source, h.rank, recv_tag, static_cast<long>(header_in), recv_count);
   bytes_ += bytes_of(send_count);

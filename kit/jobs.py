@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 from kit import parts as table
 from kit import records as rec
@@ -261,32 +261,40 @@ def roll_call(case: str, answers: Dict[int, Dict]) -> str:
 
 
 # A rank waiting in a point-to-point call, as the ledger says it (ledger_state.cpp):
-# "waiting in send to rank 1 (tag 0) on world (8 elements) in pipeline_step".
+# "waiting in sendrecv to rank 1 (tag 0) and from rank 3 (tag 2) on world (8 elements) in f".
 _P2P_WAIT = re.compile(r"^waiting in (send|recv|sendrecv) ")
-_P2P_PEER = re.compile(r"(?:to|from) rank (\d+)")
+_P2P_END = re.compile(r"(to|from) rank (\d+)(?: \(its rank \d+ on [^)]*\))? \(tag (\d+)\)")
 
 
 def waiting_cycle(states: Dict[int, str]) -> Optional[str]:
     """The line that names a cycle of ranks each waiting for the next in a
     point-to-point call ("ranks 0 -> 1 -> 0: a cycle of sends, ..."), or
-    None. A rank in a send waits for its dest to receive, one in a recv for
-    its source to send; if they all wait on one another, none ever will."""
-    waits: Dict[int, Tuple[str, List[int]]] = {}
+    None. A rank waits for a waiting peer that does not take part in its
+    message: a send's dest that is not receiving from it with that tag, a
+    recv's source that is not sending to it with that tag. If they all wait
+    on one another so, none ever returns."""
+    kinds: Dict[int, str] = {}
+    ends: Dict[int, Dict[str, set]] = {}
     for rank, state in states.items():
         m = _P2P_WAIT.match(state)
         if m:
-            waits[rank] = (m.group(1), [int(p) for p in _P2P_PEER.findall(state)])
+            kinds[rank] = m.group(1)
+            ends[rank] = {"to": set(), "from": set()}
+            for direction, peer, tag in _P2P_END.findall(state):
+                ends[rank][direction].add((int(peer), int(tag)))
+    waits: Dict[int, List[int]] = {}
+    for rank in ends:
+        waits[rank] = [p for p, t in sorted(ends[rank]["to"]) if p in ends and (rank, t) not in ends[p]["from"]]
+        waits[rank] += [p for p, t in sorted(ends[rank]["from"]) if p in ends and (rank, t) not in ends[p]["to"]]
     for start in sorted(waits):
         path, at = [start], start
-        while True:
-            nxt = next((p for p in waits[at][1] if p in waits), None)
-            if nxt is None:
-                break
+        while waits.get(at):
+            nxt = waits[at][0]
             if nxt in path:
                 loop = path[path.index(nxt):] + [nxt]
-                kinds = {waits[r][0] for r in loop}
+                named = {kinds[r] for r in loop}
                 what = {"send": "a cycle of sends", "recv": "a cycle of receives"}.get(
-                    kinds.pop() if len(kinds) == 1 else "", "a cycle of point-to-point calls")
+                    named.pop() if len(named) == 1 else "", "a cycle of point-to-point calls")
                 return (f"  ranks {' -> '.join(map(str, loop))}: {what}, each waiting for the next, "
                         "so none ever returns (one of them must receive first, or use sendrecv)")
             path.append(nxt)

@@ -70,6 +70,24 @@ TEST(KitPointToPoint, PairsSendThenReceiveAndCountTheBytesSent) {
   EXPECT_EQ(comm.bytes_transferred() - before, 7 * sizeof(double)) << "a send adds the bytes it sends, a recv none";
 }
 
+// As MPI_Sendrecv: its message in arrives while its message out still waits
+// for a partner that receives only after its own plain send (a message past
+// any MPI's eager size, so nothing is buffered on the way).
+TEST(KitPointToPoint, ASendrecvMeetsAPlainSendThenRecv) {
+  Communicator& comm = world();
+  const int r = rank();
+  const int length = 100000;
+  Vector got(length);
+  if (r == 0) {
+    comm.send(signed_by(0, length), 1, 0);
+    comm.recv(got, 1, 1);
+    EXPECT_VECTOR_NEAR(got, signed_by(1, length));
+  } else if (r == 1) {
+    comm.sendrecv(signed_by(1, length), 0, 1, got, 0, 0);
+    EXPECT_VECTOR_NEAR(got, signed_by(0, length));
+  }
+}
+
 TEST(KitPointToPoint, TagsKeepMessagesApart) {
   Communicator& comm = world();
   const int r = rank();

@@ -37,6 +37,16 @@ def test_a_rank_on_a_split_communicator_is_followed_by_its_world_rank():
     assert waiting_cycle(states).startswith("  ranks 4 -> 6 -> 4: a cycle of sends")
 
 
+def test_a_peer_that_takes_part_in_the_message_is_no_cycle():
+    # Rank 1's sendrecv receives what rank 0 sends: rank 0's send returns, then its recv.
+    assert waiting_cycle({0: "waiting in send to rank 1 (tag 0) on world (2 elements)",
+                          1: "waiting in sendrecv to rank 0 (tag 1) and from rank 0 (tag 0) on world (2 elements)"}) is None
+    # The same, with the tags crossed: neither message is the one the other waits for.
+    assert "a cycle of point-to-point calls" in waiting_cycle(
+        {0: "waiting in send to rank 1 (tag 0) on world (2 elements)",
+         1: "waiting in sendrecv to rank 0 (tag 1) and from rank 0 (tag 5) on world (2 elements)"})
+
+
 def test_no_cycle_when_the_wait_ends_at_a_rank_doing_something_else():
     assert waiting_cycle({0: "waiting in send to rank 1 (tag 0) on world (2 elements)",
                           1: "still running pipeline_step, in no collective; without a collective",
