@@ -213,9 +213,17 @@ MUTANTS: List[Mutant] = [
            "    one_f_one_b(links);", "    gpipe(links);", ("part12_pipeline",),
            says=(r"micro-batches stage \d+ held at once",)),
     Mutant("1F1B that sends, then receives, with plain send and recv", "pipeline_parallel.cpp",
-           "    comm.sendrecv(y, stage.stage + 1, sent_mb, g, stage.stage + 1, mb);",
-           "    comm.send(y, stage.stage + 1, sent_mb);\n    comm.recv(g, stage.stage + 1, mb);",
-           ("part12_pipeline",), says=(r"a cycle of sends",), hangs=True),
+           "    comm.sendrecv(y, stage.stage + 1, sent_mb, g, stage.stage + 1, mb);\n    return g;\n  }\n"
+           "  // backward's result out to stage-1, forward mb's activation in from it.\n"
+           "  Matrix send_gradient_recv_activation(const Matrix& gx, int sent_mb, int mb) {\n"
+           "    Matrix x;\n    if (first()) return x;\n    x.resize(stage.rows(mb), stage.in_dim);\n"
+           "    comm.sendrecv(gx, stage.stage - 1, sent_mb, x, stage.stage - 1, mb);",
+           "    comm.send(y, stage.stage + 1, sent_mb);\n    comm.recv(g, stage.stage + 1, mb);\n    return g;\n  }\n"
+           "  Matrix send_gradient_recv_activation(const Matrix& gx, int sent_mb, int mb) {\n"
+           "    Matrix x;\n    if (first()) return x;\n    x.resize(stage.rows(mb), stage.in_dim);\n"
+           "    comm.send(gx, stage.stage - 1, sent_mb);\n    comm.recv(x, stage.stage - 1, mb);",
+           ("part12_pipeline",), says=(r"ranks [\d >-]+: a cycle of sends",
+                                       r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)"), hangs=True),
 ]
 
 
