@@ -163,6 +163,19 @@ ALL_PARTS: List[Part] = [
          [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12", extension=True),
 ]
 
+# What only the extension parts use, besides their student files and tests:
+# the handout leaves it out while they are off.
+EXTENSION_FRAMEWORK = ("framework/ring_collectives.h", "framework/pipeline_parallel.h",
+                       "framework/pipeline_runtime.h", "framework/pipeline_stage.cpp")
+
+
+def extension_paths() -> List[str]:
+    """Every file of the tree that only the extension parts use."""
+    parts = [p for p in ALL_PARTS if p.extension]
+    return list(EXTENSION_FRAMEWORK) + [f"student/{f}" for p in parts for f in p.files] + \
+        [t for p in parts for t in p.tests]
+
+
 # The graded parts: the extensions only when they are on.
 PARTS: List[Part] = [p for p in ALL_PARTS if not p.extension or extensions_on()]
 TOTAL_POINTS = sum(p.points for p in PARTS)

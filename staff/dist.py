@@ -24,7 +24,7 @@ import zipfile
 from typing import List
 
 from kit.check_handout import SHIPPED, files_under, students_makefile
-from kit.parts import IMPL_FILES, TOTAL_POINTS
+from kit.parts import IMPL_FILES, TOTAL_POINTS, extension_paths, extensions_on
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
@@ -63,10 +63,32 @@ def run(cmd, cwd, timeout=900) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
 
 
+# The handout's text of an extension part lies between these lines.
+EXTENSION_BEGIN, EXTENSION_END = "<!-- extension part -->", "<!-- end of extension part -->"
+
+
+def without_extensions(text: str) -> str:
+    """The handout's text without its extension parts' sections."""
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.strip() == EXTENSION_BEGIN:
+            skipping = True
+        elif line.strip() == EXTENSION_END:
+            skipping = False
+        elif not skipping:
+            out.append(line)
+    return "".join(out)
+
+
 def handout(verify: bool) -> int:
     os.makedirs(DIST, exist_ok=True)
     out = os.path.join(DIST, "handout.tar.gz")
     files = files_of(COMMON)
+    with open(os.path.join(KIT, "handout", "README.md")) as f:
+        readme = f.read()
+    if not extensions_on():  # the original assignment: nothing of parts 11 and 12
+        files = [f for f in files if f not in set(extension_paths())]
+        readme = without_extensions(readme)
     with open(os.path.join(KIT, "Makefile")) as f:
         # Students get the Makefile without its staff-only targets (grade,
         # handout, check, ...), which need what the handout doesn't hold.
@@ -74,7 +96,7 @@ def handout(verify: bool) -> int:
     with tarfile.open(out, "w:gz") as tar:
         add_tree(tar, [f for f in files if f != "Makefile"], "dtrain-kit")
         add_text(tar, "dtrain-kit/Makefile", makefile.encode())
-        add_text(tar, "dtrain-kit/README.md", open(os.path.join(KIT, "handout", "README.md"), "rb").read())
+        add_text(tar, "dtrain-kit/README.md", readme.encode())
     print(f"dist: the handout's Makefile leaves out the staff targets {', '.join(sorted(cut))}")
     print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files)")
     return verify_handout(out) if verify else 0
