@@ -35,7 +35,7 @@ def implementations(build: str, scratch: str) -> List[Tuple[str, str]]:
     for variant in (m for m in MUTANTS if not m.loses):
         impl = os.path.join(scratch, str(len(found)), "impl")
         os.makedirs(impl)
-        for name in table.IMPL_FILES:
+        for name in table.built_files():  # the extension parts' files too: the build links them
             shutil.copy(os.path.join(REFERENCE_DIR, name), impl)
         path = os.path.join(impl, variant.file)
         with open(path) as f:
