@@ -165,14 +165,14 @@ ALL_PARTS: List[Part] = [
 
 # What only the extension parts use, besides their student files and tests:
 # the handout leaves it out while they are off.
-EXTENSION_FRAMEWORK = ("framework/ring_collectives.h", "framework/pipeline_parallel.h",
-                       "framework/pipeline_runtime.h", "framework/pipeline_stage.cpp")
+EXTENSION_FILES = ("framework/ring_collectives.h", "framework/pipeline_parallel.h", "framework/pipeline_runtime.h",
+                   "framework/pipeline_stage.cpp", "tests/ring_checks.h", "tests/pipeline_checks.h")
 
 
 def extension_paths() -> List[str]:
     """Every file of the tree that only the extension parts use."""
     parts = [p for p in ALL_PARTS if p.extension]
-    return list(EXTENSION_FRAMEWORK) + [f"student/{f}" for p in parts for f in p.files] + \
+    return list(EXTENSION_FILES) + [f"student/{f}" for p in parts for f in p.files] + \
         [t for p in parts for t in p.tests]
 
 

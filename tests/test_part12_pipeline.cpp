@@ -1,96 +1,10 @@
 // Part 12 (an extension part): pipeline_step under GPipe and 1F1B, on 1, 2
-// and 4 stages (one suite per stage count), with 1, 3 and 8 micro-batches.
+// and 4 stages (one suite per stage count), with 1, 3 and 8 micro-batches
+// (the checks: pipeline_checks.h).
 //   make test-part12
-// Each case runs one step of a K-layer MLP (784, 256 for each hidden layer,
-// 10) on a batch of 20 rows (micro-batches of unequal size for M = 3 and 8)
-// and checks, on every stage: its weight gradients against the same model
-// run whole on one rank, its exact order of forward and backward calls, the
-// micro-batches it held at once, and the messages on each of its links.
-#include <string>
-#include <vector>
-
-#include "comm_runtime.h"
-#include "kit_test.h"
-#include "pipeline_runtime.h"
+#include "pipeline_checks.h"
 
 using namespace kit;
-using dtrain::PipelineAccess;
-using dtrain::PipelineStage;
-using dtrain::Schedule;
-
-namespace dtrain::student {
-inline void pipeline_step(PipelineStage& stage, Communicator& comm, Schedule schedule) {
-  StudentScope scope("pipeline_step", &comm, "comm");
-  dtrain::pipeline_step(stage, comm, schedule);
-}
-}  // namespace dtrain::student
-
-namespace {
-
-constexpr int kBatch = 20;
-
-std::vector<int> dims_for(int stages) {
-  std::vector<int> dims{784};
-  for (int k = 1; k < stages; ++k) dims.push_back(256);
-  dims.push_back(10);
-  return dims;
-}
-
-// The batch: pixels and labels from the row and column numbers.
-Matrix batch_x() {
-  Matrix x(kBatch, 784);
-  for (int i = 0; i < kBatch; ++i)
-    for (int j = 0; j < 784; ++j) x(i, j) = ((i * 31 + j * 7) % 97) / 97.0;
-  return x;
-}
-Labels batch_y() {
-  Labels y(kBatch);
-  for (int i = 0; i < kBatch; ++i) y(i) = (i * 3) % 10;
-  return y;
-}
-
-// The calls stage k must make, in order: "F0", ..., "B0", ...
-std::vector<std::string> schedule_of(Schedule schedule, int stages, int k, int m) {
-  std::vector<std::string> calls;
-  auto f = [&](int mb) { calls.push_back("F" + std::to_string(mb)); };
-  auto b = [&](int mb) { calls.push_back("B" + std::to_string(mb)); };
-  const int warmup = schedule == Schedule::GPipe ? m : std::min(stages - k - 1, m);
-  for (int mb = 0; mb < warmup; ++mb) f(mb);
-  for (int i = 0; i < m - warmup; ++i) {
-    f(warmup + i);
-    b(i);
-  }
-  for (int mb = m - warmup; mb < m; ++mb) b(mb);
-  return calls;
-}
-
-void check_step(Schedule schedule, int m) {
-  Communicator& comm = world();
-  const int stages = comm.size(), k = comm.rank();
-  const dtrain::PipelineWeights weights = dtrain::pipeline_weights(dims_for(stages), 15442);
-  const Matrix x = batch_x();
-  const Labels y = batch_y();
-  PipelineStage stage = PipelineAccess::make(k, weights, x, y, m);
-  dtrain::ledger::CallLog log;
-  dtrain::student::pipeline_step(stage, comm, schedule);
-  long to_next = 0, to_previous = 0, elsewhere = 0;
-  for (const auto& call : log.take()) {
-    if (call.dest < 0) continue;
-    (call.dest == k + 1 ? to_next : call.dest == k - 1 ? to_previous : elsewhere) += 1;
-  }
-  const dtrain::SequentialGradients whole = dtrain::sequential_gradients(weights, x, y);
-  EXPECT_MATRIX_NEAR(PipelineAccess::grad_w(stage), whole.w[static_cast<size_t>(k)]);
-  EXPECT_MATRIX_NEAR(PipelineAccess::grad_b(stage), whole.b[static_cast<size_t>(k)]);
-  EXPECT_EQ(PipelineAccess::calls(stage), schedule_of(schedule, stages, k, m)) << "stage " << k << "'s calls";
-  const int peak = schedule == Schedule::GPipe ? m : std::min(stages - k, m);
-  EXPECT_EQ(PipelineAccess::peak_stashes(stage), peak) << "micro-batches stage " << k << " held at once";
-  EXPECT_EQ(PipelineAccess::stashes(stage), 0) << "every forward has its backward";
-  EXPECT_EQ(to_next, k + 1 < stages ? m : 0) << "activations sent to stage " << k + 1;
-  EXPECT_EQ(to_previous, k > 0 ? m : 0) << "gradients sent to stage " << k - 1;
-  EXPECT_EQ(elsewhere, 0) << "messages to a stage that is no neighbour";
-}
-
-}  // namespace
 
 // The same cases for each stage count; kit/parts.py runs suite Part12PipelineK on K ranks.
 #define KIT_PIPELINE_CASES(Suite)                                           \

@@ -1,0 +1,112 @@
+// ring_checks.h: the checks of Part 11's cases, public and hidden: the
+// sum, no collective, and each rank's messages and bytes by the ledger.
+// Rank r's buffer holds 1000 (r+1) + i, so the sum over n ranks is
+// 500 n (n+1) + n i: the result says whose buffers were added, and how often.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "comm_runtime.h"
+#include "kit_test.h"
+#include "ring_collectives.h"
+
+// The student's functions, called as student_calls.h calls the others: the
+// ledger and the messages name them. (Here, not there: with the extension
+// parts off, ring_collectives.h is not shipped.)
+namespace dtrain::student {
+#define KIT_STUDENT_ALLREDUCE(function)                                                            \
+  inline Vector function(const Vector& src, Communicator& comm) {                                  \
+    StudentScope scope(#function, &comm, "comm", {{"src", static_cast<long>(src.size()), 1}});   \
+    return dtrain::function(src, comm);                                                            \
+  }
+KIT_STUDENT_ALLREDUCE(naive_allreduce)
+KIT_STUDENT_ALLREDUCE(ring_allreduce)
+#undef KIT_STUDENT_ALLREDUCE
+}  // namespace dtrain::student
+
+namespace kit {
+
+inline Vector encoded(int r, Eigen::Index length) {
+  Vector v(length);
+  for (Eigen::Index i = 0; i < length; ++i) v(i) = 1000.0 * (r + 1) + static_cast<double>(i);
+  return v;
+}
+
+inline Vector expected_sum(int n, Eigen::Index length) {
+  Vector v(length);
+  for (Eigen::Index i = 0; i < length; ++i) v(i) = 500.0 * n * (n + 1) + static_cast<double>(n) * i;
+  return v;
+}
+
+// What one call sent from this rank, by the ledger's count.
+struct Traffic {
+  std::set<std::string> kinds;  // the operations it called
+  std::set<int> to, from;       // the ranks it sent to and received from
+  long messages = 0;            // point-to-point calls that sent
+  std::uint64_t bytes = 0;      // bytes_transferred() during the call
+};
+
+enum class Kind { Naive, Ring };
+
+inline Vector run(Kind kind, const Vector& src, Communicator& comm, Traffic& traffic) {
+  const std::uint64_t before = comm.bytes_transferred();
+  dtrain::ledger::CallLog log;
+  Vector out = kind == Kind::Naive ? dtrain::student::naive_allreduce(src, comm)
+                                   : dtrain::student::ring_allreduce(src, comm);
+  for (const auto& call : log.take()) {
+    traffic.kinds.insert(call.kind);
+    if (call.dest >= 0) {
+      traffic.to.insert(call.dest);
+      ++traffic.messages;
+    }
+    if (call.source >= 0) traffic.from.insert(call.source);
+  }
+  traffic.bytes = comm.bytes_transferred() - before;
+  return out;
+}
+
+inline void expect_point_to_point_only(const Traffic& t) {
+  for (const std::string& kind : t.kinds)
+    EXPECT_TRUE(kind == "send" || kind == "recv" || kind == "sendrecv")
+        << "called " << kind << ": Part 11 builds the allreduce from send, recv and sendrecv only";
+}
+
+inline void check_naive(Eigen::Index length) {
+  Communicator& comm = world();
+  const int n = comm.size(), r = comm.rank();
+  Traffic t;
+  const Vector got = run(Kind::Naive, encoded(r, length), comm, t);
+  EXPECT_VECTOR_NEAR(got, expected_sum(n, length));
+  expect_point_to_point_only(t);
+  const std::uint64_t buffer = static_cast<std::uint64_t>(length) * sizeof(double);
+  if (r == 0) {
+    EXPECT_EQ(t.messages, n - 1) << "rank 0 sends the sum to each other rank once";
+    EXPECT_EQ(t.bytes, (n - 1) * buffer);
+  } else {
+    EXPECT_EQ(t.messages, 1) << "rank " << r << " sends its buffer to rank 0, once";
+    EXPECT_EQ(t.bytes, buffer);
+    EXPECT_EQ(t.to, std::set<int>{0});
+  }
+}
+
+inline void check_ring(Eigen::Index length) {
+  Communicator& comm = world();
+  const int n = comm.size(), r = comm.rank();
+  Traffic t;
+  const Vector got = run(Kind::Ring, encoded(r, length), comm, t);
+  EXPECT_VECTOR_NEAR(got, expected_sum(n, length));
+  expect_point_to_point_only(t);
+  EXPECT_EQ(t.messages, 2 * (n - 1)) << "n-1 reduce-scatter steps and n-1 all-gather steps, one message each";
+  if (n > 1) {
+    EXPECT_EQ(t.to, std::set<int>{(r + 1) % n}) << "a ring sends only to the next rank";
+    EXPECT_EQ(t.from, std::set<int>{(r - 1 + n) % n}) << "a ring receives only from the previous rank";
+  }
+  // Every message is one block of floor(L/n) or ceil(L/n) elements.
+  const std::uint64_t small = static_cast<std::uint64_t>(length / n) * sizeof(double);
+  const std::uint64_t large = static_cast<std::uint64_t>((length + n - 1) / n) * sizeof(double);
+  EXPECT_GE(t.bytes, 2 * (n - 1) * small);
+  EXPECT_LE(t.bytes, 2 * (n - 1) * large);
+}
+
+}  // namespace kit
