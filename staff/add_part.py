@@ -30,9 +30,9 @@ SKIPPED = {".git", "build", "dist", "__pycache__", "handin.tar"}
 DECLARATION = "namespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm);  // (B, D) -> (B, D)\n}\n"
 EDITS = {
     # 1. the table row
-    "kit/parts.py": ("\n]\n\n# The graded parts",
+    "kit/parts.py": ("\n]\n\n# What only the extension parts use",
                      f'\n    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part13Toy.*", 2)], [4], [FUNC],\n'
-                     f'         [test_file("test_part13_toy.cpp")], "{SECTION}"),\n]\n\n# The graded parts'),
+                     f'         [test_file("test_part13_toy.cpp")], "{SECTION}"),\n]\n\n# What only the extension parts use'),
     # 3. the stub and the solution
     "student/func_impl.cpp": None, "reference/func_impl.cpp": None,
     # 4. a hidden case
