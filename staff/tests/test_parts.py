@@ -6,6 +6,8 @@ elsewhere (each copy is checked here, so none can drift).
 import os
 import re
 
+import pytest
+
 from kit import parts as table
 from kit.paths import KIT_DIR
 
@@ -30,7 +32,9 @@ def test_points_add_up_and_files_exist():
 def test_the_generated_files_hold_the_table(tmp_path):
     assert table.main(["--cmake", str(tmp_path / "p.cmake"), "--cpp", str(tmp_path / "p.h")]) == 0
     cmake = (tmp_path / "p.cmake").read_text()
-    assert f"set(KIT_PART_KEYS {' '.join(p.key for p in table.PARTS)})" in cmake
+    # A build compiles every part of the tree, the ungraded extension parts too.
+    assert f"set(KIT_PART_KEYS {' '.join(p.key for p in table.built_parts())})" in cmake
+    assert f"set(KIT_IMPL_FILES {' '.join(table.built_files())})" in cmake
     header = (tmp_path / "p.h").read_text()
     for run in table.all_runs():
         assert f'{{"{run.filter}", {run.ranks}, {run.case_seconds!r}}},' in header
@@ -54,3 +58,19 @@ def test_the_time_scale_only_shortens_limits(monkeypatch):
             raise AssertionError(f"KIT_TIME_SCALE={bad} was taken")
     monkeypatch.delenv("KIT_TIME_SCALE")
     assert table.limit(table.STARTUP_SECONDS) == table.STARTUP_SECONDS
+
+
+def test_the_extension_switch(monkeypatch):
+    import importlib
+    try:
+        for value, points, keys, files in (("0", 150, 10, 3), ("1", 200, 12, 5)):
+            monkeypatch.setenv("KIT_EXTENSIONS", value)
+            t = importlib.reload(table)
+            assert (t.TOTAL_POINTS, len(t.PARTS), len(t.IMPL_FILES)) == (points, keys, files), value
+            assert {"part11_ring", "part12_pipeline"} <= {p.key for p in t.built_parts()}
+        monkeypatch.setenv("KIT_EXTENSIONS", "yes")
+        with pytest.raises(SystemExit, match="KIT_EXTENSIONS must be 0 or 1"):
+            importlib.reload(table)
+    finally:
+        monkeypatch.delenv("KIT_EXTENSIONS")
+        importlib.reload(table)
