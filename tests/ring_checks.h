@@ -72,13 +72,19 @@ inline void expect_point_to_point_only(const Traffic& t) {
         << "called " << kind << ": Part 11 builds the allreduce from send, recv and sendrecv only";
 }
 
-inline void check_naive(Eigen::Index length) {
+// Runs one allreduce and checks its sum and that it used no collective.
+inline Traffic summed(Kind kind, Eigen::Index length) {
   Communicator& comm = world();
-  const int n = comm.size(), r = comm.rank();
   Traffic t;
-  const Vector got = run(Kind::Naive, encoded(r, length), comm, t);
-  EXPECT_VECTOR_NEAR(got, expected_sum(n, length));
+  const Vector got = run(kind, encoded(comm.rank(), length), comm, t);
+  EXPECT_VECTOR_NEAR(got, expected_sum(comm.size(), length));
   expect_point_to_point_only(t);
+  return t;
+}
+
+inline void check_naive(Eigen::Index length) {
+  const int n = world().size(), r = rank();
+  const Traffic t = summed(Kind::Naive, length);
   const std::uint64_t buffer = static_cast<std::uint64_t>(length) * sizeof(double);
   if (r == 0) {
     EXPECT_EQ(t.messages, n - 1) << "rank 0 sends the sum to each other rank once";
@@ -91,12 +97,8 @@ inline void check_naive(Eigen::Index length) {
 }
 
 inline void check_ring(Eigen::Index length) {
-  Communicator& comm = world();
-  const int n = comm.size(), r = comm.rank();
-  Traffic t;
-  const Vector got = run(Kind::Ring, encoded(r, length), comm, t);
-  EXPECT_VECTOR_NEAR(got, expected_sum(n, length));
-  expect_point_to_point_only(t);
+  const int n = world().size(), r = rank();
+  const Traffic t = summed(Kind::Ring, length);
   EXPECT_EQ(t.messages, 2 * (n - 1)) << "n-1 reduce-scatter steps and n-1 all-gather steps, one message each";
   if (n > 1) {
     EXPECT_EQ(t.to, std::set<int>{(r + 1) % n}) << "a ring sends only to the next rank";
