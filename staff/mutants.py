@@ -247,7 +247,10 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     launch_args = {"prefix": launcher + [KITRUN]} if launcher else {}
     if mutant.hangs and not launcher:  # an emulated run's honest cases need their whole limits
         launch_args["time_scale"] = table.time_scale() * table.HANG_SHARE
-    parts = table.built_parts()  # the extension parts too, graded or not
+    # Its own side of the table: the assignment's parts, or the extension
+    # parts (graded or not), which share no student file with them.
+    extension = any(mutant.file in p.files for p in table.ALL_PARTS if p.extension)
+    parts = [p for p in table.built_parts() if p.extension == extension]
     ran = run_parts(binary, parts, launch_args=launch_args)
     outcomes = ran.outcomes
     problems = [ran.labelled_error()] if ran.error else []
