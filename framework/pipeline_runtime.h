@@ -15,6 +15,8 @@ struct PipelineWeights {
   std::vector<int> dims;  // K+1 sizes: 784, 256, ..., 10
   std::vector<Matrix> w, b;
 };
+// The sizes of the K-layer MLP: 784, then K-1 hidden layers of 256, then 10.
+std::vector<int> pipeline_dims(int stages);
 // Drawn from `seed` as initial_weights draws the assignment's model.
 PipelineWeights pipeline_weights(const std::vector<int>& dims, std::uint64_t seed);
 
@@ -45,5 +47,36 @@ struct SequentialGradients {
   double loss = 0;
 };
 SequentialGradients sequential_gradients(const PipelineWeights& weights, const Matrix& x, const Labels& y);
+
+}  // namespace dtrain
+
+namespace dtrain {
+
+// ---- the schedules themselves (pipeline_schedule.cpp) ----
+
+// The calls stage `stage` of `stages` makes in one step, in order: "F0", ...,
+// "B0", ... (pipeline_parallel.h states the rule; the tests hold the
+// student's record against it).
+std::vector<std::string> schedule_calls(Schedule schedule, int stages, int stage, int micro_batches);
+
+// The micro-batches stage `stage` holds at once, at most: M under GPipe;
+// under 1F1B its warm-up forwards plus the one in the steady state.
+int stash_formula(Schedule schedule, int stages, int stage, int micro_batches);
+
+// The share of a step each stage idles when every stage takes the same time
+// per micro-batch and messages take none: (K-1)/(M+K-1), under either schedule.
+double bubble_formula(int stages, int micro_batches);
+
+// A step of the schedule played out with the given times per micro-batch
+// (seconds; forward[k], backward[k] of stage k) and messages that take no
+// time: how long the step takes, and the share of it each stage idles.
+// With equal times it gives bubble_formula on every stage; with unequal
+// ones, the bubble the formula's assumption hides.
+struct ScheduleTimes {
+  double step = 0;
+  std::vector<double> idle_share;  // per stage
+};
+ScheduleTimes play_schedule(Schedule schedule, int micro_batches, const std::vector<double>& forward,
+                            const std::vector<double>& backward);
 
 }  // namespace dtrain

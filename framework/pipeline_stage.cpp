@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm_runtime.h"
 #include "pipeline_runtime.h"
 #include "random.h"
 
@@ -66,6 +67,7 @@ static int first_row(const PipelineStage& s, int mb) {
 }
 
 Matrix PipelineStage::forward(int mb, const Matrix& x) {
+  const ledger::Phase phase("forward");  // the trace's and the bubble measurement's span
   State& st = *state_;
   const int n = rows(mb);
   if (st.stashes.count(mb))
@@ -94,6 +96,7 @@ Matrix PipelineStage::forward(int mb, const Matrix& x) {
 }
 
 Matrix PipelineStage::backward(int mb, const Matrix& grad_out) {
+  const ledger::Phase phase("backward");
   State& st = *state_;
   const int n = rows(mb);
   const auto found = st.stashes.find(mb);
@@ -136,6 +139,13 @@ Matrix PipelineStage::backward(int mb, const Matrix& grad_out) {
   st.grad_b += dz.colwise().sum();
   st.calls.push_back("B" + std::to_string(mb));
   return dz * st.w.transpose();  // (n, in_dim)
+}
+
+std::vector<int> pipeline_dims(int stages) {
+  std::vector<int> dims{784};
+  for (int k = 1; k < stages; ++k) dims.push_back(256);
+  dims.push_back(10);
+  return dims;
 }
 
 PipelineWeights pipeline_weights(const std::vector<int>& dims, std::uint64_t seed) {

@@ -18,32 +18,39 @@ from typing import List, Set, Tuple
 SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
            "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
            "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
-# The Makefile's staff-only regions, which the handout's Makefile leaves out.
+# The Makefile's staff-only regions, which the handout's Makefile leaves out,
+# and its extension parts' regions, which it leaves out when they are off.
 STAFF_BEGIN = "# ---- staff only: staff/dist.py leaves this out of the students' handout ----"
 STAFF_END = "# ---- end of staff only ----"
+EXTENSION_BEGIN = "# ---- extension parts: staff/dist.py leaves this out of the handout when they are off ----"
+EXTENSION_END = "# ---- end of extension parts ----"
 
 
-def students_makefile(text: str) -> Tuple[str, Set[str]]:
-    """The Makefile as students get it: each staff-only region cut, and the
-    targets it defined dropped from .PHONY. Returns it and those targets."""
-    out, cut, inside = [], set(), False
+def students_makefile(text: str, with_extensions: bool = True) -> Tuple[str, Set[str]]:
+    """The Makefile as students get it: each staff-only region cut (and each
+    extension region, without the extensions), the marker lines dropped, and
+    the targets the cut regions defined dropped from .PHONY. Returns it and
+    those targets."""
+    regions = {STAFF_BEGIN: (STAFF_END, True), EXTENSION_BEGIN: (EXTENSION_END, not with_extensions)}
+    out, cut, open_end, cutting = [], set(), None, False
     for line in text.splitlines(keepends=True):
-        if line.rstrip("\n") == STAFF_BEGIN:
-            if inside:
-                raise ValueError("Makefile: a staff-only region opens inside another")
-            inside = True
-        elif line.rstrip("\n") == STAFF_END:
-            if not inside:
-                raise ValueError("Makefile: a staff-only region ends that never opened")
-            inside = False
-        elif inside:
+        bare = line.rstrip("\n")
+        if bare in regions:
+            if open_end:
+                raise ValueError(f"Makefile: a region opens inside another: {bare}")
+            open_end, cutting = regions[bare]
+        elif bare in (STAFF_END, EXTENSION_END):
+            if bare != open_end:
+                raise ValueError(f"Makefile: a region ends that never opened: {bare}")
+            open_end, cutting = None, False
+        elif cutting:
             m = re.match(r"^([\w-]+):", line)
             if m:
                 cut.add(m.group(1))
         else:
             out.append(line)
-    if inside:
-        raise ValueError("Makefile: a staff-only region never ends")
+    if open_end:
+        raise ValueError(f"Makefile: a region never ends (expected {open_end})")
     text = "".join(out)
     text = re.sub(r"^(\.PHONY:)(.*)$", lambda m: m.group(1) + "".join(
         f" {t}" for t in m.group(2).split() if t not in cut), text, flags=re.M)

@@ -12,11 +12,11 @@ import argparse
 import csv
 import json
 import os
-import shutil
 import subprocess
 import time
 from typing import Dict, List, NamedTuple, Optional
 
+from kit import gnuplot
 from kit.paths import KITRUN, build_dir
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
@@ -173,10 +173,6 @@ def run(c: Config, build: str, impl: str, out: str, train_rows: int, test_rows: 
 
 
 def chart(rows: List[Dict], out: str) -> Optional[str]:
-    gnuplot = shutil.which("gnuplot")
-    if not gnuplot:
-        print("explore: gnuplot is not installed (sudo apt-get install gnuplot-nox); no chart drawn")
-        return None
     data = os.path.join(out, "explore.dat")
     with open(data, "w") as f:
         for r in rows:
@@ -226,9 +222,9 @@ plot "{data}" using 8:xtic(1) title "compute" lc rgb "#44aa99", \\
      "" using 9 title "communication" lc rgb "#cc6677"
 unset multiplot
 """
-    proc = subprocess.run([gnuplot], input=script.encode(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        print("explore: gnuplot failed:\n" + proc.stdout.decode(errors="replace"))
+    problem = gnuplot.draw(script)  # explore.dat stays, beside the CSV
+    if problem:
+        print(f"explore: {problem}")
         return None
     return png
 
@@ -338,10 +334,15 @@ def main(argv: List[str]) -> int:
     print(f"\n{len(rows)} of {len(CONFIGS)} runs finished in {time.monotonic() - started:.0f} s; "
           f"{len(rows) - mismatches} of {len(rows)} match comm.h's formula")
     print(f"table: {csv_path}\nscale: {os.path.join(out, 'scale.csv')}" + (f"\nchart: {png}" if png else ""))
+    # Part 12's panel, where the build has it (an extension part).
+    pipeline_problems = []
+    if os.path.exists(os.path.join(args.build, args.impl, "pipeline_train")):
+        from kit import explore_pipeline
+        pipeline_problems = explore_pipeline.panel(args.build, args.impl, out)
     if len(rows) != len(CONFIGS):
         return 1
     if args.check is not None:
-        problems = check_rows(rows, args.check, mismatches)
+        problems = check_rows(rows, args.check, mismatches) + pipeline_problems
         for p in problems:
             print(f"check failed: {p}")
         if problems:

@@ -31,10 +31,10 @@ import argparse
 import glob
 import json
 import os
-import shutil
-import subprocess
 from collections import defaultdict
 from typing import Dict, List, Optional, Tuple
+
+from kit import gnuplot
 
 PHASE_COLORS = {"forward": "#88ccee", "backward": "#44aa99", "optimizer": "#ddcc77", "evaluate": "#dddddd"}
 OP_COLORS = {"allreduce": "#cc3311", "allgather": "#0077bb", "reduce_scatter": "#aa4499", "split": "#333333",
@@ -208,13 +208,19 @@ def label_of(e: Dict) -> str:
 
 
 def one_iteration(events: List[Dict]) -> Optional[Tuple[float, float]]:
-    """The window from one forward phase of rank 0 to its next (the third
-    iteration, past the first iterations' start-up costs)."""
-    starts = sorted(e["ts"] for e in events if e["pid"] == min(x["pid"] for x in events) and e["name"] == "forward")
-    if len(starts) < 2:
+    """The window of one iteration of rank 0, the third (past the first
+    iterations' start-up costs): from the end of one optimizer step to the end
+    of the next, or from one forward phase to the next where there is no
+    optimizer. A pipeline stage runs one forward per micro-batch, so only the
+    optimizer marks its steps."""
+    first = min(x["pid"] for x in events)
+    ends = sorted(e["ts"] + e["dur"] for e in events if e["pid"] == first and e["name"] == "optimizer")
+    if len(ends) < 2:
+        ends = sorted(e["ts"] for e in events if e["pid"] == first and e["name"] == "forward")
+    if len(ends) < 2:
         return None
-    i = min(2, len(starts) - 2)
-    return starts[i], starts[i + 1]
+    i = min(2, len(ends) - 2)
+    return ends[i], ends[i + 1]
 
 
 def stopped_window(events: List[Dict]) -> Optional[Tuple[float, float, float]]:
@@ -306,9 +312,6 @@ def panel(events: List[Dict], window: Optional[Tuple[float, float]], arrivals: D
 
 def draw(events: List[Dict], png: str, sent: List[Tuple[int, float, int, float]] = ()) -> Optional[str]:
     """`sent`: the point-to-point messages (messages()), drawn as arrows."""
-    gnuplot = shutil.which("gnuplot")
-    if not gnuplot:
-        return "gnuplot is not installed (sudo apt-get install gnuplot-nox); no PNG drawn"
     ranks = sorted({e["pid"] for e in events})
     arrivals = last_arrivals(events)
     window = one_iteration(events)
@@ -369,13 +372,7 @@ def draw(events: List[Dict], png: str, sent: List[Tuple[int, float, int, float]]
         script += [f'set title "{title}"', f"set xrange [0:{width:.4f}]" if width else "set autoscale x",
                    "plot " + ", ".join(plot) + ", " + keys]
     script.append("unset multiplot")
-    proc = subprocess.run([gnuplot], input="\n".join(script).encode(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    for paths in data_files:
-        for path, _ in paths:
-            os.unlink(path)
-    if proc.returncode != 0:
-        return "gnuplot failed:\n" + proc.stdout.decode(errors="replace")
-    return None
+    return gnuplot.draw("\n".join(script), [path for paths in data_files for path, _ in paths])
 
 
 def main(argv: List[str]) -> int:

@@ -70,11 +70,15 @@ inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, do
                        "before each collective, check that every rank makes the same call (as the tests do)")};
 }
 
-// What --trace and --check-collectives ask of the ledger; call after parsing.
-// Collective when tracing (the hosts' clocks are compared).
-inline void set_up_ledger(Communicator& world, const TrainingFlags& f) {
+// Parses the flags, then sets the ledger up as --trace and
+// --check-collectives ask (collective when tracing: the hosts' clocks are
+// compared). Returns the exit status if the program should stop now (--help,
+// a bad flag), else -1.
+inline int parse_training_flags(Flags& flags, const TrainingFlags& f, Communicator& world, int argc, char** argv) {
+  if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
   if (!f.trace_path.empty()) start_trace(world);
   ledger::set_checking(f.check_collectives);
+  return -1;
 }
 
 // Writes the --trace file, if one was asked for. Collective.

@@ -37,6 +37,7 @@ struct RunReport {
   // record costs, measured at the end of the run.
   std::uint64_t ledger_calls = 0;
   double ledger_seconds_per_call = 0;
+  nlohmann::json extra = nlohmann::json::object();  // a trainer's own keys (pipeline_train's "pipeline")
 };
 
 // Sets the persistent kinds, and the transient as what the heap's peak held
@@ -95,7 +96,7 @@ inline std::vector<double> peak_rss_of_ranks(Communicator& world) {
 // quotes or backslashes included).
 inline nlohmann::json report_json(const RunReport& r, const std::vector<double>& rss) {
   const double peak_rss_bytes = *std::max_element(rss.begin(), rss.end());
-  return {{"strategy", r.strategy},
+  nlohmann::json j = {{"strategy", r.strategy},
           {"mp_size", r.mp_size},
           {"dp_size", r.dp_size},
           {"ranks", r.mp_size * r.dp_size},
@@ -119,6 +120,8 @@ inline nlohmann::json report_json(const RunReport& r, const std::vector<double>&
                       {"transient", r.transient_bytes}}},
           {"ledger_calls", r.ledger_calls},
           {"ledger_seconds_per_call", r.ledger_seconds_per_call}};
+  j.update(r.extra);
+  return j;
 }
 
 // Writes the report on rank 0; returns false (with a message) if it cannot.

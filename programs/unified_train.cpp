@@ -31,8 +31,7 @@ int run(Communicator& world, int argc, char** argv) {
       "initial SGD learning rate on the batch's mean gradient (falls linearly to 0 over the run); the original "
       "Python assignment's --init_lr 0.01 stepped on the summed gradient: 0.01 x batch_size here");
   const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
-  if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
-  set_up_ledger(world, training);
+  if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
 
   const bool lead = world.rank() == 0;
   const ParallelConfig config{mp_size, dp_size, megatron};

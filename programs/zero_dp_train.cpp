@@ -28,8 +28,7 @@ int run(Communicator& world, int argc, char** argv) {
       flags, "global batch (as the original assignment's zero_dp_train.py); each rank takes batch_size / dp_size rows", kAdamInitLr,
       "initial Adam learning rate (x0.9 every 100/dp iterations)");
   const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
-  if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
-  set_up_ledger(world, training);
+  if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
 
   const bool lead = world.rank() == 0;
   if (dp_size != world.size()) {

@@ -41,7 +41,7 @@ def commands(readme: str):
     in_block = False
     with open(readme) as f:
         for line in f:
-            if line.startswith("```"):
+            if line.lstrip().startswith("```"):  # a list item's block is indented
                 in_block = line.strip() == "```sh"
                 continue
             if in_block:

@@ -92,13 +92,13 @@ def handout(verify: bool) -> int:
     with open(os.path.join(KIT, "Makefile")) as f:
         # Students get the Makefile without its staff-only targets (grade,
         # handout, check, ...), which need what the handout doesn't hold.
-        makefile, cut = students_makefile(f.read())
+        makefile, cut = students_makefile(f.read(), extensions_on())
     with tarfile.open(out, "w:gz") as tar:
         add_tree(tar, [f for f in files if f not in ("Makefile", "handout/README.md")], "dtrain-kit")
         add_text(tar, "dtrain-kit/Makefile", makefile.encode())
         for name in ("README.md", "handout/README.md"):
             add_text(tar, f"dtrain-kit/{name}", readme.encode())
-    print(f"dist: the handout's Makefile leaves out the staff targets {', '.join(sorted(cut))}")
+    print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
     print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files)")
     return verify_handout(out) if verify else 0
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm_runtime.h"
+#include "extension_calls.h"
 #include "kit_test.h"
 #include "pipeline_runtime.h"
 
@@ -17,23 +18,9 @@ using dtrain::PipelineAccess;
 using dtrain::PipelineStage;
 using dtrain::Schedule;
 
-namespace dtrain::student {
-inline void pipeline_step(PipelineStage& stage, Communicator& comm, Schedule schedule) {
-  StudentScope scope("pipeline_step", &comm, "comm");
-  dtrain::pipeline_step(stage, comm, schedule);
-}
-}  // namespace dtrain::student
-
 namespace kit {
 
 constexpr int kBatch = 20;
-
-inline std::vector<int> dims_for(int stages) {
-  std::vector<int> dims{784};
-  for (int k = 1; k < stages; ++k) dims.push_back(256);
-  dims.push_back(10);
-  return dims;
-}
 
 // The batch: pixels and labels from the row and column numbers.
 inline Matrix batch_x() {
@@ -48,25 +35,10 @@ inline Labels batch_y() {
   return y;
 }
 
-// The calls stage k must make, in order: "F0", ..., "B0", ...
-inline std::vector<std::string> schedule_of(Schedule schedule, int stages, int k, int m) {
-  std::vector<std::string> calls;
-  auto f = [&](int mb) { calls.push_back("F" + std::to_string(mb)); };
-  auto b = [&](int mb) { calls.push_back("B" + std::to_string(mb)); };
-  const int warmup = schedule == Schedule::GPipe ? m : std::min(stages - k - 1, m);
-  for (int mb = 0; mb < warmup; ++mb) f(mb);
-  for (int i = 0; i < m - warmup; ++i) {
-    f(warmup + i);
-    b(i);
-  }
-  for (int mb = m - warmup; mb < m; ++mb) b(mb);
-  return calls;
-}
-
 inline void check_step(Schedule schedule, int m) {
   Communicator& comm = world();
   const int stages = comm.size(), k = comm.rank();
-  const dtrain::PipelineWeights weights = dtrain::pipeline_weights(dims_for(stages), 15442);
+  const dtrain::PipelineWeights weights = dtrain::pipeline_weights(dtrain::pipeline_dims(stages), 15442);
   const Matrix x = batch_x();
   const Labels y = batch_y();
   PipelineStage stage = PipelineAccess::make(k, weights, x, y, m);
@@ -80,9 +52,8 @@ inline void check_step(Schedule schedule, int m) {
   const dtrain::SequentialGradients whole = dtrain::sequential_gradients(weights, x, y);
   EXPECT_MATRIX_NEAR(PipelineAccess::grad_w(stage), whole.w[static_cast<size_t>(k)]);
   EXPECT_MATRIX_NEAR(PipelineAccess::grad_b(stage), whole.b[static_cast<size_t>(k)]);
-  EXPECT_EQ(PipelineAccess::calls(stage), schedule_of(schedule, stages, k, m)) << "stage " << k << "'s calls";
-  const int peak = schedule == Schedule::GPipe ? m : std::min(stages - k, m);
-  EXPECT_EQ(PipelineAccess::peak_stashes(stage), peak) << "micro-batches stage " << k << " held at once";
+  EXPECT_EQ(PipelineAccess::calls(stage), dtrain::schedule_calls(schedule, stages, k, m)) << "stage " << k << "'s calls";
+  EXPECT_EQ(PipelineAccess::peak_stashes(stage), dtrain::stash_formula(schedule, stages, k, m)) << "micro-batches stage " << k << " held at once";
   EXPECT_EQ(PipelineAccess::stashes(stage), 0) << "every forward has its backward";
   EXPECT_EQ(to_next, k + 1 < stages ? m : 0) << "activations sent to stage " << k + 1;
   EXPECT_EQ(to_previous, k > 0 ? m : 0) << "gradients sent to stage " << k - 1;

@@ -8,22 +8,8 @@
 #include <string>
 
 #include "comm_runtime.h"
+#include "extension_calls.h"
 #include "kit_test.h"
-#include "ring_collectives.h"
-
-// The student's functions, called as student_calls.h calls the others: the
-// ledger and the messages name them. (Here, not there: with the extension
-// parts off, ring_collectives.h is not shipped.)
-namespace dtrain::student {
-#define KIT_STUDENT_ALLREDUCE(function)                                                            \
-  inline Vector function(const Vector& src, Communicator& comm) {                                  \
-    StudentScope scope(#function, &comm, "comm", {{"src", static_cast<long>(src.size()), 1}});   \
-    return dtrain::function(src, comm);                                                            \
-  }
-KIT_STUDENT_ALLREDUCE(naive_allreduce)
-KIT_STUDENT_ALLREDUCE(ring_allreduce)
-#undef KIT_STUDENT_ALLREDUCE
-}  // namespace dtrain::student
 
 namespace kit {
 

@@ -1,0 +1,94 @@
+"""The extension parts' programs: pipeline_train (Part 12: training, the
+bubble from the ledger's spans, the stashes under both schedules, its trace)
+and the ring timing behind `make mpi-demo CASE=ring` (Part 11), on the
+reference; the stubs' programs stop with the part's message.
+
+  python3 -m pytest staff/tests/test_extension_programs.py -q      (after `make build`)
+"""
+import json
+import os
+import subprocess
+import sys
+
+from kit import trace
+from kit.paths import KIT_DIR, KITRUN, build_dir
+
+SHORT = ["--num_train_samples", "1200", "--num_test_samples", "200"]
+
+
+def pipeline_train(tmp_path, ranks, *flags, impl="reference"):
+    report = tmp_path / "report.json"
+    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, "pipeline_train"), *SHORT,
+                           "--report", str(report), *flags],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    return proc, (json.loads(report.read_text()) if report.exists() else None)
+
+
+def test_pipeline_train_reports_the_bubble_and_both_schedules_stashes(tmp_path):
+    # K = 3, M = 5 under 1F1B: stage k holds min(K-k, M) micro-batches; GPipe all 5.
+    proc, report = pipeline_train(tmp_path, 3, "--micro_batches", "5", "--schedule", "1f1b")
+    assert proc.returncode == 0, proc.stdout
+    p = report["pipeline"]
+    assert (p["stages"], p["micro_batches"], p["schedule"]) == (3, 5, "1f1b")
+    assert p["stash"]["1f1b"]["micro_batches"] == [3, 2, 1] == p["stash"]["1f1b"]["formula_micro_batches"]
+    assert p["stash"]["gpipe"]["micro_batches"] == [5, 5, 5] == p["stash"]["gpipe"]["formula_micro_batches"]
+    # A stash holds the input and the pre-activation of each row: (784 + 256) doubles on stage 0.
+    rows = 60 // 5
+    assert p["stash"]["1f1b"]["bytes"][0] == 3 * rows * (784 + 256) * 8
+    assert p["stash"]["gpipe"]["bytes"][0] == 60 * (784 + 256) * 8
+    assert p["bubble_formula"] == 2 / 7
+    assert len(p["idle_measured"]) == len(p["idle_played"]) == 3
+    # A share of the step: stage 0 (784x256) works most, the last (256x10) least.
+    assert all(0 <= share < 1 for share in p["idle_measured"] + p["idle_played"]), p
+    assert p["forward_seconds"][0] > p["forward_seconds"][2] and p["idle_played"][0] < p["idle_played"][2], p
+    assert report["test_accuracy"] > 0.5, report
+    for line in ("bubble: the share of a step each stage idles", "peak stash per stage", "Test Acc:"):
+        assert line in proc.stdout, proc.stdout
+
+
+def test_pipeline_train_refuses_a_bad_schedule_and_too_many_micro_batches(tmp_path):
+    proc, _ = pipeline_train(tmp_path, 2, "--schedule", "zigzag")
+    assert proc.returncode == 2 and "--schedule must be gpipe or 1f1b, got 'zigzag'" in proc.stdout, proc.stdout
+    proc, _ = pipeline_train(tmp_path, 2, "--micro_batches", "61")
+    assert proc.returncode == 2 and "1 <= --micro_batches <= --batch_size" in proc.stdout, proc.stdout
+
+
+def test_pipeline_train_on_the_stubs_names_the_part(tmp_path):
+    proc, _ = pipeline_train(tmp_path, 2, impl="student")
+    assert proc.returncode == 1, proc.stdout
+    assert "pipeline_step is not implemented" in proc.stdout and "Part 12" in proc.stdout, proc.stdout
+
+
+def test_a_traced_pipeline_shows_each_stage_s_calls_and_messages_on_one_clock(tmp_path):
+    path = tmp_path / "trace.json"
+    proc, _ = pipeline_train(tmp_path, 2, "--micro_batches", "4", "--schedule", "gpipe", "--trace", str(path))
+    assert proc.returncode == 0, proc.stdout
+    events, other = trace.load(str(path))
+    for rank in (0, 1):
+        names = [e["name"] for e in events if e["pid"] == rank]
+        # 20 steps of 4 micro-batches: one forward and one backward span for each.
+        assert names.count("forward") == names.count("backward") == 80, (rank, names.count("forward"))
+    sends = [e for e in events if trace.point_to_point(e) and e["args"]["op"] == "send"]
+    assert len(other["messages"]) == len(sends) > 0
+    drawn = subprocess.run([sys.executable, "-m", "kit", "trace", str(path), "--check-overlap"], cwd=KIT_DIR,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert drawn.returncode == 0, drawn.stdout
+    assert (tmp_path / "trace.png").stat().st_size > 0
+
+
+def test_the_ring_timing_checks_every_byte_count_and_draws_the_chart(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kit", "ring", "--impl", "reference", "--ranks", "2", "3",
+                           "--out", str(tmp_path)], cwd=KIT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert "bytes differ" not in proc.stdout and (tmp_path / "ring.png").stat().st_size > 0
+    # n = 3 and 4 MiB: 524288 elements in blocks of 174762 or 174763, four each.
+    assert "      3 ring " in proc.stdout and "5592384-5592416" in proc.stdout, proc.stdout
+
+
+def test_the_ring_timing_on_the_stubs_names_the_part(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kit", "ring", "--impl", "student", "--ranks", "2",
+                           "--out", str(tmp_path)], cwd=KIT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout
+    assert "naive_allreduce is not implemented" in proc.stdout, proc.stdout
