@@ -2,7 +2,7 @@
 naive allreduce, the ring allreduce (yours, or the reference's with
 --impl reference) and MPI's allreduce over buffer sizes from 64 bytes to
 4 MiB, on several rank counts, then prints the times, the bus bandwidth and
-each rank's bytes against the formulas, and draws both as a PNG.
+each rank's bytes against the formulas, and writes them as CSV and a PNG.
 
   python3 -m kit ring [--impl student|reference] [--ranks 2 3 4 8] [--out DIR]
 
@@ -12,6 +12,7 @@ and receive at the least; it can be compared across rank counts, and against
 the link's speed.
 """
 import argparse
+import csv
 import json
 import os
 import subprocess
@@ -169,9 +170,14 @@ def main(argv: List[str]) -> int:
     print()
     print_times(rows)
     problems = check_bytes(rows)
+    table = os.path.join(out, "ring.csv")
+    with open(table, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]) + ["bus_gb_per_s"])
+        writer.writeheader()
+        writer.writerows(dict(r, bus_gb_per_s=bus_bandwidth(r)) for r in rows)
     png = os.path.join(out, "ring.png")
     problem = chart(rows, png)
-    print(f"\nkit ring: {problem}" if problem else f"\nchart: {png}")
+    print(f"\ntable: {table}\n" + (f"kit ring: {problem}" if problem else f"chart: {png}"))
     for p in problems:
         print(f"bytes differ from the formula: {p}")
     return 1 if problems or problem else 0

@@ -25,6 +25,12 @@ namespace {
 
 constexpr std::uint64_t kSeed = 15442;
 constexpr int kMeasuredSteps = 20;
+// The pipeline of equal stages the bubble is also measured on, as the
+// formula assumes it: layers of 512x512 and batches of 256 rows (32 rows a
+// micro-batch at M = 8), so that a stage's call takes a millisecond or more
+// and a message, some 40 us here, a few percent of it.
+constexpr int kEqualWidth = 512;
+constexpr long kEqualBatch = 256;
 
 const char* name_of(Schedule s) { return s == Schedule::GPipe ? "gpipe" : "1f1b"; }
 
@@ -82,32 +88,56 @@ std::vector<std::vector<double>> from_every_rank(Communicator& world, const std:
   return out;
 }
 
-// What one stage did over the measured steps, from its ledger spans.
-struct StageSpans {
-  double busy = 0;         // seconds in forward and backward, per step
-  double forward = 0;      // seconds per forward call
-  double backward = 0;     // seconds per backward call
-  double first = 0, last = 0;  // the first span's start, the last one's end
+// The bubble of `steps` steps of `schedule`, measured from the ledger's spans: each stage's forward and backward time
+// per call, and the share of a step it spends outside them. No updates.
+// Collective: every stage's figures, on every stage.
+struct Bubble {
+  double step = 0;                       // seconds
+  std::vector<double> forward, backward;  // per stage: seconds per call
+  std::vector<double> idle;               // per stage: the share of a step
+  int busiest() const { return static_cast<int>(std::min_element(idle.begin(), idle.end()) - idle.begin()); }
 };
 
-StageSpans spans_of(const std::vector<LedgerEntry>& entries, int steps) {
-  StageSpans s;
-  long forwards = 0, backwards = 0;
-  bool any = false;
-  for (const LedgerEntry& e : entries) {
-    const bool f = e.kind == "forward", b = e.kind == "backward";
-    if (!f && !b) continue;
-    const double seconds = e.end - e.start;
-    (f ? s.forward : s.backward) += seconds;
-    (f ? forwards : backwards) += 1;
-    s.first = any ? std::min(s.first, e.start) : e.start;
-    s.last = any ? std::max(s.last, e.end) : e.end;
-    any = true;
+template <typename NextBatch>  // void(long step): gives the stage step's batch
+Bubble measure_bubble(PipelineStage& stage, Communicator& world, Schedule schedule, long steps, NextBatch next_batch) {
+  const bool was_tracing = ledger::tracing();
+  ledger::set_tracing(true);
+  CommAccess::rendezvous(world);  // the stages start the first measured step together
+  ledger::take_entries();
+  for (long i = 0; i < steps; ++i) {
+    next_batch(i);
+    student::pipeline_step(stage, world, schedule);
   }
-  s.busy = (s.forward + s.backward) / steps;
-  s.forward /= static_cast<double>(std::max(1L, forwards));
-  s.backward /= static_cast<double>(std::max(1L, backwards));
-  return s;
+  double forward = 0, backward = 0, first = 0, last = 0;
+  long forwards = 0, backwards = 0;
+  for (const LedgerEntry& e : ledger::take_entries()) {
+    const bool f = e.kind == "forward";
+    if (!f && e.kind != "backward") continue;
+    (f ? forward : backward) += e.end - e.start;
+    (f ? forwards : backwards) += 1;
+    first = forwards + backwards == 1 ? e.start : std::min(first, e.start);
+    last = std::max(last, e.end);
+  }
+  ledger::set_tracing(was_tracing);
+  const auto every = from_every_rank(world, {(forward + backward) / static_cast<double>(steps),
+                                             forward / static_cast<double>(std::max(1L, forwards)),
+                                             backward / static_cast<double>(std::max(1L, backwards)), last - first});
+  // Stage 0 starts each step and ends it (its last backward is the step's
+  // last call), and starts the next at once: its spans tile the steps.
+  Bubble b;
+  b.step = every[0][3] / static_cast<double>(steps);
+  for (const auto& r : every) {
+    b.forward.push_back(r[1]);
+    b.backward.push_back(r[2]);
+    b.idle.push_back(1.0 - r[0] / b.step);
+  }
+  return b;
+}
+
+std::string fixed3(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f", v);
+  return text;
 }
 
 int run(Communicator& world, int argc, char** argv) {
@@ -116,8 +146,10 @@ int run(Communicator& world, int argc, char** argv) {
   int& micro_batches = flags.add_int("--micro_batches", 8, "M: micro-batches per batch");
   std::string& schedule_name = flags.add_string("--schedule", "1f1b", "gpipe or 1f1b");
   const TrainingFlags training = add_training_flags(
-      flags, "rows per step, cut into M micro-batches", kSgdInitLr,
+      flags, "rows per step, cut into M micro-batches (the first batch_size % M one row larger)", kSgdInitLr,
       "initial SGD learning rate on the batch's mean gradient (falls linearly to 0 over the run)");
+  // 64, not the trainers' 60: M = 1, 2, 4, 8 and 16 (make explore's) all cut it into equal micro-batches.
+  training.batch = 64;
   const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
 
@@ -196,61 +228,60 @@ int run(Communicator& world, int argc, char** argv) {
   const double model_heap_bytes = model_heap.max_over_ranks(world);
   finish_trace(world, training, world.bytes_transferred());  // before the measuring steps below
 
-  // The bubble: kMeasuredSteps steps with the trained weights and no
-  // updates, every stage's forward and backward spans kept by the ledger.
-  const bool was_tracing = ledger::tracing();
-  ledger::set_tracing(true);
-  ledger::take_entries();
+  // The bubble, on this model and on a pipeline of equal stages.
   const long measured = std::min<long>(kMeasuredSteps, usable / batch);
-  CommAccess::rendezvous(world);  // the stages start the first measured step together
-  ledger::take_entries();
-  for (long i = 0; i < measured; ++i) {
+  const Bubble bubble = measure_bubble(stage, world, schedule, measured, [&](long i) {
     PipelineAccess::next_batch(stage, x.middleRows(i * batch, batch), y.segment(i * batch, batch));
-    student::pipeline_step(stage, world, schedule);
-  }
-  const StageSpans spans = spans_of(ledger::take_entries(), static_cast<int>(measured));
+  });
+  // The formula's pipeline: equal stages, and micro-batches large enough
+  // that computing outweighs a message's fixed cost. One batch, again and again.
+  const long equal_rows = std::min<long>(kEqualBatch, usable);
+  Matrix equal_x(equal_rows, lead ? kEqualWidth : 0);  // (equal_rows, width): the pixels, their columns repeated
+  for (Eigen::Index j = 0; j < equal_x.cols(); ++j) equal_x.col(j) = x.col(j % x.cols()).head(equal_rows);
+  const Labels equal_y = y.head(equal_rows);
+  PipelineStage equal = PipelineAccess::make(k, pipeline_weights(std::vector<int>(stages + 1, kEqualWidth), kSeed),
+                                             equal_x, equal_y, micro_batches);
+  const Bubble equal_bubble = measure_bubble(equal, world, schedule, measured,
+                                             [&](long) { PipelineAccess::next_batch(equal, equal_x, equal_y); });
+  const double formula = bubble_formula(stages, micro_batches);
+  const ScheduleTimes played = play_schedule(schedule, micro_batches, bubble.forward, bubble.backward);
+
+  // The stashes: those of the steps just measured, and of one step under the other schedule.
   const double stash_this = static_cast<double>(PipelineAccess::peak_stash_bytes(stage));
   const int stashes_this = PipelineAccess::peak_stashes(stage);
-  // One step under the other schedule, for its stashes.
   PipelineAccess::next_batch(stage, x.topRows(batch), y.head(batch));
   student::pipeline_step(stage, world, other);
-  ledger::take_entries();
-  ledger::set_tracing(was_tracing);
-  const auto every = from_every_rank(
-      world, {spans.busy, spans.forward, spans.backward, spans.last - spans.first, stash_this,
-              static_cast<double>(stashes_this), static_cast<double>(PipelineAccess::peak_stash_bytes(stage)),
-              static_cast<double>(PipelineAccess::peak_stashes(stage))});
-  // Stage 0 starts each step and ends it (its last backward is the step's
-  // last call), and starts the next at once: its spans tile the steps.
-  const double step = every[0][3] / static_cast<double>(measured);
-  std::vector<double> forward, backward, idle;
-  for (const auto& r : every) {
-    forward.push_back(r[1]);
-    backward.push_back(r[2]);
-    idle.push_back(1.0 - r[0] / step);
-  }
-  const ScheduleTimes played = play_schedule(schedule, micro_batches, forward, backward);
-  const double formula = bubble_formula(stages, micro_batches);
+  const auto every = from_every_rank(world, {stash_this, static_cast<double>(stashes_this),
+                                             static_cast<double>(PipelineAccess::peak_stash_bytes(stage)),
+                                             static_cast<double>(PipelineAccess::peak_stashes(stage))});
   const int rows0 = stage.rows(0);
+  const int busiest = bubble.busiest(), equal_busiest = equal_bubble.busiest();
   if (lead) {
-    std::printf("\nbubble: the share of a step each stage idles, from the ledger's forward and backward spans over "
-                "%ld steps (%.2f ms a step)\n", measured, step * 1e3);
-    std::printf("  %-5s %-9s %11s %12s %9s %12s %15s\n", "stage", "layer", "forward ms", "backward ms", "measured",
-                "played out", "(K-1)/(M+K-1)");
+    std::printf("\nbubble: the share of a step the busiest stage idles (it sets the pace; the others idle more because "
+                "they have less to do),\nfrom the ledger's forward and backward spans over %ld steps after training; "
+                "(K-1)/(M+K-1) = %.3f\n", measured, formula);
+    std::string shares;
+    for (double share : equal_bubble.idle) shares += (shares.empty() ? "" : " ") + fixed3(share);
+    std::printf("  equal stages (%d layers of %dx%d, batches of %ld rows, no training): %.3f (stage %d; every stage: "
+                "%s), %.2f ms a step\n", stages, kEqualWidth, kEqualWidth, equal_rows, equal_bubble.idle[equal_busiest],
+                equal_busiest, shares.c_str(), equal_bubble.step * 1e3);
+    std::printf("  this model: %.3f (stage %d), played out %.3f; %.2f ms a step\n", bubble.idle[busiest], busiest,
+                played.idle_share[busiest], bubble.step * 1e3);
+    std::printf("  %-5s %-9s %11s %12s %9s %12s\n", "stage", "layer", "forward ms", "backward ms", "idle", "played out");
     for (int s = 0; s < stages; ++s)
-      std::printf("  %-5d %-9s %11.3f %12.3f %9.3f %12.3f %15.3f\n", s,
-                  (std::to_string(dims[s]) + "x" + std::to_string(dims[s + 1])).c_str(), forward[s] * 1e3,
-                  backward[s] * 1e3, idle[s], played.idle_share[s], formula);
-    std::printf("  played out: the schedule run with these stages' times and messages that take none; the formula "
-                "assumes all stages take the same time\n");
+      std::printf("  %-5d %-9s %11.3f %12.3f %9.3f %12.3f\n", s,
+                  (std::to_string(dims[s]) + "x" + std::to_string(dims[s + 1])).c_str(), bubble.forward[s] * 1e3,
+                  bubble.backward[s] * 1e3, bubble.idle[s], played.idle_share[s]);
+    std::printf("  played out: the schedule run with these stages' times and messages that cost nothing. The formula "
+                "assumes equal stages; this model's first layer works most, its last least\n");
     std::printf("\npeak stash per stage (inputs and pre-activations kept for backward; a micro-batch of %d rows):\n",
                 rows0);
     std::printf("  %-5s %22s %22s\n", "stage", name_of(schedule), name_of(other));
     for (int s = 0; s < stages; ++s) {
       const auto& r = every[static_cast<size_t>(s)];
-      std::printf("  %-5d %6.0f (formula %2d) %6.1f KiB %6.0f (formula %2d) %6.1f KiB\n", s, r[5],
-                  stash_formula(schedule, stages, s, micro_batches), r[4] / 1024.0, r[7],
-                  stash_formula(other, stages, s, micro_batches), r[6] / 1024.0);
+      std::printf("  %-5d %6.0f (formula %2d) %6.1f KiB %6.0f (formula %2d) %6.1f KiB\n", s, r[1],
+                  stash_formula(schedule, stages, s, micro_batches), r[0] / 1024.0, r[3],
+                  stash_formula(other, stages, s, micro_batches), r[2] / 1024.0);
     }
     std::printf("\n");
   }
@@ -261,7 +292,7 @@ int run(Communicator& world, int argc, char** argv) {
   report.strategy = "pipeline";
   nlohmann::json stash_of = nlohmann::json::object();
   for (const Schedule s : {schedule, other}) {
-    const size_t at = s == schedule ? 4 : 6;
+    const size_t at = s == schedule ? 0 : 2;
     nlohmann::json bytes = nlohmann::json::array(), count = nlohmann::json::array(), formula_count = bytes;
     for (int r = 0; r < stages; ++r) {
       bytes.push_back(every[static_cast<size_t>(r)][at]);
@@ -273,12 +304,17 @@ int run(Communicator& world, int argc, char** argv) {
   report.extra["pipeline"] = {{"stages", stages},
                               {"micro_batches", micro_batches},
                               {"schedule", name_of(schedule)},
-                              {"step_seconds", step},
-                              {"idle_measured", idle},
+                              {"step_seconds", bubble.step},
+                              {"idle_measured", bubble.idle},
                               {"idle_played", played.idle_share},
+                              {"busiest_stage", busiest},
+                              {"bubble_measured", bubble.idle[busiest]},
+                              {"bubble_played", played.idle_share[busiest]},
+                              {"idle_equal_stages", equal_bubble.idle},
+                              {"bubble_equal_stages", equal_bubble.idle[equal_busiest]},
                               {"bubble_formula", formula},
-                              {"forward_seconds", forward},
-                              {"backward_seconds", backward},
+                              {"forward_seconds", bubble.forward},
+                              {"backward_seconds", bubble.backward},
                               {"stash", stash_of}};
   return finish_run(world, report_path, report);
 }

@@ -5,6 +5,7 @@ reference; the stubs' programs stop with the part's message.
 
   python3 -m pytest staff/tests/test_extension_programs.py -q      (after `make build`)
 """
+import csv
 import json
 import os
 import subprocess
@@ -33,23 +34,26 @@ def test_pipeline_train_reports_the_bubble_and_both_schedules_stashes(tmp_path):
     assert p["stash"]["1f1b"]["micro_batches"] == [3, 2, 1] == p["stash"]["1f1b"]["formula_micro_batches"]
     assert p["stash"]["gpipe"]["micro_batches"] == [5, 5, 5] == p["stash"]["gpipe"]["formula_micro_batches"]
     # A stash holds the input and the pre-activation of each row: (784 + 256) doubles on stage 0.
-    rows = 60 // 5
-    assert p["stash"]["1f1b"]["bytes"][0] == 3 * rows * (784 + 256) * 8
-    assert p["stash"]["gpipe"]["bytes"][0] == 60 * (784 + 256) * 8
+    # Batches of 64 rows: micro-batches of 13, 13, 13, 13 and 12.
+    assert p["stash"]["1f1b"]["bytes"][0] == 3 * 13 * (784 + 256) * 8
+    assert p["stash"]["gpipe"]["bytes"][0] == 64 * (784 + 256) * 8
     assert p["bubble_formula"] == 2 / 7
-    assert len(p["idle_measured"]) == len(p["idle_played"]) == 3
-    # A share of the step: stage 0 (784x256) works most, the last (256x10) least.
-    assert all(0 <= share < 1 for share in p["idle_measured"] + p["idle_played"]), p
+    assert len(p["idle_measured"]) == len(p["idle_played"]) == len(p["idle_equal_stages"]) == 3
+    # Shares of a step: stage 0 (784x256) works most and sets the pace, the last (256x10) works least.
+    assert all(0 <= share < 1 for share in p["idle_measured"] + p["idle_played"] + p["idle_equal_stages"]), p
     assert p["forward_seconds"][0] > p["forward_seconds"][2] and p["idle_played"][0] < p["idle_played"][2], p
+    assert p["busiest_stage"] == 0 and p["bubble_measured"] == p["idle_measured"][0], p
+    assert p["bubble_equal_stages"] == min(p["idle_equal_stages"]), p
     assert report["test_accuracy"] > 0.5, report
-    for line in ("bubble: the share of a step each stage idles", "peak stash per stage", "Test Acc:"):
+    for line in ("bubble: the share of a step the busiest stage idles", "equal stages (3 layers of 512x512",
+                 "peak stash per stage", "Test Acc:"):
         assert line in proc.stdout, proc.stdout
 
 
 def test_pipeline_train_refuses_a_bad_schedule_and_too_many_micro_batches(tmp_path):
     proc, _ = pipeline_train(tmp_path, 2, "--schedule", "zigzag")
     assert proc.returncode == 2 and "--schedule must be gpipe or 1f1b, got 'zigzag'" in proc.stdout, proc.stdout
-    proc, _ = pipeline_train(tmp_path, 2, "--micro_batches", "61")
+    proc, _ = pipeline_train(tmp_path, 2, "--micro_batches", "65")
     assert proc.returncode == 2 and "1 <= --micro_batches <= --batch_size" in proc.stdout, proc.stdout
 
 
@@ -66,8 +70,8 @@ def test_a_traced_pipeline_shows_each_stage_s_calls_and_messages_on_one_clock(tm
     events, other = trace.load(str(path))
     for rank in (0, 1):
         names = [e["name"] for e in events if e["pid"] == rank]
-        # 20 steps of 4 micro-batches: one forward and one backward span for each.
-        assert names.count("forward") == names.count("backward") == 80, (rank, names.count("forward"))
+        # 18 steps (1200 rows, batches of 64) of 4 micro-batches: a forward and a backward span for each.
+        assert names.count("forward") == names.count("backward") == 72, (rank, names.count("forward"))
     sends = [e for e in events if trace.point_to_point(e) and e["args"]["op"] == "send"]
     assert len(other["messages"]) == len(sends) > 0
     drawn = subprocess.run([sys.executable, "-m", "kit", "trace", str(path), "--check-overlap"], cwd=KIT_DIR,
@@ -82,6 +86,9 @@ def test_the_ring_timing_checks_every_byte_count_and_draws_the_chart(tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout
     assert "bytes differ" not in proc.stdout and (tmp_path / "ring.png").stat().st_size > 0
+    with open(tmp_path / "ring.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {(r["algorithm"], r["ranks"]) for r in rows} == {(a, n) for a in ("naive", "ring", "mpi") for n in "23"}
     # n = 3 and 4 MiB: 524288 elements in blocks of 174762 or 174763, four each.
     assert "      3 ring " in proc.stdout and "5592384-5592416" in proc.stdout, proc.stdout
 
