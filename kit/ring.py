@@ -111,7 +111,8 @@ def check_bytes(rows: List[Dict]) -> List[str]:
     for r in sorted(rows, key=lambda r: (r["ranks"], list(ALGORITHMS).index(r["algorithm"]))):
         if r["elements"] != largest[(r["ranks"], r["algorithm"])]:
             continue
-        f0, f1 = (formula_text(formula_bytes(r["algorithm"], r["ranks"], r["elements"], rank0)) for rank0 in (True, False))
+        f0, f1 = (formula_text(formula_bytes(r["algorithm"], r["ranks"], r["elements"], rank0))
+                  for rank0 in (True, False))
         print(f"  {r['ranks']:>5} {r['algorithm']:<9} {r['sent_rank0']:>12.0f} {f0:>17}   "
               f"{r['sent_other_max']:>12.0f} {f1:>17}")
     print("  formulas (B: the buffer's bytes, n ranks): naive, rank 0 (n-1) B and every other rank B; "
@@ -136,7 +137,8 @@ def chart(rows: List[Dict], png: str) -> Optional[str]:
     script = [
         'set terminal pngcairo size 1400,1100 font ",11" noenhanced', f'set output "{png}"',
         'set multiplot layout 2,1 title "Allreduce of one buffer: the naive one through rank 0, the ring, and MPI\'s"',
-        "set logscale x 2", "set xtics (" + ", ".join(f'"{size_text(b)}" {b}' for b in sorted({r["bytes"] for r in rows})) + ")",
+        "set logscale x 2",
+        "set xtics (" + ", ".join(f'"{size_text(b)}" {b}' for b in sorted({r["bytes"] for r in rows})) + ")",
         'set xlabel "buffer"', "set grid", "set key outside right top",
         "set logscale y", 'set ylabel "ms per call (log)"', 'set title "time: the slowest rank\'s, per call"',
         "plot " + ", ".join(plots_time),

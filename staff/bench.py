@@ -33,6 +33,12 @@ max. Rows:
   ledger           per training, the collective ledger's share of the epoch:
                    the calls it recorded times the cost of one record
                    (measured by the trainer), over the epoch's time
+  pipeline         Part 12's trainer (an extension part): on K = 2, M = 8,
+                   the bubble of equal stages (its busiest stage's idle
+                   share) against (K-1)/(M+K-1), within 0.05, and this
+                   MLP's; on K = 4, M = 8, one epoch's accuracy (target
+                   0.80) and stage 0's peak stash under 1F1B over GPipe's
+                   (target K/M)
   edit -> result   `make test-part7` on the stubs right after an edit of
                    student/func_impl.cpp (the student's loop), next to the
                    same command with nothing to rebuild and the compile of
@@ -231,6 +237,46 @@ def trainings(t: Table, build: str, samples: int, peak: float) -> None:
                   "the epoch less rank 0's time in collectives: what communication costs")
 
 
+def pipeline_report(build: str, stages: int, schedule: str, samples: int) -> Dict:
+    with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
+        report = os.path.join(tmp, "report.json")
+        run([KITRUN, "-n", str(stages), os.path.join(build, "reference", "pipeline_train"), "--micro_batches", "8",
+             "--schedule", schedule, "--num_train_samples", str(samples), "--report", report])
+        with open(report) as f:
+            return json.load(f)
+
+
+def pipeline(t: Table, build: str, samples: int) -> None:
+    """Part 12's trainer (an extension part): the bubble of equal stages on
+    K = 2 (no stage waits for a core here) against (K-1)/(M+K-1); then, on
+    K = 4, the accuracy of one epoch and stage 0's peak stash, 1F1B's
+    against GPipe's."""
+    for schedule in ("gpipe", "1f1b"):
+        label = f"pipeline K2 M8 {schedule}"
+        reports = [pipeline_report(build, 2, schedule, 6000)["pipeline"] for _ in range(t.repeat)]
+        formula = reports[0]["bubble_formula"]
+        t.add(f"{label}: bubble, equal stages", [r["bubble_equal_stages"] for r in reports], "share",
+              f"the busiest stage's idle share; (K-1)/(M+K-1) = {formula:.3f}")
+        t.add(f"{label}: off the formula", [abs(r["bubble_equal_stages"] - formula) for r in reports], "share",
+              "target <= 0.05")
+        t.targets.append((f"{label}: off the formula", "<=", 0.05))
+        t.add(f"{label}: bubble, this MLP", [r["bubble_measured"] for r in reports], "share",
+              "stage 0 (784x256) sets the pace; played out with free messages: "
+              f"{statistics.median(r['bubble_played'] for r in reports):.3f}")
+    for schedule in ("gpipe", "1f1b"):
+        label = f"pipeline K4 M8 {schedule}"
+        reports = [pipeline_report(build, 4, schedule, samples) for _ in range(t.repeat)]
+        t.add(f"{label}: test accuracy", [r["test_accuracy"] for r in reports], "",
+              f"{samples} samples" + ("; target >= 0.80" if samples == 60000 else ""))
+        if samples == 60000:
+            t.targets.append((f"{label}: test accuracy", ">=", 0.80))
+        if schedule == "1f1b":
+            stash = [r["pipeline"]["stash"] for r in reports]
+            shares = [s["1f1b"]["bytes"][0] / s["gpipe"]["bytes"][0] for s in stash]
+            t.add(f"{label}: stage 0's stash, of GPipe's", shares, "share", "target <= K/M = 0.5")
+            t.targets.append((f"{label}: stage 0's stash, of GPipe's", "<=", 0.5))
+
+
 def timed_edits(repeat: int, path: str, cmd: List[str]) -> List[float]:
     """Seconds of `cmd` after each of `repeat` one-line edits of `path`,
     which is restored afterwards."""
@@ -345,6 +391,8 @@ def main(argv: List[str]) -> int:
         suite(t, build, floor)
         peak = gemm_peak(t, build, 0.5 if args.quick else 1.0)
         trainings(t, build, samples, peak)
+        if os.access(os.path.join(build, "reference", "pipeline_train"), os.X_OK):
+            pipeline(t, build, samples)
         edit_to_result(t, build)
         grading(t, build)
     except (BenchError, subprocess.TimeoutExpired) as e:
