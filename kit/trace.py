@@ -38,7 +38,7 @@ from kit import gnuplot
 
 PHASE_COLORS = {"forward": "#88ccee", "backward": "#44aa99", "optimizer": "#ddcc77", "evaluate": "#dddddd"}
 OP_COLORS = {"allreduce": "#cc3311", "allgather": "#0077bb", "reduce_scatter": "#aa4499", "split": "#333333",
-             "barrier": "#333333", "send": "#ee7733", "recv": "#009988", "sendrecv": "#997700"}
+             "barrier": "#333333", "send": "#ee7733", "recv": "#882255", "sendrecv": "#997700"}
 ARROW_COLOR = "#444444"  # a point-to-point message, from its send to its recv
 MISMATCH_COLOR, PENDING_COLOR = "#ee00cc", "#ff0000"
 SLACK_US = 200.0

@@ -155,8 +155,9 @@ inline int finish_run(Communicator& world, const std::string& report_path, const
               rss.size(), std::accumulate(rss.begin(), rss.end(), 0.0) / 1048576.0);
   double training = 0;
   for (double s : report.epoch_seconds) training += s;
-  std::printf("time of rank 0 inside collectives (waiting included): %.2f s of %.2f s of training\n",
-              report.collective_seconds, training);
+  std::printf("time of rank 0 inside %s (waiting included): %.2f s of %.2f s of training\n",
+              report.strategy == "pipeline" ? "point-to-point calls" : "collectives", report.collective_seconds,
+              training);
   std::printf("Test Acc: %.4f\n", report.test_accuracy);
   std::fflush(stdout);
   return report_path.empty() || write_report(report_path, report, rss) ? 0 : 1;

@@ -14,6 +14,7 @@ staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
 import argparse
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -59,47 +60,84 @@ def add_text(tar: tarfile.TarFile, name: str, text: bytes, mode: int = 0o644) ->
     tar.addfile(info, io.BytesIO(text))
 
 
-def run(cmd, cwd, timeout=900) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+def run(cmd, cwd, timeout=900, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+                          env=env)
 
 
-# The handout's text of an extension part lies between these lines.
+# The cut copy is checked under its own switch, without the KIT_EXTENSIONS
+# that may have made it.
+OWN_SWITCH = {k: v for k, v in os.environ.items() if k != "KIT_EXTENSIONS"}
+
+
+# The handout's text of an extension part lies between these lines, and
+# what only the original assignment says (three files) between the second
+# pair; the cut keeps the one that fits the course and drops the markers.
 EXTENSION_BEGIN, EXTENSION_END = "<!-- extension part -->", "<!-- end of extension part -->"
+ORIGINAL_BEGIN, ORIGINAL_END = "<!-- without the extension parts -->", "<!-- end of without the extension parts -->"
 
 
-def without_extensions(text: str) -> str:
-    """The handout's text without its extension parts' sections."""
-    out, skipping = [], False
+def for_the_course(text: str, with_extensions: bool) -> str:
+    """The handout's text (README, feedback.txt) as the course hands it out."""
+    keep = {EXTENSION_BEGIN: with_extensions, ORIGINAL_BEGIN: not with_extensions}
+    ends = {EXTENSION_END: EXTENSION_BEGIN, ORIGINAL_END: ORIGINAL_BEGIN}
+    out, inside = [], None
     for line in text.splitlines(keepends=True):
-        if line.strip() == EXTENSION_BEGIN:
-            skipping = True
-        elif line.strip() == EXTENSION_END:
-            skipping = False
-        elif not skipping:
+        bare = line.strip()
+        if bare in keep:
+            if inside:
+                raise SystemExit(f"dist: '{bare}' opens inside '{inside}'")
+            inside = bare
+        elif bare in ends:
+            if inside != ends[bare]:
+                raise SystemExit(f"dist: '{bare}' ends a region that never opened")
+            inside = None
+        elif inside is None or keep[inside]:
             out.append(line)
+    if inside:
+        raise SystemExit(f"dist: '{inside}' never ends")
     return "".join(out)
 
 
-def handout(verify: bool) -> int:
-    os.makedirs(DIST, exist_ok=True)
-    out = os.path.join(DIST, "handout.tar.gz")
+def shipped_parts(with_extensions: bool) -> str:
+    """kit/parts.py with the course's switch as it is for this cut, so that
+    the copy's make handin, make test and grader agree with it even when the
+    cut was made under KIT_EXTENSIONS."""
+    with open(os.path.join(KIT, "kit", "parts.py")) as f:
+        text = f.read()
+    text, n = re.subn(r"^EXTENSIONS_ON = (True|False)$", f"EXTENSIONS_ON = {with_extensions}", text, flags=re.M)
+    if n != 1:
+        raise SystemExit("dist: kit/parts.py has no line 'EXTENSIONS_ON = True' or '= False'")
+    return text
+
+
+# Files whose shipped text is made for the cut, not copied.
+MADE = ("Makefile", "handout/README.md", "feedback.txt", "kit/parts.py")
+
+
+def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> int:
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    on = extensions_on()
     files = files_of(COMMON)
-    with open(os.path.join(KIT, "handout", "README.md")) as f:
-        readme = f.read()
-    if not extensions_on():  # the original assignment: nothing of parts 11 and 12
+    if not on:  # the original assignment: nothing of parts 11 and 12
         files = [f for f in files if f not in set(extension_paths())]
-        readme = without_extensions(readme)
+    with open(os.path.join(KIT, "handout", "README.md")) as f:
+        readme = for_the_course(f.read(), on)
+    with open(os.path.join(KIT, "feedback.txt")) as f:
+        feedback = for_the_course(f.read(), on)
     with open(os.path.join(KIT, "Makefile")) as f:
         # Students get the Makefile without its staff-only targets (grade,
         # handout, check, ...), which need what the handout doesn't hold.
-        makefile, cut = students_makefile(f.read(), extensions_on())
+        makefile, cut = students_makefile(f.read(), on)
     with tarfile.open(out, "w:gz") as tar:
-        add_tree(tar, [f for f in files if f not in ("Makefile", "handout/README.md")], "dtrain-kit")
+        add_tree(tar, [f for f in files if f not in MADE], "dtrain-kit")
         add_text(tar, "dtrain-kit/Makefile", makefile.encode())
+        add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
+        add_text(tar, "dtrain-kit/kit/parts.py", shipped_parts(on).encode())
         for name in ("README.md", "handout/README.md"):
             add_text(tar, f"dtrain-kit/{name}", readme.encode())
     print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
-    print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files)")
+    print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files; extension parts {'on' if on else 'off'})")
     return verify_handout(out) if verify else 0
 
 
@@ -122,23 +160,28 @@ def verify_handout(tarball: str) -> int:
         kit = os.path.join(scratch, "dtrain-kit")
         # Self-contained: every README section, README file and make target
         # the handout or its files point to is in it.
-        check = run([sys.executable, "-m", "kit", "check-handout"], kit)
+        check = run([sys.executable, "-m", "kit", "check-handout"], kit, env=OWN_SWITCH)
         if check.returncode != 0:
             problems.append("kit check-handout fails in the handout:\n" + check.stdout[-3000:])
         makefile = open(os.path.join(kit, "Makefile")).read()
         for word in ("grader/", "staff/", "staff.", "STAFF_ONLY"):
             if word in makefile:
                 problems.append(f"the handout's Makefile still mentions {word}")
-        build = run(["make", "build"], kit)
+        build = run(["make", "build"], kit, env=OWN_SWITCH)
         if build.returncode != 0:
             problems.append("make build fails:\n" + build.stdout[-3000:])
         else:
-            test = run(["make", "test"], kit)
+            test = run(["make", "test"], kit, env=OWN_SWITCH)
             lines = test.stdout.splitlines()
             if f"total: 0 / {TOTAL_POINTS} points" not in lines:
                 problems.append(f"make test does not end at 0 / {TOTAL_POINTS}:\n" + "\n".join(lines[-15:]))
             if "is not implemented yet" not in test.stdout:
                 problems.append("the stubs do not say they are not implemented")
+            handin = run(["make", "handin"], kit, env=OWN_SWITCH)
+            packed = tarfile.open(os.path.join(kit, "handin.tar")).getnames() if handin.returncode == 0 else []
+            wanted = [f"student/{f}" for f in IMPL_FILES] + ["feedback.txt"]
+            if packed != wanted:
+                problems.append(f"make handin packs {packed or 'nothing'}, not {wanted}:\n" + handin.stdout[-2000:])
             # No symbol of the solution may be in the built binaries either.
             binary = os.path.join(kit, "build", "student", "kit_tests")
             strings = run(["strings", binary], kit).stdout if shutil.which("strings") else ""
@@ -203,9 +246,11 @@ fi
 def autograder() -> int:
     os.makedirs(DIST, exist_ok=True)
     files = files_of(COMMON + GRADER)
+    parts = shipped_parts(extensions_on()).encode()
     tar_path = os.path.join(DIST, "autograde.tar")
     with tarfile.open(tar_path, "w") as tar:
-        add_tree(tar, files, "dtrain-kit")
+        add_tree(tar, [f for f in files if f != "kit/parts.py"], "dtrain-kit")
+        add_text(tar, "dtrain-kit/kit/parts.py", parts)
     with open(os.path.join(DIST, "autograde-Makefile"), "w") as f:
         f.write(AUTOLAB_MAKEFILE)
     zip_path = os.path.join(DIST, "gradescope.zip")
@@ -213,7 +258,7 @@ def autograder() -> int:
         for f in files:
             info = zipfile.ZipInfo.from_file(os.path.join(KIT, f), arcname=f"dtrain-kit/{f}")
             with open(os.path.join(KIT, f), "rb") as data:
-                z.writestr(info, data.read())
+                z.writestr(info, parts if f == "kit/parts.py" else data.read())
         run_autograder = GRADESCOPE_RUN.replace("{impl_files}", " ".join(IMPL_FILES))
         for name, text in (("setup.sh", GRADESCOPE_SETUP), ("run_autograder", run_autograder)):
             info = zipfile.ZipInfo(name)
@@ -227,8 +272,11 @@ def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", choices=["handout", "autograder"])
     ap.add_argument("--no-verify", action="store_true", help="handout: skip the build-and-score check")
+    ap.add_argument("--out", help="handout: where to write it (default dist/handout.tar.gz)")
     args = ap.parse_args(argv)
-    return handout(not args.no_verify) if args.what == "handout" else autograder()
+    if args.what == "handout":
+        return handout(not args.no_verify, *([os.path.abspath(args.out)] if args.out else []))
+    return autograder()
 
 
 if __name__ == "__main__":
