@@ -1,7 +1,7 @@
 """The handout's cut (staff/dist.py): the text for the course's switch, and
 the switch itself in the copy's kit/parts.py.
 
-  python3 -m pytest staff/tests/test_dist.py -q
+  python3 -m pytest staff/tests/test_handout_cut.py -q
 """
 import pytest
 
