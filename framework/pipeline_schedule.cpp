@@ -92,7 +92,7 @@ ScheduleTimes play_schedule(Schedule schedule, int m, const std::vector<double>&
   ScheduleTimes out;
   out.step = *std::max_element(free_at.begin(), free_at.end());
   for (int s = 0; s < k; ++s)
-    out.idle_share.push_back(out.step > 0 ? 1.0 - m * (forward[s] + backward[s]) / out.step : 0.0);
+    out.idle_share.push_back(out.step > 0 ? std::max(0.0, 1.0 - m * (forward[s] + backward[s]) / out.step) : 0.0);
   return out;
 }
 
