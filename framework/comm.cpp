@@ -76,14 +76,14 @@ void poll_until(const std::function<bool()>& done, Idle idle) {
   }
 }
 
+bool request_done(MPI_Request& request, const char* call) {
+  int done = 0;
+  check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
+  return done != 0;
+}
+
 void wait_polling(MPI_Request& request, const char* call, Idle idle) {
-  poll_until(
-      [&] {
-        int done = 0;
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-        return done != 0;
-      },
-      idle);
+  poll_until([&] { return request_done(request, call); }, idle);
 }
 
 double steady_seconds() {

@@ -74,6 +74,8 @@ constexpr bool kWaitYielding = false;
 // watchdog's limit.
 enum class Idle { Yield, Sleep, YieldThenSleep };
 void wait_polling(MPI_Request& request, const char* call, Idle idle);
+// Whether a started request has finished (MPI_Test, checked).
+bool request_done(MPI_Request& request, const char* call);
 // The same loop around any test: `done` makes progress and says whether all is done.
 void poll_until(const std::function<bool()>& done, Idle idle);
 

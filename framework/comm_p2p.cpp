@@ -133,11 +133,7 @@ void Communicator::sendrecv_raw(const double* src, long send_count, int dest, in
   check_mpi(MPI_Irecv(&header_in, 1, MPI_INT64_T, source, header_tag(recv_tag), h.comm, &in_header), "MPI_Irecv");
   bool out_settled = false, in_settled = false;  // the link's payload started, or refused
   bool out_ok = true, in_ok = true;
-  auto finished = [](MPI_Request& r) {
-    int done = 0;
-    check_mpi(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    return done != 0;
-  };
+  auto finished = [](MPI_Request& r) { return request_done(r, "sendrecv"); };
   poll_until(
       [&] {
         if (!out_settled && finished(out_header) && finished(out_verdict)) {

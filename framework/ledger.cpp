@@ -52,7 +52,6 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   if (l.log) l.log->push_back({kOpNames[op], count, h.name, peers.dest, peers.source});
 }
 
-
 // The call in flight as an entry; the caller holds the ledger's lock.
 LedgerEntry entry_of(const Ledger& l, double start, double end) {
   LedgerEntry e;

@@ -54,11 +54,14 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
     nlohmann::json args = {{"function", e.function}};
     std::string name = e.kind;
     const double start_us = (e.start - g_clock.seconds) * 1e6, end_us = (e.end - g_clock.seconds) * 1e6;
-    if (point_to_point(e)) {
+    const bool p2p = point_to_point(e), call = p2p || e.collective;
+    if (call) {
       args["op"] = e.kind;
       args["bytes"] = e.bytes;
       args["elements"] = e.count;
       args["communicator"] = e.comm;
+    }
+    if (p2p) {
       if (e.dest >= 0) {
         args["dest"] = e.dest;
         args["send_tag"] = e.send_tag;
@@ -73,15 +76,7 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
         const double arrival_us = std::max(start_us, end_us - 0.5);
         if (!e.pending) events.push_back(flow("f", received.next(e.source, rank, e.recv_tag, e.comm), rank, arrival_us));
       }
-      if (e.pending) {
-        args["pending"] = true;
-        name += " (still waiting when stopped)";
-      }
     } else if (e.collective) {
-      args["op"] = e.kind;
-      args["bytes"] = e.bytes;
-      args["elements"] = e.count;
-      args["communicator"] = e.comm;
       args["seq"] = e.seq;
       args["ranks"] = e.ranks;
       if (!e.reduction.empty()) args["reduction"] = e.reduction;
@@ -90,13 +85,13 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
         args["mismatch"] = e.refused;
         name = "MISMATCH: " + name + " (ranks disagree)";
       }
-      if (e.pending) {
-        args["pending"] = true;
-        name += " (still waiting when stopped)";
-      }
+    }
+    if (call && e.pending) {
+      args["pending"] = true;
+      name += " (still waiting when stopped)";
     }
     events.push_back({{"name", name},
-                      {"cat", point_to_point(e) ? "p2p" : e.collective ? "collective" : "phase"},
+                      {"cat", p2p ? "p2p" : e.collective ? "collective" : "phase"},
                       {"ph", "X"},
                       {"pid", rank},
                       {"tid", 0},

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gemm.h"
+#include "thrown.h"
 
 using dtrain::gemm;
 using dtrain::Matrix;
@@ -32,15 +33,6 @@ Matrix by_definition(const Matrix& a, bool ta, const Matrix& b, bool tb) {
     for (int j = 0; j < B.cols(); ++j)
       for (int k = 0; k < A.cols(); ++k) out(i, j) += A(i, k) * B(k, j);
   return out;
-}
-
-std::string what_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::logic_error& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
 }
 
 }  // namespace
@@ -84,13 +76,13 @@ TEST(Gemm, ABlockWithGapsBetweenItsRowsIsCopiedFirst) {
 TEST(Gemm, ShapeErrorsNameBothShapes) {
   const Matrix a = filled(3, 5, 0), b = filled(4, 2, 0);
   Matrix out;
-  EXPECT_EQ(what_of([&] { gemm(a, false, b, false, out); }),
+  EXPECT_EQ(kit::what_thrown([&] { gemm(a, false, b, false, out); }),
             "gemm: op(a) is (3, 5), op(b) is (4, 2): op(a)'s columns must equal op(b)'s rows");
   Matrix wrong(2, 2);
   const Matrix c = filled(5, 2, 0);
-  EXPECT_EQ(what_of([&] { gemm(a, false, c, false, Eigen::Map<Matrix>(wrong.data(), 2, 2)); }),
+  EXPECT_EQ(kit::what_thrown([&] { gemm(a, false, c, false, Eigen::Map<Matrix>(wrong.data(), 2, 2)); }),
             "gemm: the result is (2, 2), op(a) * op(b) is (3, 2)");
   Matrix square = filled(3, 3, 0);
-  EXPECT_EQ(what_of([&] { gemm(square, false, square, false, square); }),
+  EXPECT_EQ(kit::what_thrown([&] { gemm(square, false, square, false, square); }),
             "gemm: the result must not share storage with an operand");
 }

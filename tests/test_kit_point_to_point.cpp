@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 
 #include "comm_runtime.h"
 #include "kit_test.h"
+#include "thrown.h"
 #include "trace.h"
 
 using namespace kit;
@@ -29,15 +31,7 @@ Vector signed_by(int sender, int length) {
 }
 
 // The message of the std::invalid_argument that `call` throws, or "" if it throws none.
-template <typename F>
-std::string refusal(F call) {
-  try {
-    call();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string refusal(const std::function<void()>& call) { return kit::what_thrown<std::invalid_argument>(call); }
 
 }  // namespace
 
@@ -70,7 +64,7 @@ TEST(KitPointToPoint, PairsSendThenReceiveAndCountTheBytesSent) {
   EXPECT_EQ(comm.bytes_transferred() - before, 7 * sizeof(double)) << "a send adds the bytes it sends, a recv none";
 }
 
-// As MPI_Sendrecv: its message in arrives while its message out still waits
+// As with MPI's own sendrecv: its message in arrives while its message out still waits
 // for a partner that receives only after its own plain send (a message past
 // any MPI's eager size, so nothing is buffered on the way).
 TEST(KitPointToPoint, ASendrecvMeetsAPlainSendThenRecv) {
