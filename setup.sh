@@ -6,7 +6,7 @@
 #   ./setup.sh --list       print the packages and stop (the dev container and
 #                           the arm64 root of `make check-arm64` install the same list)
 set -eu
-PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev libssl-dev nlohmann-json3-dev
+PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev nlohmann-json3-dev
 python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2"
 case "${MPI:-${KIT_MPI:-openmpi}}" in
   openmpi) ;;
@@ -21,7 +21,7 @@ fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "setup.sh: this is not a Debian/Ubuntu system. Install by hand: a C++17 compiler, CMake 3.18+ (Ninja too, if you can),"
-  echo "OpenMPI, Eigen 3, GoogleTest, zlib, OpenSSL (libcrypto), nlohmann-json, Python 3 with pytest, and the Fashion-MNIST IDX files"
+  echo "OpenMPI, Eigen 3, GoogleTest, zlib, nlohmann-json, Python 3 with pytest, and the Fashion-MNIST IDX files"
   echo "(put them in data/ of the kit: the programs look in --data DIR, then \$DTRAIN_DATA, then data/, then"
   echo "/usr/share/datasets/fashion-mnist)."
   exit 1

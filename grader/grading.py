@@ -13,8 +13,11 @@ a step that can't go on ends grading with every part it did not reach at 0:
             missing, refused or does not compile is replaced by its stub, so
             it costs only the parts that use it;
   run       every part's public and hidden cases under MPI (kit/jobs.py):
-            outcomes come from sealed records, never from the program's
-            output, and a hang or crash costs only its case;
+            the ranks hand over what student functions returned, and the
+            judge (kit/judge.py), here, outside the sandbox, compares it
+            with the values recorded from the reference: the program's
+            output and records are evidence, never a verdict; a hang or
+            crash costs only its case;
   diagnose  whose fault it is when no case ran, and what the records say of
             the run's integrity;
   isolate   when the combined program did not link, or died or hung before
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 from grader.sandbox import Sandbox
+from kit import judge
 from kit import parts as table
 from kit.build import build
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
@@ -261,7 +265,7 @@ def compile_files(g: Grading) -> bool:
             state = "does not compile"
         g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
     g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.run_dir,
-                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel)
+                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values())
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
         lines = g.link_errors.splitlines()
@@ -293,9 +297,12 @@ def diagnose(g: Grading) -> bool:
             g.grade.notes.append("the kit's own stubs did not start their cases either, so the fault is the "
                                  f"grader's setup, not the handin: {fault}")
             return g.stop("grader error", f"the handin's program could not run its cases: {g.broken}")
-    if g.tally.forged:
-        g.grade.notes.append(f"integrity: {g.tally.forged} result record(s) without a valid seal were ignored "
-                             "(results are written only by the test harness; forged ones never count)")
+    if g.tally.unjudged:
+        g.grade.notes.append(f"the judge has no values for {len(g.tally.unjudged)} case(s) the program planned, "
+                             f"such as {g.tally.unjudged[0]}; they were not graded (staff: a case changed without "
+                             "make hidden-data? Or the plan was written by code under test)")
+    for problem in dict.fromkeys(g.tally.integrity):
+        g.grade.notes.append(f"integrity: {problem}")
     if g.tally.dropped:
         g.grade.notes.append(f"the test program printed {g.tally.dropped} bytes more than the report keeps")
     return True
@@ -325,7 +332,7 @@ def isolate(g: Grading) -> bool:
             os.chmod(binary, 0o711)
             tally = JobTally()
             ran = run_parts(binary, parts, hidden=True, tally=tally, launch_args=g.launch)
-            g.tally.forged += tally.forged
+            g.tally.integrity += tally.integrity
             if ran.outcomes:
                 g.outcomes.update(ran.outcomes)
             else:
@@ -383,6 +390,22 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         if keep:
             shutil.copytree(g.scratch, keep, dirs_exist_ok=True)
         shutil.rmtree(g.scratch, ignore_errors=True)
+
+
+_EXPECTED: Dict[str, judge.Expected] = {}
+
+
+def expected_values() -> judge.Expected:
+    """The judge's values, recorded from the reference (grader/hidden/expected.txt).
+    Without them no hidden case could fail: that is the grader's fault, and it stops."""
+    path = judge.default_path(KIT_DIR)
+    if path is None:
+        raise RuntimeError("grader/hidden/expected.txt is missing: the judge has no expected values "
+                           "(staff: make hidden-data)")
+    key = f"{path}:{os.stat(path).st_mtime_ns}"
+    if key not in _EXPECTED:
+        _EXPECTED[key] = judge.load(path)
+    return _EXPECTED[key]
 
 
 def kit_fault(g: Grading) -> Optional[str]:

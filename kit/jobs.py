@@ -2,17 +2,18 @@
 per case, whatever the student code does.
 
 A job is one mpirun of the test binary. It appends records to a results
-file (tests/records.h): a plan, a result per case, and, from any rank, its
-failures at once and an abort record when a case can't finish. When a job
-ends before its plan is done, the case in flight is failed with what the
-ranks recorded, and a new job runs the cases after it. Outcomes come only
-from that file, never from the program's output, and a plan or a result
-counts only with the seal of the job's key, which this module writes to
-mpirun's standard input and nowhere else.
+file (tests/records.h): a plan, what student functions returned, a result
+per case, and, from any rank, its failures at once and an abort record when
+a case can't finish. When a job ends before its plan is done, the case in
+flight is failed with what the ranks recorded, and a new job runs the cases
+after it. Outcomes come only from that file, never from the program's
+output, and the file is evidence, never a verdict: with expected values
+(`Launch.expected`, the grader's), the judge (kit/judge.py) decides every
+case, the list of cases is the judge's own, and a case the ranks never
+reported fails.
 """
 import os
 import re
-import secrets
 import subprocess
 import tempfile
 import threading
@@ -20,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from kit import judge
 from kit import parts as table
 from kit import records as rec
 from kit.paths import KITRUN
@@ -83,6 +85,7 @@ class Launch:
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
     cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
     time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
+    expected: Optional[judge.Expected] = None  # the judge's values and cases (grading); None: the ranks' checks
 
     def scale(self) -> float:
         return self.time_scale if self.time_scale is not None else table.time_scale()
@@ -94,7 +97,9 @@ class JobTally:
     output: str = ""               # captured stdout+stderr of all jobs (capture=True)
     launches: int = 0
     error: Optional[str] = None    # the binary could not run at all
-    forged: int = 0                # plan or result records whose seal did not verify
+    integrity: List[str] = field(default_factory=list)  # what in the results files no honest run writes
+    observed: Optional[Dict] = None  # set to {} to collect every value record (make hidden-data)
+    unjudged: List[str] = field(default_factory=list)  # planned cases the judge has no values for
     dropped: int = 0               # bytes of output not kept (see OutputTap)
 
 
@@ -138,27 +143,20 @@ class OutputTap:
         return max(0, self.total - len(self.head) - min(len(self.tail), self._keep))
 
 
-def _start(launch: Launch, gtest_filter: str, results: str, key: bytes) -> subprocess.Popen:
+def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
     cmd = launch.prefix + ["-n", str(launch.ranks), launch.binary,
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
     if launch.trace_dir:
         cmd.append(f"--trace-dir={launch.trace_dir}")
     if launch.scale() != 1:
         cmd.append(f"--time-scale={launch.scale()!r}")
-    # Rank 0 is made unreadable to the others (it holds the key), so no
-    # rank may copy a message straight out of its memory (tools/kitrun).
-    env = dict(launch.env if launch.env is not None else os.environ, KIT_RESULTS_KEY="stdin", KIT_SINGLE_COPY="none")
-    proc = subprocess.Popen(
-        cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.PIPE,
+    # No rank may read another's memory (tools/kitrun): a case's ranks are
+    # one another's witnesses, and the system-call filter refuses it anyway.
+    env = dict(launch.env if launch.env is not None else os.environ, KIT_SINGLE_COPY="none")
+    return subprocess.Popen(
+        cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE if launch.capture else None,
         stderr=subprocess.STDOUT if launch.capture else None)
-    try:
-        proc.stdin.write(key.hex().encode() + b"\n")
-        proc.stdin.close()
-    except OSError:
-        pass  # the job died at once; its missing plan says so
-    proc.stdin = None
-    return proc
 
 
 def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]:
@@ -179,7 +177,7 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
             pass
         now = time.monotonic()
         try:
-            size = os.path.getsize(results)
+            size = os.lstat(results).st_size
         except OSError:
             size = last_size
         if size != last_size:
@@ -213,8 +211,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         os.chmod(results, 0o666)  # the sandbox user's job writes it
     try:
         started = time.monotonic()
-        key = secrets.token_bytes(32)  # a fresh key per job: no record can be replayed into another
-        proc = _start(launch, gtest_filter, results, key)
+        proc = _start(launch, gtest_filter, results)
         tap = OutputTap(proc.stdout) if launch.capture else None
         tally.launches += 1
         stopped = _wait(proc, results, launch)
@@ -224,8 +221,15 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         if tap:
             tally.output += tap.finish()
             tally.dropped += tap.dropped
-        records = rec.read(results, key)
-        tally.forged += records.forged
+        records = rec.read(results)
+        if tally.observed is not None:
+            for case, values in records.values.items():
+                tally.observed.setdefault(case, {}).update(values)
+        if records.problem:
+            tally.integrity.append(records.problem)
+        if records.malformed:
+            tally.integrity.append(f"{records.malformed} line(s) of the results file were no record of the kit's "
+                                   "format (written by code under test?); they were ignored")
         return Job(records, stopped, proc.returncode, time.monotonic() - started)
     finally:
         try:
@@ -302,16 +306,37 @@ def waiting_cycle(states: Dict[int, str]) -> Optional[str]:
     return None
 
 
-def outcomes_of(job: Job, done: Dict[str, CaseOutcome]) -> List[CaseOutcome]:
+def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge.Expected] = None,
+                wanted: Optional[List[str]] = None) -> List[CaseOutcome]:
     """The job's records as outcomes of the cases of its plan that `done`
-    does not hold yet: its results, then the case it died in, if it did."""
+    does not hold yet: its results, then the case it died in, if it did.
+    With `expected`, only the judge's cases (`wanted`) count, and a case the
+    ranks' own checks pass must also satisfy the judge."""
     plan = job.records.plan or []
-    new: List[CaseOutcome] = []
+    if wanted is not None:
+        plan = [c for c in plan if c in set(wanted)]
+    claims: Dict[str, List[Dict]] = {}
     for r in job.records.results:
-        case = r["case"]
-        if case in plan and case not in done and case not in (o.case for o in new):
-            ok = r["status"] == "pass" and not r["failures"]
-            new.append(CaseOutcome(case, ok, float(r["seconds"]), [] if ok else list(r["failures"])))
+        claims.setdefault(r["case"], []).append(r)
+    new: List[CaseOutcome] = []
+    for case in [c for c in dict.fromkeys(r["case"] for r in job.records.results)]:
+        if case not in plan or case in done:
+            continue
+        mine = claims[case]
+        failures = [f for r in mine for f in r["failures"] if isinstance(f, dict)]
+        ok = all(r["status"] == "pass" for r in mine) and not failures
+        if ok and job.records.failures.get(case):  # a rank failed, yet the result says pass
+            failures, ok = list(job.records.failures[case]), False
+        if len(mine) > 1:
+            failures.append({"rank": None, "message": f"integrity: {len(mine)} results for this case, where the "
+                                                      "harness writes one (records written by code under test?)"})
+            ok = False
+        if expected is not None:
+            judged = judge.judge_case(case, job.records.values.get(case, {}), expected,
+                                      job.records.doubled.get(case, 0))
+            if judged and ok:
+                failures, ok = judged, False
+        new.append(CaseOutcome(case, ok, float(mine[-1]["seconds"]), [] if ok else failures))
     finished = {o.case for o in new} | set(done)
     missing = [c for c in plan if c not in finished]
     if missing:
@@ -333,8 +358,12 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome]) -> List[CaseOutcome]:
 def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = None,
               on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> Dict[str, CaseOutcome]:
     """Runs every case the filter selects, in as many jobs as it takes, and
-    returns case -> outcome."""
+    returns case -> outcome. With the judge's expected values, every case
+    of theirs that the filter selects has an outcome, reported or not."""
     tally = tally if tally is not None else JobTally()
+    wanted = None
+    if launch.expected is not None:
+        wanted = [c for c in launch.expected.cases if table.matches(gtest_filter, c)]
     outcomes: Dict[str, CaseOutcome] = {}
     pending = gtest_filter
     while pending and not (launch.cancel is not None and launch.cancel.is_set()):
@@ -342,11 +371,22 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
         if job.records.plan is None:
             tally.error = job.stopped or f"the test program did not start its cases (exit status {job.returncode})"
             break
-        for outcome in outcomes_of(job, outcomes):
+        for outcome in outcomes_of(job, outcomes, launch.expected, wanted):
             outcomes[outcome.case] = outcome
             if on_outcome:
                 on_outcome(outcome)
-        pending = ":".join(c for c in job.records.plan if c not in outcomes)
+        plan = job.records.plan if wanted is None else [c for c in job.records.plan if c in set(wanted)]
+        if wanted is not None:
+            tally.unjudged += [c for c in job.records.plan if c not in set(wanted) and c not in tally.unjudged][:20]
+        pending = ":".join(c for c in plan if c not in outcomes)
+    if wanted is not None and outcomes and not (launch.cancel is not None and launch.cancel.is_set()):
+        for case in wanted:
+            if case not in outcomes:
+                outcomes[case] = CaseOutcome(case, False, 0.0, [{"rank": None, "message": (
+                    "the test program never reported this case (its plan left it out: written by code under "
+                    "test?)")}])
+                if on_outcome:
+                    on_outcome(outcomes[case])
     return outcomes
 
 

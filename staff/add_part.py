@@ -130,7 +130,7 @@ def checks(kit: str) -> List[str]:
     stubs = make(kit, problems, "test-part13")
     expect(stubs, rf"^{KEY}: 0 / {POINTS} points", "make test-part13 (stubs)")
     expect(stubs, r"toy_sum is not implemented yet \(handout: Part 13\)", "make test-part13 (stubs)")
-    graded = make(kit, problems, "grade-reference")
+    graded = make(kit, problems, "hidden-data")  # the judge's values for the new cases, then grade-reference
     expect(graded, rf"^{KEY}\s+{POINTS} / {POINTS}\s+3/3\s+{TITLE}$", "the grader's report (2 public + 1 hidden case)")
     autolab = json.loads(graded.strip().splitlines()[-1]) if graded.strip() else {}
     if autolab.get("scores", {}).get(KEY) != POINTS or autolab.get("scoreboard") != [float(total)]:

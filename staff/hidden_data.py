@@ -1,45 +1,46 @@
-"""`make hidden-data` (staff): records the expected values of the hidden
-cases from the reference into grader/hidden/expected.txt. The values are
-compiled into the test binary, so `make hidden-data` then rebuilds and grades
-the reference, which must pass every hidden case against the new file.
+"""`make hidden-data` (staff): records what the reference's student functions
+return in every case, public and hidden, of every part the build has, into
+grader/hidden/expected.txt: the judge's values (kit/judge.py). The file never
+enters the test binary or the sandbox; the grader's judge reads it outside.
+Then it grades the reference against the new file, which must pass every case.
 
-Run it after changing grader/hidden/hidden_cases.cpp or the reference, and
+Run it after changing a case (tests/, grader/hidden/) or the reference, and
 commit the new expected.txt with the change.
+    python3 -m staff.hidden_data [BUILD_DIR]
 """
 import os
-import subprocess
 import sys
-import tempfile
 
+from kit import judge
 from kit import parts as table
-from kit.paths import KIT_DIR as KIT, KITRUN, build_dir, test_binary
+from kit.jobs import JobTally, Launch, run_cases
+from kit.paths import KIT_DIR as KIT, build_dir, test_binary
 
 EXPECTED = os.path.join(KIT, "grader", "hidden", "expected.txt")
 
 
+def record(binary: str) -> str:
+    """The file's text: the reference's values in every case its parts have."""
+    runs = [run for part in table.built_parts() for run in part.runs]
+    tally = JobTally(observed={})
+    launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs), capture=True)
+    outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally)
+    failed = [c for c, o in outcomes.items() if not o.passed]
+    if tally.error or failed or not outcomes:
+        raise SystemExit(f"hidden-data: the reference does not pass its own cases ({tally.error or failed[:5]}); "
+                         "nothing recorded")
+    return judge.dump(list(outcomes), tally.observed)
+
+
 def main() -> int:
     binary = test_binary(build_dir(sys.argv[1] if len(sys.argv) > 1 else None), "reference")
-    by_ranks = {}
-    for part in table.PARTS:
-        for run in part.runs:
-            if run.hidden:
-                by_ranks.setdefault(run.ranks, []).append(run.filter)
-    fd, raw = tempfile.mkstemp(prefix="kit-hidden-")
-    os.close(fd)
-    try:
-        for ranks, filters in sorted(by_ranks.items()):
-            cmd = [KITRUN, "-n", str(ranks), binary, "--gtest_filter=" + ":".join(filters), f"--record={raw}"]
-            if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
-                print(f"generate: recording failed: {' '.join(cmd)}")
-                return 1
-        with open(raw) as f:
-            lines = sorted(f.readlines())
-    finally:
-        os.unlink(raw)
-    out = EXPECTED
-    with open(out, "w") as f:
-        f.writelines(lines)
-    print(f"generate: {len(lines)} recorded values in {os.path.relpath(out, KIT)}")
+    text = record(binary)
+    with open(EXPECTED + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(EXPECTED + ".tmp", EXPECTED)
+    values = sum(1 for line in text.splitlines() if line.startswith("value "))
+    cases = sum(1 for line in text.splitlines() if line.startswith("case "))
+    print(f"hidden-data: {values} recorded values of {cases} cases in {os.path.relpath(EXPECTED, KIT)}")
     return 0
 
 

@@ -14,9 +14,9 @@
 #include "comm_runtime.h"
 #include "harness.h"
 #include "job.h"
+#include "observations.h"
 #include "reaper.h"
 #include "records.h"
-#include "results_seal.h"
 #include "trace.h"
 #include "watchdog.h"
 
@@ -63,13 +63,14 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
         if (info->should_run()) cases.push_back(std::string(info->test_suite_name()) + "." + info->name());
       }
     }
-    write_record(seal_record(records::plan(world_.size(), cases)));
+    write_record(records::plan(world_.size(), cases));
   }
 
   void OnTestStart(const ::testing::TestInfo& info) override {
     name_ = std::string(info.test_suite_name()) + "." + info.name();
     messages_.clear();
     case_begins(name_);
+    observations_begin(name_);
     const TableRun* run = run_of(name_);  // main checked that every selected case has one
     const double limit = timeout_override_ > 0 ? timeout_override_ : run->case_seconds * time_scale_;
     meeting_ = &groups_.at(run->ranks);
@@ -117,6 +118,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     watchdog_.disarm();
     case_world().reset();
     case_ends();
+    observations_end();
     if (job().rank != 0) return;
     const double seconds = dtrain::CommAccess::wall_time() - start_;
     std::vector<std::pair<int, std::string>> failures;
@@ -141,7 +143,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     }
     const bool ok = failures.empty();
     (ok ? tally_.passed : tally_.failed)++;
-    write_record(seal_record(records::result(name_, ok, seconds, failures)));
+    write_record(records::result(name_, ok, seconds, failures));
     std::printf("%s%s%s (%.0f ms)\n", shown.c_str(), ok ? "[       OK ] " : "[  FAILED  ] ", name_.c_str(),
                 seconds * 1000);
     std::fflush(stdout);

@@ -3,15 +3,13 @@
 // Run a part through make (`make test-part3`), or by hand:
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
 // Flags besides gtest's:
-//   --results=PATH          append the records of tests/records.h to PATH; the
-//                           part runner and the grader read them, trusting a plan
-//                           or a result only with a valid seal (results_seal.h)
+//   --results=PATH          append the records of tests/records.h to PATH: evidence
+//                           for the part runner and the grader's judge, which
+//                           decide each case outside this process
 //   --case-timeout=SECONDS  override every suite's per-case time limit
 //   --time-scale=F          multiply every per-case time limit by F (0 < F <= 1; kit.parts.time_scale)
 //   --trace-dir=DIR         write the Chrome trace of each failing case to
 //                           DIR/<case>.json (`make test-partN TRACE=1`)
-//   --record=PATH           staff only: write the values of recorded cases
-//                           (tests/recorded.h) to PATH instead of checking them
 //
 // A case of a run of n ranks in the parts table runs on ranks 0..n-1 of the job, so one job with enough ranks runs cases of every size; the
 // other ranks sleep meanwhile. After a case its ranks meet on a private
@@ -26,7 +24,8 @@
 // case_listener.cpp (the per-case protocol), watchdog.cpp (time limits and
 // the roll-call), abort_records.cpp (crashes and exits), reaper.cpp (a
 // case's stray processes), job.cpp (this process's rank and results file),
-// records.cpp and results_seal.cpp (the results file's records).
+// records.cpp (the results file's records), observations.cpp (what student
+// functions returned, for the judge).
 
 #include <fcntl.h>
 
@@ -46,7 +45,7 @@
 #include "job.h"
 #include "layer_profiler.h"
 #include "platform.h"
-#include "recorded.h"
+#include "observations.h"
 #include "trace.h"
 
 namespace {
@@ -54,7 +53,7 @@ namespace {
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] "
-                         "[--time-scale=F] [--trace-dir=DIR] [--record=PATH]\n",
+                         "[--time-scale=F] [--trace-dir=DIR]\n",
                  what.c_str());
   return 2;
 }
@@ -76,8 +75,6 @@ int main(int argc, char** argv) {
       results_path = arg.substr(10);
     } else if (arg.rfind("--trace-dir=", 0) == 0) {
       trace_dir = arg.substr(12);
-    } else if (arg.rfind("--record=", 0) == 0) {
-      kit::record_values_to(arg.substr(9));
     } else if (arg.rfind("--case-timeout=", 0) == 0) {
       char* end = nullptr;
       timeout_override = std::strtod(arg.c_str() + 15, &end);
@@ -133,6 +130,7 @@ int main(int argc, char** argv) {
   dtrain::keep_big_blocks_for_reuse();
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
+  if (job().results_fd >= 0) install_observation_sink();
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());

@@ -2,6 +2,7 @@
 // harness itself needs (roll-call answers).
 #include "records.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace records {
@@ -49,6 +50,21 @@ std::string result(const std::string& name, bool passed, double seconds,
 std::string rank_failure(const std::string& name, int rank, const std::string& message) {
   return "{\"event\":\"rank_failure\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) +
          ",\"message\":" + json_string(message) + "}";
+}
+
+std::string value(const std::string& name, int rank, const std::string& label, long rows, long cols, long stride,
+                  const std::vector<double>& values) {
+  std::string list;
+  char number[32];
+  for (double v : values) {
+    // JSON has no NaN or infinity: null, which matches no recorded value.
+    if (std::isfinite(v)) std::snprintf(number, sizeof number, "%.17g", v);
+    else std::snprintf(number, sizeof number, "null");
+    list += (list.empty() ? "" : ",") + std::string(number);
+  }
+  return "{\"event\":\"value\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) +
+         ",\"label\":" + json_string(label) + ",\"rows\":" + std::to_string(rows) + ",\"cols\":" +
+         std::to_string(cols) + ",\"stride\":" + std::to_string(stride) + ",\"values\":[" + list + "]}";
 }
 
 std::string rollcall_prefix(const std::string& name) {

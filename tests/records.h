@@ -4,11 +4,22 @@
 //
 // One JSON object per line. Each record is written with one write() to a file
 // opened with O_APPEND, so records of different ranks never share a line.
-// "event" names the kind:
+// Every record is evidence, never a verdict: the runner (kit/jobs.py) and,
+// when grading, the judge (kit/judge.py) decide each case outside this
+// process, so a record written by code under test can at most fail a case
+// or offer a wrong value. "event" names the kind:
 //
-//   plan          rank 0, sealed, once per job before the first case
+//   plan          rank 0, once per job before the first case
 //                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...]}
-//   result        rank 0, sealed, after every case all its ranks finished
+//   value         any rank: what a student function returned (framework/observe.h),
+//                 the first 2 calls of each label per case, numbered "label#n";
+//                 at most 256 elements, every stride-th of a larger result
+//                 {"event":"value","case":C,"rank":R,"label":L,"rows":N,"cols":M,
+//                  "stride":S,"values":[...]}
+//   result        rank 0, after every case all its ranks finished: the ranks'
+//                 own checks (closed forms); a case with a recorded value
+//                 passes only if the judge agrees, and a second result for
+//                 a case fails it
 //                 {"event":"result","case":C,"status":"pass"|"fail","seconds":S,
 //                  "failures":[{"rank":R,"message":M}, ...]}
 //   rank_failure  any rank, the moment one of its checks fails
@@ -22,8 +33,6 @@
 //                 case had run. No rank ends the job before all have answered.
 //                 {"event":"rollcall","case":C,"rank":R,"state":S,"seconds":T}
 //
-// Sealed records end with ,"mac":"<64 hex digits>"} (results_seal.h); only
-// they can make a case pass. The others can only fail one, so they need none.
 // tests/test_records.cpp writes one record of every kind, and
 // staff/tests/test_records.py reads them back with kit/records.py.
 #pragma once
@@ -40,6 +49,8 @@ std::string json_string(const std::string& text);
 std::string plan(int ranks, const std::vector<std::string>& cases);
 std::string result(const std::string& name, bool passed, double seconds,
                    const std::vector<std::pair<int, std::string>>& failures);  // (rank, message)
+std::string value(const std::string& name, int rank, const std::string& label, long rows, long cols, long stride,
+                  const std::vector<double>& values);
 std::string rank_failure(const std::string& name, int rank, const std::string& message);
 std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds);
 // What every rollcall record of case `name` starts with, up to its rank.

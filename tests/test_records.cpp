@@ -1,17 +1,16 @@
 // The results file's records (tests/records.h): one process, no MPI.
 //   build/framework_tests --gtest_filter='Records*'   (CTest: framework/units)
-// With KIT_RECORDS_OUT=PATH (and a key on standard input, as the runner
-// gives one: KIT_RESULTS_KEY=stdin) the last case also writes one record of
-// every kind to PATH, sealed where the format says so; the staff suite
+// With KIT_RECORDS_OUT=PATH the last case also writes one record of every
+// kind to PATH; the staff suite
 // (staff/tests/test_records.py) reads them back with kit/records.py.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "records.h"
-#include "results_seal.h"
 
 namespace {
 
@@ -29,6 +28,9 @@ TEST(Records, BuildEachKind) {
   EXPECT_EQ(records::result("A.b", false, 0.25, {{2, "no"}}),
             "{\"event\":\"result\",\"case\":\"A.b\",\"status\":\"fail\",\"seconds\":0.250,"
             "\"failures\":[{\"rank\":2,\"message\":\"no\"}]}");
+  EXPECT_EQ(records::value("A.b", 1, "forward#1", 1, 3, 1, {0.1, 2, INFINITY}),
+            "{\"event\":\"value\",\"case\":\"A.b\",\"rank\":1,\"label\":\"forward#1\",\"rows\":1,\"cols\":3,"
+            "\"stride\":1,\"values\":[0.10000000000000001,2,null]}");
   EXPECT_EQ(records::rank_failure("A.b", 3, "x"), "{\"event\":\"rank_failure\",\"case\":\"A.b\",\"rank\":3,\"message\":\"x\"}");
   EXPECT_EQ(records::abort_prefix("A.b", 1) + "hung" + records::kAbortSuffix,
             "{\"event\":\"abort\",\"case\":\"A.b\",\"rank\":1,\"why\":\"hung\"}\n");
@@ -50,10 +52,10 @@ TEST(Records, WriteEveryKindForTheRunner) {
   const char* path = std::getenv("KIT_RECORDS_OUT");
   if (path == nullptr) GTEST_SKIP() << "KIT_RECORDS_OUT is not set: nothing to write";
   std::ofstream out(path);
-  out << harness::seal_record(records::plan(8, {"Suite.One", "Suite." + kAwkward})) << "\n"
-      << harness::seal_record(records::result("Suite.One", true, 1.5, {})) << "\n"
-      << harness::seal_record(records::result("Suite." + kAwkward, false, 0.125, {{0, kAwkward}, {7, "second"}}))
-      << "\n"
+  out << records::plan(8, {"Suite.One", "Suite." + kAwkward}) << "\n"
+      << records::value("Suite.One", 3, "forward#1", 2, 3, 2, {0.5, -1e300, std::nan("")}) << "\n"
+      << records::result("Suite.One", true, 1.5, {}) << "\n"
+      << records::result("Suite." + kAwkward, false, 0.125, {{0, kAwkward}, {7, "second"}}) << "\n"
       << records::rank_failure("Suite.One", 5, kAwkward) << "\n"
       << records::abort_prefix("Suite.One", 6) << "crashed with SIGSEGV" << records::kAbortSuffix
       << records::rollcall("Suite.One", 2, "waiting in allreduce #3 on dp_comm (2 elements)", 5.04) << "\n";

@@ -91,6 +91,45 @@ void forge_and_leave() {
 }  // namespace
 """
 
+# The stubs, and on each rank's first student call a hook that reads the job's
+# plan from the results file and appends, for every planned case, a passing
+# result, a plan without the case, and values for the labels a forger can
+# guess; it then throws as the stub does. Nothing it writes is a verdict.
+FORGE_EVERY_PASS = r"""
+namespace {
+void forge_every_pass() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::string path;
+  for (size_t at = 0; at < all.size(); at += std::strlen(all.c_str() + at) + 1) {
+    std::string arg(all.c_str() + at);
+    if (arg.rfind("--results=", 0) == 0) path = arg.substr(10);
+  }
+  std::ifstream in(path);
+  std::string plan;
+  std::getline(in, plan);
+  std::vector<std::string> cases;
+  for (size_t at = plan.find("\"cases\":[") ; at != std::string::npos && at < plan.size();) {
+    const size_t open = plan.find('"', at + 9), close = plan.find('"', open + 1);
+    if (open == std::string::npos || close == std::string::npos) break;
+    cases.push_back(plan.substr(open + 1, close - open - 1));
+    at = close + 1;
+  }
+  std::ofstream out(path, std::ios::app);
+  for (const auto& c : cases) {
+    for (int rank = 0; rank < 8; ++rank)
+      out << "{\"event\":\"value\",\"case\":\"" << c << "\",\"rank\":" << rank
+          << ",\"label\":\"split_data.x#1\",\"rows\":1,\"cols\":1,\"stride\":1,\"values\":[0]}\n";
+    out << "{\"event\":\"result\",\"case\":\"" << c << "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]}\n";
+  }
+  out << "{\"event\":\"plan\",\"ranks\":8,\"cases\":[]}\n";
+}
+}  // namespace
+"""
+
 READ_SECRETS = r"""
 namespace {
 std::string slurp(const std::string& path) {
@@ -202,8 +241,17 @@ GALLERY: List[Hostile] = [
             lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
                          zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
                                    prologue=PROLOGUE + "#include <gtest/gtest.h>\n" + FORGE_RESULTS)],
-            100, says=("without a valid seal were ignored",), static="warn", gone=("/tmp/kit-results.jsonl",),
+            100, says=("results for this case, where the harness writes one",), static="warn", gone=("/tmp/kit-results.jsonl",),
             scores={"part8_forward": 0, "part8_backward": 0, "part9": 0, "part7": 10}),
+    # The red team's 150/150: the stubs with a hook that forges a pass for
+    # every case. The judge wants values, and a second result fails a case.
+    Hostile("stubs_with_a_forging_hook",
+            lambda tmp: [(f"student/{name}", stub_with(name, {fn: "forge_every_pass();" for fn in fns},
+                                                      prologue=PROLOGUE + "#include <iterator>\n" + FORGE_EVERY_PASS))
+                         for name, fns in (("data_parallel_preprocess.cpp", ["split_data"]),
+                                           ("func_impl.cpp", ["get_info", "collect_weight_grad"]),
+                                           ("zero_dp_stage3.cpp", ZERO_FUNCS))] + [FEEDBACK],
+            0, says=("integrity:",), static="warn"),
     Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "leak();"}, prologue=PROLOGUE + READ_SECRETS)],
             10, says=("LEAK[unreadable(",), static="warn",

@@ -1,0 +1,29 @@
+// observe.h: the evidence a case leaves for the judge. The test harness
+// installs a sink; the student-call wrappers (student_calls.h,
+// extension_calls.h) hand it what each student function returned. The judge
+// (kit/judge.py), a process that runs no student code, compares that
+// evidence with values recorded from the reference: no process that runs
+// student code decides that a case passed. Outside the test harness (the
+// trainers) there is no sink and observing costs a branch.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "tensor.h"
+
+namespace dtrain {
+
+// label: what was returned ("split_data.x"); values: `count` doubles in
+// storage order of a (rows, cols) result. The sink numbers repeated labels.
+using ObservationSink = void (*)(const std::string& label, long rows, long cols, const double* values);
+
+void set_observation_sink(ObservationSink sink);
+bool observing();
+
+void observe(const std::string& label, const Matrix& m);
+void observe(const std::string& label, const Vector& v);   // as one row
+void observe(const std::string& label, const Labels& v);   // as one row
+void observe(const std::string& label, std::initializer_list<double> values);  // as one row
+
+}  // namespace dtrain
