@@ -140,7 +140,7 @@ struct LoggedCall {
 };
 // While one lives, every collective this process makes is appended to it:
 // the tests check a call's traffic with it (ZeRO-3 moves exactly what stage
-// 3 needs). One at a time.
+// 3 needs). They nest: each open one gets every call.
 class CallLog {
  public:
   CallLog();

@@ -80,6 +80,7 @@ HeapWatch::~HeapWatch() {
 }
 
 bool HeapWatch::available() { return g_linked.load(); }
+bool HeapWatch::busy() { return g_open.load(); }
 
 HeapWatch::Kept HeapWatch::kept(const void* const* allowed, std::size_t n) const {
   Kept kept;

@@ -24,6 +24,8 @@ class HeapWatch {
 
   // Whether the program reports its allocations (the tracker is linked).
   static bool available();
+  // Whether a watch lives now (there is one at a time).
+  static bool busy();
 
   struct Kept {
     std::int64_t bytes = 0;  // still allocated, except the blocks allowed to stay

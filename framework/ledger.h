@@ -53,7 +53,7 @@ struct Ledger {
   std::map<int, Counts> per_comm;
   std::vector<LedgerEntry> kept;
   std::uint64_t recorded = 0;
-  std::vector<ledger::LoggedCall>* log = nullptr;  // the open CallLog's, if any
+  std::vector<std::vector<ledger::LoggedCall>*> logs;  // the open CallLogs' (a test's, and a rule check's inside it)
 };
 
 Ledger& the_ledger();

@@ -1,12 +1,22 @@
 // observe.cpp: see observe.h.
 #include "observe.h"
 
+#include <stdexcept>
 #include <vector>
 
 namespace dtrain {
 
 namespace {
 ObservationSink g_sink = nullptr;
+RuleSink g_rule_sink = nullptr;
+}
+
+void set_rule_sink(RuleSink sink) { g_rule_sink = sink; }
+bool under_test() { return g_rule_sink != nullptr; }
+
+void rule_broken(const std::string& what) {
+  if (g_rule_sink) return g_rule_sink(what);
+  throw std::runtime_error(what);
 }
 
 void set_observation_sink(ObservationSink sink) { g_sink = sink; }

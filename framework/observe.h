@@ -26,4 +26,12 @@ void observe(const std::string& label, const Vector& v);   // as one row
 void observe(const std::string& label, const Labels& v);   // as one row
 void observe(const std::string& label, std::initializer_list<double> values);  // as one row
 
+// A rule the kit checks on every call (zero_rules.h) was broken: the test
+// harness's sink fails the running case with `what`; without one (a trainer)
+// it throws std::runtime_error(what).
+using RuleSink = void (*)(const std::string& what);
+void set_rule_sink(RuleSink sink);
+void rule_broken(const std::string& what);
+bool under_test();  // a rule sink is installed
+
 }  // namespace dtrain

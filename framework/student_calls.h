@@ -15,6 +15,7 @@
 #include "func_impl.h"
 #include "observe.h"
 #include "zero_dp_stage3.h"
+#include "zero_rules.h"
 
 namespace dtrain::student {
 
@@ -94,14 +95,18 @@ inline std::pair<Vector, int> partition_flat_tensor(const Matrix& tensor, int sh
 
 inline Matrix forward(ZeroDPStage3FCLayer& layer, const Matrix& x) {
   StudentScope scope("ZeroDPStage3FCLayer::forward", &layer.comm, "comm", {shape("x", x)});
+  ZeroCallRules rules(layer, true);
   Matrix out = layer.forward(x);
+  rules.returned(out);
   observe("forward", out);
   return out;
 }
 
 inline Matrix backward(ZeroDPStage3FCLayer& layer, const Matrix& output_grad) {
   StudentScope scope("ZeroDPStage3FCLayer::backward", &layer.comm, "comm", {shape("output_grad", output_grad)});
+  ZeroCallRules rules(layer, false);
   Matrix grad_x = layer.backward(output_grad);
+  rules.returned(grad_x);
   observe("backward.grad_x", grad_x);
   observe("backward.grad_w_shard", layer.grad_w_shard);
   observe("backward.grad_b_shard", layer.grad_b_shard);

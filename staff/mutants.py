@@ -99,7 +99,8 @@ MUTANTS: List[Mutant] = [
            "  if (comm.rank() != 3) comm.reduce_scatter(grad_b.flat, grad_b_shard, Op::Sum);",
            ("part8_backward", "part9"),
            says=(r"ranks 0,1,2: +waiting in reduce_scatter #\d+ on comm \(\d+ elements?\) in ZeroDPStage3FCLayer::backward",
-                 r"rank 3: +finished the case after \d+ collectives on comm"), hangs=True),
+                 r"rank 3: +failed \(backward: no reduce-scatter of \d+ elements? \(the bias gradient\), which "
+                 r"ZeRO-3's backward makes\)"), hangs=True),
     # Wrong answers, at least one per part.
     Mutant("data split by rank instead of by data-parallel group", "data_parallel_preprocess.cpp",
            "const Eigen::Index first = (rank / mp_size) * rows;",
@@ -118,7 +119,7 @@ MUTANTS: List[Mutant] = [
     Mutant("full weight cached in a static between calls", "zero_dp_stage3.cpp",
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
            "  static Vector w;\n  w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
-           ("part8_forward",), zero=("part8_forward",),
+           ("part8_forward", "part9"), zero=("part8_forward",),
            says=(r"forward\(\) call 1 kept \d+ bytes in 1 block that it allocated and did not free",)),
     Mutant("full weight kept in the w_shard member between calls", "zero_dp_stage3.cpp",
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
@@ -129,13 +130,13 @@ MUTANTS: List[Mutant] = [
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector b = gather_flat(comm, b_shard);",
            "  static std::shared_ptr<Vector> held;\n  held = std::make_shared<Vector>(gather_flat(comm, w_shard));\n"
            "  const Vector& w = *held;\n  const Vector b = gather_flat(comm, b_shard);",
-           ("part8_forward",), zero=("part8_forward",),
+           ("part8_forward", "part9"), zero=("part8_forward",),
            says=(r"forward\(\) call 1 kept \d+ bytes in \d+ blocks? that it allocated and did not free",)),
     Mutant("backward all-gathers the bias too", "zero_dp_stage3.cpp",
            "  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x;",
            "  const Vector w = gather_flat(comm, w_shard);\n  const Vector unused_b = gather_flat(comm, b_shard);\n"
            "  Matrix grad_x;",
-           ("part8_backward",),
+           ("part8_backward", "part9"),
            says=(r"backward: all-gather of 2 elements on comm that ZeRO-3's backward doesn't need "
                  r"\(the bias isn't used to compute gradients\)",)),
     # Correct ways to write the ZeRO layer that the memory rule and the

@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   dtrain::keep_big_blocks_for_reuse();
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
-  if (job().results_fd >= 0) install_observation_sink();
+  install_sinks(job().results_fd >= 0);
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());

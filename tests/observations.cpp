@@ -1,12 +1,15 @@
 // observations.cpp: see observations.h.
 #include "observations.h"
 
+#include <gtest/gtest.h>
+
 #include <map>
 #include <vector>
 
 #include "job.h"
 #include "observe.h"
 #include "records.h"
+#include "zero_rules.h"
 
 namespace harness {
 
@@ -19,6 +22,8 @@ constexpr long kMaxElements = 256;
 
 std::string g_case;  // empty between cases: nothing is recorded there
 std::map<std::string, int> g_seen;
+constexpr int kRuleMessagesPerCase = 2;
+int g_rules_broken = 0;
 
 void sink(const std::string& label, long rows, long cols, const double* values) {
   if (g_case.empty()) return;
@@ -34,11 +39,25 @@ void sink(const std::string& label, long rows, long cols, const double* values) 
 
 }  // namespace
 
-void install_observation_sink() { dtrain::set_observation_sink(sink); }
+void install_sinks(bool with_values) {
+  if (with_values) dtrain::set_observation_sink(sink);
+  // A broken ZeRO rule fails the running case, said once per case however
+  // many calls break it (a training case makes thousands).
+  dtrain::set_rule_sink([](const std::string& what) {
+    if (++g_rules_broken > kRuleMessagesPerCase) return;
+    std::string text = what;
+    if (g_rules_broken == kRuleMessagesPerCase) text += "\n(later calls of this case that break a ZeRO rule are not listed)";
+    // No file and line: the rule is the kit's, not a line of the test.
+    ::testing::internal::AssertHelper(::testing::TestPartResult::kNonFatalFailure, nullptr, -1, text.c_str()) =
+        ::testing::Message();
+  });
+}
 
 void observations_begin(const std::string& case_name) {
   g_case = case_name;
   g_seen.clear();
+  g_rules_broken = 0;
+  dtrain::restart_call_numbers();
 }
 
 void observations_end() { g_case.clear(); }

@@ -7,7 +7,9 @@
 
 namespace harness {
 
-void install_observation_sink();
+// with_values: a results file takes them (the runner's jobs); a run by hand
+// checks the rules all the same.
+void install_sinks(bool with_values);
 // Numbering starts again for each case: "forward#1" is a case's first forward.
 void observations_begin(const std::string& case_name);
 void observations_end();

@@ -24,63 +24,6 @@ dtrain::ZeroDPStage3FCLayer layer_from_full(Communicator& comm, const Matrix& fu
                                      expected_shard(full_b, comm.rank(), comm.size()));
 }
 
-namespace {
-
-struct Needed {
-  const char* kind;
-  long count;
-  const char* what;
-};
-
-std::string in_words(const std::string& kind) {
-  return kind == "allgather" ? "all-gather" : kind == "reduce_scatter" ? "reduce-scatter" : kind;
-}
-
-std::string elements(long n) { return std::to_string(n) + (n == 1 ? " element" : " elements"); }
-
-}  // namespace
-
-::testing::AssertionResult moves_stage3_traffic(const char* pass, const dtrain::ZeroDPStage3FCLayer& layer,
-                                                const std::vector<dtrain::ledger::LoggedCall>& calls,
-                                                std::uint64_t bytes_moved) {
-  const bool forward = std::string(pass) == "forward";
-  const long w = layer.w_shard_size, b = layer.b_shard_size;
-  std::vector<Needed> needed =
-      forward ? std::vector<Needed>{{"allgather", w, "the weight's shards"}, {"allgather", b, "the bias's shards"}}
-              : std::vector<Needed>{{"allgather", w, "the weight's shards, for grad_x"},
-                                    {"reduce_scatter", w, "the weight gradient"},
-                                    {"reduce_scatter", b, "the bias gradient"}};
-  std::vector<std::string> problems;
-  for (const auto& call : calls) {
-    const auto match = std::find_if(needed.begin(), needed.end(),
-                                    [&](const Needed& n) { return call.kind == n.kind && call.count == n.count; });
-    if (match != needed.end()) {
-      needed.erase(match);
-      continue;
-    }
-    std::string why = std::string(pass) + ": " + in_words(call.kind) + " of " + elements(call.count) + " on " +
-                      call.comm + " that ZeRO-3's " + pass + " doesn't need";
-    if (!forward && call.kind == "allgather" && call.count == b)
-      why += " (the bias isn't used to compute gradients)";
-    else if (call.kind == "allreduce")
-      why += " (an allreduce leaves every rank the whole tensor: ZeRO-3 reduce-scatters gradients)";
-    problems.push_back(why);
-  }
-  for (const Needed& n : needed)
-    problems.push_back(std::string(pass) + ": no " + in_words(n.kind) + " of " + elements(n.count) + " (" + n.what +
-                       "), which ZeRO-3's " + pass + " makes");
-  // comm.h's formula: an all-gather or reduce-scatter of shards of s elements moves (P-1)*s*8 bytes per rank.
-  const std::uint64_t per_shard = static_cast<std::uint64_t>(layer.dp_size - 1) * sizeof(double);
-  const std::uint64_t expected = per_shard * static_cast<std::uint64_t>(forward ? w + b : 2 * w + b);
-  if (problems.empty() && bytes_moved != expected)
-    problems.push_back(std::string(pass) + " moved " + std::to_string(bytes_moved) + " bytes; ZeRO-3's moves " +
-                       std::to_string(expected));
-  if (problems.empty()) return ::testing::AssertionSuccess();
-  ::testing::AssertionResult failure = ::testing::AssertionFailure();
-  for (size_t i = 0; i < problems.size(); ++i) failure << (i ? "\n" : "") << problems[i];
-  return failure;
-}
-
 double zero_training_accuracy(long train_rows, long test_rows, int global_batch) {
   const dtrain::Dataset data = dtrain::load_dataset("", train_rows, test_rows);
   if (data.train.x.rows() != train_rows || data.test.x.rows() != test_rows)

@@ -27,23 +27,12 @@ dtrain::ZeroDPStage3FCLayer layer_from_full(Communicator& comm, const Matrix& fu
 // student's parts 8 (forward/backward) and 9 (Adam) take part. Collective.
 double zero_training_accuracy(long train_rows, long test_rows, int global_batch);
 
-// Checks one forward or backward call's collectives (logged by a
-// dtrain::ledger::CallLog around it) against what ZeRO-3 needs, in any order:
-//   forward:  all-gather of the weight's shards, all-gather of the bias's
-//   backward: all-gather of the weight's shards (for grad_x), reduce-scatter
-//             of the weight gradient, reduce-scatter of the bias gradient
-// and the bytes the layer's communicator counted against comm.h's formula.
-// A call more or fewer fails, named: "backward: all-gather of 12 elements
-// that ZeRO-3's backward doesn't need (...)".
-::testing::AssertionResult moves_stage3_traffic(const char* pass, const dtrain::ZeroDPStage3FCLayer& layer,
-                                                const std::vector<dtrain::ledger::LoggedCall>& calls,
-                                                std::uint64_t bytes_moved);
-
 // The heap blocks a call may leave allocated: its result's, the saved input's,
 // the shards' (their data()); null entries are ignored.
 using AllowedBlocks = std::array<const void*, 8>;
 
-// Checks the ZeRO memory rule around `call`: of the heap blocks the call
+// Checks the ZeRO memory rule around `call` (the student-call wrappers check
+// every forward and backward themselves: framework/zero_rules.h): of the heap blocks the call
 // allocates itself (MPI's and the kit's bookkeeping inside a collective are
 // not the call's), none may still be allocated when it has returned, except
 // the blocks `allowed()` names then. Fails with the bytes kept against the
@@ -55,21 +44,11 @@ template <typename Call, typename Allowed>
 
 }  // namespace kit
 
-// Fails the case with keeps_no_full_weight's message alone.
-#define EXPECT_KEEPS_NO_FULL_WEIGHT(what, full_weight_bytes, call, allowed)                                      \
-  do {                                                                                                        \
-    const ::testing::AssertionResult kit_memory_rule = ::kit::keeps_no_full_weight(what, full_weight_bytes,   \
-                                                                                    call, allowed);            \
-    if (!kit_memory_rule) ADD_FAILURE() << kit_memory_rule.message();                                         \
-  } while (0)
-
 // ---- implementation of the template ----
 #include "heap_watch.h"
+#include "zero_rules.h"
 
 namespace kit {
-
-// Blocks below this are bookkeeping, not a weight (the layers' are megabytes).
-constexpr std::int64_t kHeapSlack = 64 * 1024;
 
 template <typename Call, typename Allowed>
 ::testing::AssertionResult keeps_no_full_weight(const char* what, std::int64_t full_weight_bytes, Call&& call,
@@ -80,15 +59,10 @@ template <typename Call, typename Allowed>
   dtrain::HeapWatch watch;
   call();
   const AllowedBlocks may_stay = allowed();
-  const dtrain::HeapWatch::Kept kept = watch.kept(may_stay.data(), may_stay.size());
-  if (kept.bytes <= kHeapSlack && kept.complete) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << " kept " << kept.bytes << " bytes in " << kept.blocks << " block" << (kept.blocks == 1 ? "" : "s")
-         << " that it allocated and did not free, against a full weight of " << full_weight_bytes
-         << " bytes. Under ZeRO-3 the full W "
-         << "and b may exist only inside forward/backward: not in a member, a static, a global or a leaked allocation "
-         << "(handout: ZeRO background, the memory rule)."
-         << (kept.complete ? "" : " (More blocks were allocated at once than the check can follow.)");
+  const std::string problem = dtrain::memory_rule_problem(what, watch.kept(may_stay.data(), may_stay.size()),
+                                                          full_weight_bytes);
+  if (problem.empty()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << problem;
 }
 
 }  // namespace kit

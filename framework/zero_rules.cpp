@@ -1,0 +1,106 @@
+// zero_rules.cpp: see zero_rules.h.
+#include "zero_rules.h"
+
+#include <algorithm>
+#include <array>
+
+#include "observe.h"
+
+namespace dtrain {
+
+namespace {
+
+struct Needed {
+  const char* kind;
+  long count;
+  const char* what;
+};
+
+std::string in_words(const std::string& kind) {
+  return kind == "allgather" ? "all-gather" : kind == "reduce_scatter" ? "reduce-scatter" : kind;
+}
+
+std::string elements(long n) { return std::to_string(n) + (n == 1 ? " element" : " elements"); }
+
+int g_forward_calls = 0, g_backward_calls = 0;
+
+}  // namespace
+
+std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage3FCLayer& layer,
+                                                 const std::vector<ledger::LoggedCall>& calls,
+                                                 std::uint64_t bytes_moved) {
+  const std::string pass = forward ? "forward" : "backward";
+  const long w = layer.w_shard_size, b = layer.b_shard_size;
+  std::vector<Needed> needed =
+      forward ? std::vector<Needed>{{"allgather", w, "the weight's shards"}, {"allgather", b, "the bias's shards"}}
+              : std::vector<Needed>{{"allgather", w, "the weight's shards, for grad_x"},
+                                    {"reduce_scatter", w, "the weight gradient"},
+                                    {"reduce_scatter", b, "the bias gradient"}};
+  std::vector<std::string> problems;
+  for (const auto& call : calls) {
+    const auto match = std::find_if(needed.begin(), needed.end(),
+                                    [&](const Needed& n) { return call.kind == n.kind && call.count == n.count; });
+    if (match != needed.end()) {
+      needed.erase(match);
+      continue;
+    }
+    std::string why = pass + ": " + in_words(call.kind) + " of " + elements(call.count) + " on " + call.comm +
+                      " that ZeRO-3's " + pass + " doesn't need";
+    if (!forward && call.kind == "allgather" && call.count == b)
+      why += " (the bias isn't used to compute gradients)";
+    else if (call.kind == "allreduce")
+      why += " (an allreduce leaves every rank the whole tensor: ZeRO-3 reduce-scatters gradients)";
+    problems.push_back(why);
+  }
+  for (const Needed& n : needed)
+    problems.push_back(pass + ": no " + in_words(n.kind) + " of " + elements(n.count) + " (" + n.what +
+                       "), which ZeRO-3's " + pass + " makes");
+  // comm.h's formula: an all-gather or reduce-scatter of shards of s elements moves (P-1)*s*8 bytes per rank.
+  const std::uint64_t per_shard = static_cast<std::uint64_t>(layer.dp_size - 1) * sizeof(double);
+  const std::uint64_t expected = per_shard * static_cast<std::uint64_t>(forward ? w + b : 2 * w + b);
+  if (problems.empty() && bytes_moved != expected)
+    problems.push_back(pass + " moved " + std::to_string(bytes_moved) + " bytes; ZeRO-3's moves " +
+                       std::to_string(expected));
+  return problems;
+}
+
+std::string memory_rule_problem(const std::string& what, const HeapWatch::Kept& kept, std::int64_t full_weight_bytes) {
+  if (kept.bytes <= kHeapSlack && kept.complete) return "";
+  return what + " kept " + std::to_string(kept.bytes) + " bytes in " + std::to_string(kept.blocks) + " block" +
+         (kept.blocks == 1 ? "" : "s") + " that it allocated and did not free, against a full weight of " +
+         std::to_string(full_weight_bytes) +
+         " bytes. Under ZeRO-3 the full W and b may exist only inside forward/backward: not in a member, a static, "
+         "a global or a leaked allocation (handout: ZeRO background, the memory rule)." +
+         (kept.complete ? "" : " (More blocks were allocated at once than the check can follow.)");
+}
+
+void restart_call_numbers() { g_forward_calls = g_backward_calls = 0; }
+
+ZeroCallRules::ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward)
+    : layer_(layer), forward_(forward), number_(forward ? ++g_forward_calls : ++g_backward_calls),
+      bytes_before_(layer.comm.bytes_transferred()) {
+  if (under_test() && HeapWatch::available() && !HeapWatch::busy()) watch_ = std::make_unique<HeapWatch>();
+}
+
+ZeroCallRules::~ZeroCallRules() = default;
+
+void ZeroCallRules::returned(const Matrix& result) {
+  std::vector<std::string> problems;
+  if (watch_) {
+    const std::array<const void*, 6> may_stay = {result.data(), layer_.x.data(), layer_.w_shard.data(),
+                                                 layer_.b_shard.data(), layer_.grad_w_shard.data(),
+                                                 layer_.grad_b_shard.data()};
+    const HeapWatch::Kept kept = watch_->kept(may_stay.data(), may_stay.size());
+    watch_.reset();
+    const std::string what = std::string(forward_ ? "forward" : "backward") + "() call " + std::to_string(number_);
+    const std::string memory = memory_rule_problem(what, kept, std::int64_t(layer_.in_dim) * layer_.out_dim * 8);
+    if (!memory.empty()) problems.push_back(memory);
+  }
+  for (auto& p : stage3_traffic_problems(forward_, layer_, log_.take(), layer_.comm.bytes_transferred() - bytes_before_))
+    problems.push_back(std::move(p));
+  std::string text;
+  for (const auto& p : problems) text += (text.empty() ? "" : "\n") + p;
+  if (!text.empty()) rule_broken(text);
+}
+
+}  // namespace dtrain
