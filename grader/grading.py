@@ -264,7 +264,11 @@ def compile_files(g: Grading) -> bool:
         else:
             state = "does not compile"
         g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
-    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.run_dir,
+    # The results files live where the sandbox user may write them but not
+    # replace them (by a FIFO, a link, another file): root owns the directory.
+    results_dir = os.path.join(g.scratch, "results")
+    os.makedirs(results_dir, mode=0o711, exist_ok=True)
+    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values())
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]

@@ -208,7 +208,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
     fd, results = tempfile.mkstemp(prefix="kit-results-", suffix=".jsonl", dir=launch.results_dir)
     os.close(fd)
     if launch.results_dir:
-        os.chmod(results, 0o666)  # the sandbox user's job writes it
+        os.chmod(results, 0o666)  # the sandbox user's job writes it, and its watchdog reads the roll-call back
     try:
         started = time.monotonic()
         proc = _start(launch, gtest_filter, results)

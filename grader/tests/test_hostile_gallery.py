@@ -130,6 +130,31 @@ void forge_every_pass() {
 }  // namespace
 """
 
+# Finds the results file in our command line, then attacks the reader: a line
+# of 100,000 '[' (a recursion error in a naive JSON reader), and the file
+# swapped for a FIFO, which would block a reader's open() for ever.
+RESULTS_PATH = r"""
+namespace {
+std::string results_path() {
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  for (size_t at = 0; at < all.size(); at += std::strlen(all.c_str() + at) + 1) {
+    std::string arg(all.c_str() + at);
+    if (arg.rfind("--results=", 0) == 0) return arg.substr(10);
+  }
+  return "";
+}
+void break_the_reader() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  const std::string path = results_path();
+  std::ofstream(path, std::ios::app) << std::string(100000, '[') << "\n";
+  if (std::remove(path.c_str()) == 0) mkfifo(path.c_str(), 0666);
+}
+}  // namespace
+"""
+
 READ_SECRETS = r"""
 namespace {
 std::string slurp(const std::string& path) {
@@ -252,6 +277,30 @@ GALLERY: List[Hostile] = [
                                            ("func_impl.cpp", ["get_info", "collect_weight_grad"]),
                                            ("zero_dp_stage3.cpp", ZERO_FUNCS))] + [FEEDBACK],
             0, says=("integrity:",), static="warn"),
+    # The reader's input is hostile: a line built to overflow a JSON parser is
+    # counted, and the results file can't be swapped for a FIFO (root owns its
+    # directory), so the reference's parts keep every point.
+    Hostile("results_file_attacked_with_deep_json_and_a_fifo",
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+                ("student/zero_dp_stage3.cpp",
+                 b"#include <sys/stat.h>\n#include <iterator>\n" + PROLOGUE.encode() + RESULTS_PATH.encode() +
+                 source("reference", "zero_dp_stage3.cpp").replace(
+                     b"  if (num_shards < 1) throw", b"  break_the_reader();\n  if (num_shards < 1) throw"))],
+            150, says=("line(s) of the results file were no record",), static="warn",
+            never=("grader error",)),
+    # ZeRO-3's backward that reuses the weight forward gathered, except on a
+    # fresh communicator: the traffic rule is checked on every call.
+    Hostile("backward_skips_its_all_gather_on_a_used_communicator",
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+                ("student/zero_dp_stage3.cpp", source("reference", "zero_dp_stage3.cpp").replace(
+                    b"  const Vector w = gather_flat(comm, w_shard);\n  Matrix grad_x;",
+                    b"  static std::map<const void*, int> seen;\n"
+                    b"  const bool fresh = seen[&comm]++ == 0;\n"
+                    b"  static Vector last;\n"
+                    b"  if (fresh || last.size() != w_shard.size() * comm.size()) last = gather_flat(comm, w_shard);\n"
+                    b"  const Vector& w = last;\n  Matrix grad_x;").replace(
+                    b"#include \"zero_dp_stage3.h\"", b"#include \"zero_dp_stage3.h\"\n#include <map>"))],
+            127.5, says=("backward: no all-gather of",), scores={"part8_backward": 0, "part9": 7.5}),
     Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "leak();"}, prologue=PROLOGUE + READ_SECRETS)],
             10, says=("LEAK[unreadable(",), static="warn",
