@@ -131,6 +131,14 @@ void begin_case();
 // case: "waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad",
 // or what it did: "after 2 collectives on dp_comm". Safe from another thread.
 std::string state();
+// The point-to-point call this rank waits in, as data for the roll-call's
+// record (the runner finds cycles in it): the other ends by their rank in
+// MPI's world, -1 where the call has no such end. False if it waits in none.
+struct PointToPointWait {
+  std::string op;  // "send", "recv", "sendrecv"
+  int to = -1, send_tag = -1, from = -1, recv_tag = -1;
+};
+bool point_to_point_wait(PointToPointWait& out);
 // A collective as a CallLog keeps it.
 struct LoggedCall {
   std::string kind;  // as LedgerEntry::kind

@@ -13,8 +13,8 @@ using comm_detail::the_ledger;
 namespace {
 
 // "send to rank 1 (tag 0)": the other end by its rank in MPI's world, as the
-// roll-call names ranks (kit/jobs.py reads it to find a cycle), and by its
-// rank on the call's communicator where that differs.
+// roll-call names ranks, and by its rank on the call's communicator where
+// that differs. For people: the runner reads point_to_point_wait's data.
 std::string peer_text(const comm_detail::Ledger& l, const char* direction, int rank, int tag) {
   const int world = comm_detail::world_rank(l, rank);
   std::string s = std::string(direction) + " rank " + std::to_string(world);
@@ -47,6 +47,16 @@ std::string counts_text(const comm_detail::Ledger::Counts& c, bool first) {
 }
 
 }  // namespace
+
+bool point_to_point_wait(PointToPointWait& out) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (!l.active || !comm_detail::is_point_to_point(l.op)) return false;
+  out.op = comm_detail::kOpNames[l.op];
+  if (l.peers.dest >= 0) out.to = comm_detail::world_rank(l, l.peers.dest), out.send_tag = l.peers.send_tag;
+  if (l.peers.source >= 0) out.from = comm_detail::world_rank(l, l.peers.source), out.recv_tag = l.peers.recv_tag;
+  return true;
+}
 
 std::string state() {
   Ledger& l = the_ledger();

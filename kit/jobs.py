@@ -13,7 +13,6 @@ case, the list of cases is the judge's own, and a case the ranks never
 reported fails.
 """
 import os
-import re
 import subprocess
 import tempfile
 import threading
@@ -258,45 +257,43 @@ def roll_call(case: str, answers: Dict[int, Dict]) -> str:
     seconds = max(a["seconds"] for a in answers.values())
     lines = [f"the case did not finish; what each rank was doing after {seconds:.1f} s:"]
     lines += [f"  {(rank_label(r) + ':').ljust(width)} {state}" for state, r in states.items()]
-    cycle = waiting_cycle({rank: a["state"] for rank, a in answers.items()})
+    cycle = waiting_cycle({rank: a.get("wait") for rank, a in answers.items()})
     if cycle:
         lines.append(cycle)
     return "\n".join(lines)
 
 
-# A rank waiting in a point-to-point call, as the ledger says it (ledger_state.cpp):
-# "waiting in sendrecv to rank 1 (tag 0) and from rank 3 (tag 2) on world (8 elements) in f".
-_P2P_WAIT = re.compile(r"^waiting in (send|recv|sendrecv) ")
-_P2P_END = re.compile(r"(to|from) rank (\d+)(?: \(its rank \d+ on [^)]*\))? \(tag (\d+)\)")
-
-
-def waiting_cycle(states: Dict[int, str]) -> Optional[str]:
+def waiting_cycle(waits: Dict[int, Optional[Dict]]) -> Optional[str]:
     """The line that names a cycle of ranks each waiting for the next in a
     point-to-point call ("ranks 0 -> 1 -> 0: a cycle of sends, ..."), or
-    None. A rank waits for a waiting peer that does not take part in its
-    message: a send's dest that is not receiving from it with that tag, a
-    recv's source that is not sending to it with that tag. If they all wait
-    on one another so, none ever returns."""
-    kinds: Dict[int, str] = {}
-    ends: Dict[int, Dict[str, set]] = {}
-    for rank, state in states.items():
-        m = _P2P_WAIT.match(state)
-        if m:
-            kinds[rank] = m.group(1)
-            ends[rank] = {"to": set(), "from": set()}
-            for direction, peer, tag in _P2P_END.findall(state):
-                ends[rank][direction].add((int(peer), int(tag)))
-    waits: Dict[int, List[int]] = {}
-    for rank in ends:
-        waits[rank] = [p for p, t in sorted(ends[rank]["to"]) if p in ends and (rank, t) not in ends[p]["from"]]
-        waits[rank] += [p for p, t in sorted(ends[rank]["from"]) if p in ends and (rank, t) not in ends[p]["to"]]
-    for start in sorted(waits):
+    None. `waits`: each rank's wait as its roll-call record gives it (op,
+    to, send_tag, from, recv_tag; None: no point-to-point wait). A rank waits
+    for a waiting peer that does not take part in its message: a send's dest
+    that is not receiving from it with that tag, a recv's source that is not
+    sending to it with that tag. If they all wait on one another so, none
+    ever returns."""
+    ends = {rank: w for rank, w in waits.items() if w}
+
+    def receives(peer: int, source: int, tag: int) -> bool:
+        return ends[peer]["from"] == source and ends[peer]["recv_tag"] == tag
+
+    def sends(peer: int, dest: int, tag: int) -> bool:
+        return ends[peer]["to"] == dest and ends[peer]["send_tag"] == tag
+
+    blocked_on: Dict[int, List[int]] = {}
+    for rank, w in ends.items():
+        blocked_on[rank] = []
+        if w["to"] >= 0 and w["to"] in ends and not receives(w["to"], rank, w["send_tag"]):
+            blocked_on[rank].append(w["to"])
+        if w["from"] >= 0 and w["from"] in ends and not sends(w["from"], rank, w["recv_tag"]):
+            blocked_on[rank].append(w["from"])
+    for start in sorted(blocked_on):
         path, at = [start], start
-        while waits.get(at):
-            nxt = waits[at][0]
+        while blocked_on.get(at):
+            nxt = blocked_on[at][0]
             if nxt in path:
                 loop = path[path.index(nxt):] + [nxt]
-                named = {kinds[r] for r in loop}
+                named = {ends[r]["op"] for r in loop}
                 what = {"send": "a cycle of sends", "recv": "a cycle of receives"}.get(
                     named.pop() if len(named) == 1 else "", "a cycle of point-to-point calls")
                 return (f"  ranks {' -> '.join(map(str, loop))}: {what}, each waiting for the next, "

@@ -79,6 +79,16 @@ def _well_formed(record) -> bool:
     return True
 
 
+def _wait(wait) -> Optional[Dict]:
+    """A roll-call's point-to-point wait (records.h), or None."""
+    if not isinstance(wait, dict) or wait.get("op") not in ("send", "recv", "sendrecv"):
+        return None
+    ends = ("to", "send_tag", "from", "recv_tag")
+    if not all(isinstance(wait.get(k), int) and not isinstance(wait.get(k), bool) for k in ends):
+        return None
+    return {"op": wait["op"], **{k: wait[k] for k in ends}}
+
+
 def parse(lines) -> Records:
     out = Records()
     for line in lines:
@@ -107,7 +117,7 @@ def parse(lines) -> Records:
                                  [None if v is None else float(v) for v in record["values"]])
         elif kind == ROLLCALL:
             out.rollcalls.setdefault(case, {})[record["rank"]] = {
-                "state": record["state"], "seconds": float(record["seconds"])}
+                "state": record["state"], "seconds": float(record["seconds"]), "wait": _wait(record.get("wait"))}
         else:
             text = record["message"] if kind == RANK_FAILURE else record["why"]
             out.failures.setdefault(case, []).append({"rank": record["rank"], "message": text})

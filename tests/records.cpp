@@ -71,11 +71,17 @@ std::string rollcall_prefix(const std::string& name) {
   return "{\"event\":\"rollcall\",\"case\":" + json_string(name) + ",\"rank\":";
 }
 
-std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds) {
+std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag) {
+  return "{\"op\":" + json_string(op) + ",\"to\":" + std::to_string(to) + ",\"send_tag\":" + std::to_string(send_tag) +
+         ",\"from\":" + std::to_string(from) + ",\"recv_tag\":" + std::to_string(recv_tag) + "}";
+}
+
+std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
+                     const std::string& wait_json) {
   char timing[32];
   std::snprintf(timing, sizeof timing, "%.1f", seconds);
   return rollcall_prefix(name) + std::to_string(rank) + ",\"state\":" + json_string(state) + ",\"seconds\":" + timing +
-         "}";
+         (wait_json.empty() ? "" : ",\"wait\":" + wait_json) + "}";
 }
 
 std::string abort_prefix(const std::string& name, int rank) {

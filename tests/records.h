@@ -32,6 +32,9 @@
 //                 rank was doing, from its collective ledger, and how long the
 //                 case had run. No rank ends the job before all have answered.
 //                 {"event":"rollcall","case":C,"rank":R,"state":S,"seconds":T}
+//                 S is for people; a rank waiting in a point-to-point call
+//                 also says so as data, which the runner reads for cycles:
+//                 ...,"wait":{"op":"send","to":1,"send_tag":0,"from":-1,"recv_tag":-1}}
 //
 // tests/test_records.cpp writes one record of every kind, and
 // staff/tests/test_records.py reads them back with kit/records.py.
@@ -52,7 +55,10 @@ std::string result(const std::string& name, bool passed, double seconds,
 std::string value(const std::string& name, int rank, const std::string& label, long rows, long cols, long stride,
                   const std::vector<double>& values);
 std::string rank_failure(const std::string& name, int rank, const std::string& message);
-std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds);
+// wait_json: "" or the object of the "wait" member (rollcall_wait).
+std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
+                     const std::string& wait_json = "");
+std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag);
 // What every rollcall record of case `name` starts with, up to its rank.
 std::string rollcall_prefix(const std::string& name);
 // The rank of a rollcall record of case `name`, read from one line of the

@@ -145,7 +145,12 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
   // Before answering: once every rank has answered, the job may end at any moment.
   if (!job().trace_dir.empty())
     dtrain::write_trace_part(job().trace_dir + "/" + case_ + ".rank" + std::to_string(rank) + ".json", rank);
-  write_record(records::rollcall(case_, rank, mine, elapsed));
+  // A point-to-point wait goes with it as data: the runner looks for cycles.
+  dtrain::ledger::PointToPointWait wait;
+  std::string wait_json;
+  if (!failed_ && !body_done_ && dtrain::ledger::point_to_point_wait(wait))
+    wait_json = records::rollcall_wait(wait.op, wait.to, wait.send_tag, wait.from, wait.recv_tag);
+  write_record(records::rollcall(case_, rank, mine, elapsed, wait_json));
   if (job().results_path.empty()) {  // run bare (KIT_BARE=1): no runner will show the roll-call
     std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", rank, case_.c_str(), elapsed, mine.c_str());
     if (rank == 0)
