@@ -1,5 +1,5 @@
-"""Reading, as root, files that a sandboxed job could have written or
-replaced (grader/README.md, Threat model).
+"""Reading, as root, files that a sandboxed job (the grader's) could have
+written or replaced.
 
 A job owns its run directory, so any name there may have become a FIFO
 (an open() of it blocks until someone writes: the grader hangs), a symlink
