@@ -362,9 +362,17 @@ class Sandbox:
         the places around it: the scratch directory (its run tmpfs apart, a
         mount of its own), the kit and the data set."""
         keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + [os.path.realpath(self.kit_dir)]
-        data = os.environ.get("DTRAIN_DATA")
-        if data and os.path.isdir(data):
-            keeps.append(os.path.realpath(data))
+        # The directories of the job's PATH (the compiler and mpirun, a fake
+        # one of a test), the data set, and what the staff name in
+        # KIT_SANDBOX_KEEP (a module MPI's prefix under /home, say).
+        named = (os.environ.get("PATH", "").split(os.pathsep) + [os.environ.get("DTRAIN_DATA", "")]
+                 + os.environ.get("KIT_SANDBOX_KEEP", "").split(os.pathsep))
+        hidden = [os.path.realpath(h) for h in self.hidden_paths]
+        for path in named:
+            if os.path.isabs(path) and os.path.isdir(path):
+                real = os.path.realpath(path)
+                if real != "/" and not any(_under(real, h) for h in hidden) and real not in keeps:
+                    keeps.append(real)
         return keeps
 
     def _targets(self) -> List[Tuple[str, str]]:
