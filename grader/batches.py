@@ -24,6 +24,7 @@ import signal
 import sys
 import tarfile
 import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
@@ -36,6 +37,7 @@ from kit.report import fmt
 # What the grade of a handin depends on besides the handin: these folders of
 # the kit (their sources) and the build's recipe.
 VERSIONED = ("framework", "tests", "kit", "grader", "student", "programs")
+STOP_SECONDS = 20  # Ctrl-C: how long the batch waits for its workers to notice
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -95,6 +97,9 @@ class Batch:
         self.version = kit_version(args.build)
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        # What no handin's code may see: the other handins and every grade.
+        self.private = tuple(dict.fromkeys([os.path.dirname(os.path.abspath(h)) for h in handins]
+                                           + [self.out_dir, self.state_dir]))
 
     @staticmethod
     def stem(handin: str) -> str:
@@ -113,7 +118,7 @@ class Batch:
 
     def grade(self, handin: str, key: str) -> Optional[grading.Grade]:
         try:
-            g = grading.grade_handin(handin, self.args.build, cancel=self.stop)
+            g = grading.grade_handin(handin, self.args.build, cancel=self.stop, private=self.private)
         except grading.Cancelled:
             return None
         except Exception as e:  # noqa: BLE001 (one handin's grader error never stops the batch)
@@ -188,6 +193,7 @@ def run_batch(args) -> int:
     pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
     signal.signal(signal.SIGINT, stop_batch)
     signal.signal(signal.SIGTERM, stop_batch)
+    futures: Dict = {}
     try:
         futures = {pool.submit(b.grade, h, keys[h]): h for h in todo}
         pending = set(futures)
@@ -197,14 +203,28 @@ def run_batch(args) -> int:
     except KeyboardInterrupt:
         b.stop.set()
         print("\ngrade: stopping: abandoning the handins in progress ...", flush=True)
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
+        # The jobs end now, and again until every worker has seen the stop: a
+        # worker between two commands may start one more first. Nothing a
+        # job does can hold the batch longer than STOP_SECONDS.
+        deadline = time.monotonic() + STOP_SECONDS
+        while any(not f.done() for f in futures) and time.monotonic() < deadline:
+            grading.end_all_sandboxes()
+            wait([f for f in futures if not f.done()], timeout=0.2)
         grading.end_all_sandboxes()
+        stuck = [futures[f] for f in futures if not f.done()]
+        graded += [futures[f] for f in futures if f.done() and not f.cancelled() and f.exception() is None
+                   and f.result() is not None and futures[f] not in graded]
         missing = [os.path.basename(h) for h in todo if h not in graded]
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         b.write_gradebook()
         print(f"grade: stopped. Graded now: {len(graded)}; graded before: {skipped}; not graded: {len(missing)}"
               + (f" ({', '.join(missing)})" if missing else "") + f". Gradebook {args.csv}; "
-              "the same command grades the rest.")
+              "the same command grades the rest.", flush=True)
+        if stuck:  # a worker the stop could not reach: its threads would hold the exit
+            print(f"grade: {len(stuck)} worker(s) did not stop within {STOP_SECONDS} s; exiting without them",
+                  flush=True)
+            os._exit(130)
         return 130
     pool.shutdown(wait=True)
     b.write_gradebook()

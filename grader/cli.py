@@ -40,7 +40,8 @@ def one_handin(args) -> int:
     """Grades one handin; whatever happens, the Autolab line ends the output
     and the Gradescope results are written."""
     try:
-        g = grading.grade_handin(args.handin, args.build, keep=args.keep)
+        outputs = tuple(os.path.dirname(os.path.abspath(p)) for p in (args.json, args.gradescope, args.keep) if p)
+        g = grading.grade_handin(args.handin, args.build, keep=args.keep, private=outputs)
     except Exception as e:  # noqa: BLE001 (a grader bug still gets a report)
         g = failed_grade(args.handin, e)
     try:

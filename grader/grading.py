@@ -40,14 +40,15 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from grader.sandbox import Sandbox
+from grader.sandbox import LIMITS, Sandbox
 from kit import judge
 from kit import parts as table
 from kit.build import build
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
+from kit.safe_read import copy_sandbox_tree
 from kit.paths import KIT_DIR, KITRUN, STUBS_DIR
 from kit.static_checks import check_files
 
@@ -137,7 +138,11 @@ def extract_members(handin: str, dest: str, grade: Grade) -> bool:
             if base in seen:
                 grade.notes.append(f"{name}: {base} appears twice; the last copy is used")
             seen.add(base)
-            with open(os.path.join(dest, base), "wb") as f:
+            path = os.path.join(dest, base)
+            if os.path.lexists(path):
+                os.unlink(path)
+            # Root's own file, for root alone: another handin's sandbox user must never read it.
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as f:
                 f.write(data)
     for name in IMPL_FILES:
         if name not in seen:
@@ -183,6 +188,7 @@ class Grading:
     grade: Grade
     slot: int = 0
     cancel: Optional[threading.Event] = None
+    private: Tuple[str, ...] = ()          # places of the host the sandbox must not see (the batch's)
     sandbox: Optional[Sandbox] = None
     received: str = ""                     # the extracted files, as the grader's user
     impl: str = ""                         # the same files, where the sandbox user compiles them
@@ -206,12 +212,12 @@ class Grading:
 
 def extract(g: Grading) -> bool:
     g.received = os.path.join(g.scratch, "handin")
-    os.makedirs(g.received)
+    os.mkdir(g.received, 0o700)
     return extract_members(g.handin, g.received, g.grade)
 
 
 def stage(g: Grading) -> bool:
-    g.sandbox = Sandbox(KIT_DIR, g.build_dir, g.scratch, g.slot)
+    g.sandbox = Sandbox(KIT_DIR, g.build_dir, g.scratch, g.slot, private=g.private, cancel=g.cancel)
     with _ACTIVE_LOCK:
         _ACTIVE.add(g.sandbox)
     g.grade.notes += g.sandbox.notes()
@@ -221,11 +227,9 @@ def stage(g: Grading) -> bool:
         return g.stop("grader error", f"the sandbox user (uid {g.sandbox.uid}) cannot read {', '.join(blocked)}: "
                                       "the kit must be readable by other users (chmod o+rx on it and o+x on its "
                                       "parent directories), its protected parts excepted; nothing was graded")
-    g.impl = os.path.join(g.sandbox.run_dir, "src")  # the sandbox user compiles from here
-    shutil.copytree(g.received, g.impl)
-    if g.sandbox.root:
-        for path in [g.impl] + [os.path.join(g.impl, f) for f in os.listdir(g.impl)]:
-            os.chown(path, g.sandbox.uid, g.sandbox.uid)
+    # The sandbox user compiles from here and can't change it: root reads
+    # these files again (isolate) after handin code has run.
+    g.impl = g.sandbox.hand_over(g.received)
     return True
 
 
@@ -246,9 +250,7 @@ def check(g: Grading) -> bool:
 
 
 def compile_files(g: Grading) -> bool:
-    bin_dir = os.path.join(g.scratch, "bin")
-    os.makedirs(bin_dir, mode=0o711)
-    g.binary = os.path.join(bin_dir, "kit_tests")
+    g.binary = os.path.join(g.sandbox.bin_dir, "kit_tests")
     report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
                    obj_dir=g.sandbox.own_dir("objs"), refused=g.refused)
     g.sandbox.clean_up()
@@ -264,11 +266,9 @@ def compile_files(g: Grading) -> bool:
         else:
             state = "does not compile"
         g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
-    # The results files live where the sandbox user may write them but not
-    # replace them (by a FIFO, a link, another file): root owns the directory.
-    results_dir = os.path.join(g.scratch, "results")
-    os.makedirs(results_dir, mode=0o711, exist_ok=True)
-    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=results_dir,
+    # The results file lives where the job can write it but not replace it
+    # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
+    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values())
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
@@ -324,7 +324,7 @@ def isolate(g: Grading) -> bool:
         if g.grade.files.get(name, {}).get("state") != "compiled":
             continue  # already graded as its stub
         parts = [p for p in table.PARTS if name in p.files]
-        binary = os.path.join(os.path.dirname(g.binary), "alone_" + name.replace(".", "_"))
+        binary = os.path.join(g.sandbox.bin_dir, "alone_" + name.replace(".", "_"))
         others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
         report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
                        obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others)
@@ -360,13 +360,15 @@ STEPS: List[Callable[[Grading], bool]] = [extract, stage, check, compile_files, 
 
 
 def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0,
-                 cancel: Optional[threading.Event] = None) -> Grade:
+                 cancel: Optional[threading.Event] = None, private: Tuple[str, ...] = ()) -> Grade:
     """Grades one handin. As root it runs as the sandbox user of `slot`, or
     of the next free slot if another grader holds that one. Setting `cancel`
-    abandons it: it raises Cancelled."""
+    abandons it: it raises Cancelled. `private`: folders the handin's code
+    must not see (other handins, the gradebook), covered in its namespace."""
     started = time.monotonic()
     g = Grading(handin, os.path.abspath(build_dir), tempfile.mkdtemp(prefix="kit-grade-"),
-                Grade(os.path.basename(handin)), slot, cancel)
+                Grade(os.path.basename(handin)), slot, cancel,
+                private=tuple(private) + (os.path.dirname(os.path.abspath(handin)),))
     try:
         for step in STEPS:
             if cancel is not None and cancel.is_set():
@@ -385,14 +387,14 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
             g.grade.parts = nothing_graded()
         return g.grade
     finally:
+        if keep:  # before the run tmpfs goes; what the job wrote is read safely
+            copy_sandbox_tree(g.scratch, keep, max_bytes=LIMITS["fsize"])
         if g.sandbox:
             g.grade.sandbox = {"uid": g.sandbox.uid, "namespaces": g.sandbox.isolated_fs, "root": g.sandbox.root}
             g.sandbox.release()
             with _ACTIVE_LOCK:
                 _ACTIVE.discard(g.sandbox)
         g.grade.seconds = time.monotonic() - started
-        if keep:
-            shutil.copytree(g.scratch, keep, dirs_exist_ok=True)
         shutil.rmtree(g.scratch, ignore_errors=True)
 
 
@@ -415,7 +417,7 @@ def expected_values() -> judge.Expected:
 def kit_fault(g: Grading) -> Optional[str]:
     """Why the kit's stubs, built and run exactly as a handin is, do not start
     their cases; None if they do (one part's public cases)."""
-    binary = os.path.join(os.path.dirname(g.binary), "control_tests")
+    binary = os.path.join(g.sandbox.bin_dir, "control_tests")
     report = build(STUBS_DIR, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
                    obj_dir=g.sandbox.own_dir("control"), refused={})
     g.sandbox.clean_up()

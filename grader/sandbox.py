@@ -5,11 +5,15 @@ As root (Gradescope, CI, a staff server), every compile and every test job
 of a handin runs:
   - as an unprivileged user id of its own (61000 + worker slot by default,
     KIT_SANDBOX_UID to change; no passwd entry is needed), so it can write
-    only its scratch run directory and signal only its own processes;
+    only its scratch run directory and signal only its own processes; the
+    scratch directory is open to root and that user alone, and its run
+    directory is a tmpfs of bounded size;
   - when the kernel allows it, in fresh mount and network namespaces, where
-    the reference solution, the hidden cases, the kit's build tree and the
-    autograder bundles are covered by empty read-only mounts and the only
-    network is a loopback device;
+    the reference solution, the hidden cases, the kit's build tree, the
+    autograder bundles, the batch's handins and gradebook, other graders'
+    scratch directories and people's homes are covered by empty read-only
+    mounts, /tmp, /var/tmp, /dev/shm and /run/lock are private bounded
+    tmpfs, and the only network is a loopback device;
   - under resource limits (below), with no core dumps;
 and after every job each process of that user id is killed and each file it
 left in the shared temporary directories is removed. Every job also dies
@@ -27,15 +31,20 @@ import functools
 import os
 import shutil
 import stat
+import shlex
 import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from kit.processes import kill_all, processes
 
 SANDBOX_UID_BASE = 61000
 SLOTS = 16  # concurrent graders on one machine, each with a user id of its own
+# Root's slot locks: a place no sandbox user can plant a FIFO or a symlink in.
+LOCK_DIR = "/run/kit-grader"
 
 # Per process (each rank, mpirun, the compiler). Generous for the real tests:
 # the largest needs ~0.5 GiB of address space per rank; part 9's training
@@ -47,8 +56,22 @@ LIMITS = {
     "fsize": 64 << 20,            # bytes in any one file written
     "core": 0,
 }
-# World-writable places a job could leave files in.
-SHARED_TMP = ("/tmp", "/var/tmp", "/dev/shm")
+# The per-file limit alone lets a job fill the disk with many files: what a
+# grading writes in its run directory (objects, the job's own files) is a
+# tmpfs of this size, and each private temporary place of a namespaced job
+# another (MPI's shared memory lives in /dev/shm).
+RUN_BYTES = 160 << 20
+PRIVATE_TMP = {"/tmp": 24 << 20, "/var/tmp": 8 << 20, "/dev/shm": 64 << 20, "/run/lock": 1 << 20}
+# World-writable places a job could leave files in (without namespaces).
+SHARED_TMP = tuple(PRIVATE_TMP)
+# Where the host keeps people's files, which no compiler or mpirun needs:
+# covered in the namespace (the kit itself, if below one, stays visible),
+# as is every top directory not in SYSTEM_TOPS.
+PRIVATE_ROOTS = ("/root", "/home", "/srv", "/mnt", "/media", "/var/mail", "/var/spool", "/var/backups", "/var/log")
+# Top directories of the system itself, left as they are: the compiler,
+# mpirun and their libraries live there.
+SYSTEM_TOPS = {"usr", "etc", "lib", "lib32", "lib64", "libx32", "bin", "sbin", "opt", "var", "nix", "snap", "proc",
+               "sys", "dev", "run", "tmp", "boot"}
 # System V IPC objects outlive the processes that made them (MPICH's shared
 # memory can use them; so can a handin): each kind's table and ipcrm's flag.
 SYSV_IPC = (("/proc/sysvipc/shm", "-m"), ("/proc/sysvipc/sem", "-s"), ("/proc/sysvipc/msg", "-q"))
@@ -93,27 +116,72 @@ def _readable_by_others(path: str) -> bool:
     return bool(mode & stat.S_IROTH) and (bool(mode & stat.S_IXOTH) or not stat.S_ISDIR(mode))
 
 
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _lock_dir() -> int:
+    """An fd of LOCK_DIR, made root's own (0700) if missing; refused if it is
+    a symlink, not a directory, or open to anyone but root."""
+    try:
+        os.mkdir(LOCK_DIR, 0o700)
+    except FileExistsError:
+        pass
+    fd = os.open(LOCK_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if st.st_uid != 0 or st.st_mode & 0o077:
+        os.close(fd)
+        raise RuntimeError(f"{LOCK_DIR} is not root's own 0700 directory (owner {st.st_uid}, mode "
+                           f"{stat.filemode(st.st_mode)}): remove it, the grader makes it")
+    return fd
+
+
+def lock_uid(uid: int):
+    """The lock of sandbox user `uid`, held (an open file), or None if another
+    grader holds it. Named by the uid, not the slot: two graders whose
+    KIT_SANDBOX_UID ranges overlap still never share a user."""
+    dir_fd = _lock_dir()
+    try:
+        fd = os.open(f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     0o600, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != 0:
+        os.close(fd)
+        raise RuntimeError(f"{LOCK_DIR}/uid-{uid}.lock is not root's regular file")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "rb")
+
+
 @dataclass(eq=False)  # one per grading, kept in sets
 class Sandbox:
     kit_dir: str
     build_dir: str
     scratch: str
     slot: int = 0
+    private: Tuple[str, ...] = ()          # more places to cover: the batch's handins, the gradebook's folder
+    cancel: Optional[threading.Event] = None  # set: stop waiting for a slot
 
     def __post_init__(self):
         self.root = os.geteuid() == 0
-        base = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+        self.base = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
         self._lock = None
+        self.run_mounted = False
+        self.scratch = os.path.realpath(self.scratch)
         if self.root:
             self.slot = self._claim_slot(self.slot)
-        self.uid = base + self.slot if self.root else os.geteuid()
-        self.isolated_fs = self.root and namespaces_work()
-        self.run_dir = os.path.join(self.scratch, "run")
-        os.makedirs(self.run_dir, exist_ok=True)
-        if self.root:
-            os.chmod(self.scratch, 0o711)  # the sandbox user may pass through, not list
-            os.chown(self.run_dir, self.uid, self.uid)
-            os.chmod(self.run_dir, 0o700)
+        self.uid = self.base + self.slot if self.root else os.geteuid()
+        try:
+            self.isolated_fs = self.root and namespaces_work()
+            self._make_dirs()
+        except BaseException:
+            self.release()
+            raise
         # Every build tree of the kit, not only the one grading: a reference
         # binary holds the hidden expected values (build/ beside build-mpich/).
         builds = [os.path.join(self.kit_dir, n) for n in sorted(os.listdir(self.kit_dir))
@@ -123,36 +191,114 @@ class Sandbox:
                                                        os.path.join(self.kit_dir, "dist"),
                                                        self.build_dir] + builds) if os.path.isdir(p)]
 
+    def _make_dirs(self) -> None:
+        """The scratch directory's layout. Only root and this sandbox user
+        may enter it (root:uid 0710), so neither another sandbox user nor
+        anyone else reads a handin; the user writes only run/ (its files,
+        bounded in all by a tmpfs) and the results file root made for it,
+        whose directory it can't change: nothing root opens later is a name
+        the job could have replaced."""
+        self.run_dir = os.path.join(self.scratch, "run")
+        self.results_dir = os.path.join(self.scratch, "results")   # the harness's results files
+        self.src_dir = os.path.join(self.scratch, "src")           # the handed-in files, read-only to the user
+        self.bin_dir = os.path.join(self.scratch, "bin")           # test binaries: run, not read
+        self._stage = os.path.join(self.scratch, ".ns")            # a mount point while a namespace is set up
+        for path in (self.run_dir, self.results_dir, self.src_dir, self.bin_dir, self._stage):
+            os.mkdir(path, 0o700)
+        if not self.root:
+            return
+        for path, mode in ((self.scratch, 0o710), (self.results_dir, 0o710), (self.src_dir, 0o750),
+                           (self.bin_dir, 0o710)):
+            os.chown(path, 0, self.uid)
+            os.chmod(path, mode)
+        received = os.path.join(self.scratch, "handin")
+        if os.path.isdir(received):
+            os.chmod(received, 0o700)
+        options = f"size={RUN_BYTES},mode=0700,uid={self.uid},gid={self.uid},nosuid,nodev"
+        try:
+            mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", options, f"kit-run-{self.uid}", self.run_dir],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            mounted = False
+        self.run_mounted = mounted
+        if not mounted:
+            os.chown(self.run_dir, self.uid, self.uid)
+
+    def hand_over(self, received: str) -> str:
+        """Copies the extracted files where the sandbox user compiles them
+        from, readable and not writable by it; returns that directory."""
+        for name in os.listdir(received):
+            with open(os.path.join(received, name), "rb") as f:
+                data = f.read()
+            dest = os.path.join(self.src_dir, name)
+            fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o640)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            if self.root:
+                os.chown(dest, 0, self.uid)
+        return self.src_dir
+
     def own_dir(self, name: str) -> str:
-        """A new directory of the run directory that the sandbox user owns."""
-        path = os.path.join(self.run_dir, name)
-        os.makedirs(path)
+        """A new directory of the run directory that the sandbox user owns.
+        Its name is fresh (no job could have planted it), and root reads
+        what is in it only after commands that run no handin code (the
+        compiler)."""
+        path = tempfile.mkdtemp(prefix=name + "-", dir=self.run_dir)
         if self.root:
             os.chown(path, self.uid, self.uid)
         return path
 
     def _claim_slot(self, preferred: int) -> int:
-        """A slot no other grader on this machine holds (a lock per slot):
-        cleaning up kills every process of the slot's user, so two graders
-        must never share one."""
-        lock_dir = "/run/lock" if os.path.isdir("/run/lock") else "/tmp"
+        """A slot whose user no other grader on this machine holds (a lock
+        per user id): cleaning up kills every process of the slot's user,
+        so two graders must never share one."""
         for attempt in range(600):
             for slot in [preferred] + [s for s in range(SLOTS) if s != preferred]:
-                handle = open(os.path.join(lock_dir, f"kit-grader-slot-{slot}.lock"), "a")
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    handle.close()
+                handle = lock_uid(self.base + slot)
+                if handle is None:
                     continue
                 self._lock = handle
-                self.slot, self.uid = slot, int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE)) + slot
-                self.clean_up()  # what a grader killed while it held this slot left behind
+                self.slot, self.uid = slot, self.base + slot
+                self.clean_up()  # what a grader killed while it held this user left behind
+                self._drop_stale_mounts()
                 return slot
-            time.sleep(1)
+            if self.cancel is not None and self.cancel.wait(1):
+                raise RuntimeError("cancelled while waiting for a sandbox slot")
+            if self.cancel is None:
+                time.sleep(1)
         raise RuntimeError(f"all {SLOTS} sandbox slots stayed busy for 10 minutes")
+
+    def _drop_stale_mounts(self) -> None:
+        """The run tmpfs of a grader of this user that was killed (kill -9)
+        before it could unmount it: we hold the user's lock, so it is no
+        one's now."""
+        try:
+            with open("/proc/self/mountinfo") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return
+        for line in lines:
+            fields, _, rest = line.partition(" - ")
+            source = rest.split()[1:2]
+            if source == [f"kit-run-{self.uid}"]:
+                point = fields.split()[4].replace("\\040", " ")
+                subprocess.run(["umount", "-l", point], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=30)
+                parent = os.path.dirname(point)
+                if os.path.basename(point) == "run" and os.path.basename(parent).startswith("kit-grade-"):
+                    shutil.rmtree(parent, ignore_errors=True)
 
     def release(self) -> None:
         self.clean_up()
+        if self.run_mounted:
+            for how in (["umount"], ["umount", "-l"]):
+                try:
+                    if subprocess.run(how + [self.run_dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      timeout=30).returncode == 0:
+                        self.run_mounted = False
+                        break
+                except (OSError, subprocess.TimeoutExpired):
+                    continue
         if self._lock:
             self._lock.close()
             self._lock = None
@@ -163,14 +309,16 @@ class Sandbox:
         if not self.root:
             return ["isolation reduced: the grader is not root, so student code ran with the grader's own "
                     "user rights (resource limits, a scratch directory and sealed results still applied)"]
+        unbounded = [] if self.run_mounted else [
+            "disk use bounded per file only: no tmpfs could be mounted on the run directory here"]
         if self.isolated_fs:
-            return []
+            return unbounded
         exposed = [p for p in self.hidden_paths if _readable_by_others(p)]
         note = ("isolation reduced: no mount/network namespaces here, so student code ran as an unprivileged "
                 "user without them")
         if exposed:
             note += "; readable by that user: " + ", ".join(exposed) + " (chmod o-rwx them to close this)"
-        return [note]
+        return [note] + unbounded
 
     def unreachable(self, paths: List[str]) -> List[str]:
         """The paths the sandbox user can't read (a kit under a 0700 home
@@ -205,12 +353,79 @@ class Sandbox:
                 "--inh-caps=-all", "--"]
         if not self.isolated_fs:
             return with_grader + limits + drop
-        covers = " && ".join(f"mount -t tmpfs -o ro,size=4k,mode=755 none '{p}'" for p in self.hidden_paths)
-        script = "ip link set lo up && mount -t tmpfs -o size=64m,mode=1777 none /dev/shm"
-        script += (" && " + covers if covers else "") + ' && exec "$@"'
         # --ipc: the job's System V objects end with its namespace.
         return (with_grader + ["unshare", "--mount", "--net", "--pid", "--ipc", "--mount-proc", "--fork", "--kill-child", "--",
-                               "sh", "-c", script, "sandbox"] + limits + drop)
+                               "sh", "-c", self.namespace_script(), "sandbox"] + limits + drop)
+
+    def _keeps(self) -> List[str]:
+        """What the job must see of the host at its own path, whatever covers
+        the places around it: the scratch directory (its run tmpfs apart, a
+        mount of its own), the kit and the data set."""
+        keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + [os.path.realpath(self.kit_dir)]
+        # The directories of the job's PATH (the compiler and mpirun, a fake
+        # one of a test), the data set, and what the staff name in
+        # KIT_SANDBOX_KEEP (a module MPI's prefix under /home, say).
+        named = (os.environ.get("PATH", "").split(os.pathsep) + [os.environ.get("DTRAIN_DATA", "")]
+                 + os.environ.get("KIT_SANDBOX_KEEP", "").split(os.pathsep))
+        hidden = [os.path.realpath(h) for h in self.hidden_paths]
+        for path in named:
+            if os.path.isabs(path) and os.path.isdir(path):
+                real = os.path.realpath(path)
+                if real != "/" and not any(_under(real, h) for h in hidden) and real not in keeps:
+                    keeps.append(real)
+        return keeps
+
+    def _targets(self) -> List[Tuple[str, str]]:
+        """(mount point, tmpfs options) of every place the job gets an empty
+        one of: a private, bounded, writable one for each shared temporary
+        directory; an empty read-only cover over the hidden material, the
+        batch's handins and gradebook, the folder holding the scratch
+        directory (another grader's scratch, too), people's homes, and
+        everything beside the kit in its top directory (/work/other-kit)."""
+        private = {os.path.realpath(t): f"size={n},mode=1777,nosuid,nodev" for t, n in PRIVATE_TMP.items()
+                   if os.path.isdir(t)}
+        # Every top directory that is not the system's (/work, /home, /srv, ...):
+        # the kit and the scratch directory below one are kept, the rest hidden.
+        tops = ["/" + d for d in sorted(os.listdir("/")) if d not in SYSTEM_TOPS and os.path.isdir("/" + d)
+                and not os.path.islink("/" + d)]
+        covers = [os.path.realpath(p) for p in list(self.hidden_paths) + list(self.private) + list(PRIVATE_ROOTS)
+                  + [os.path.dirname(self.scratch)] + tops]
+        keeps = self._keeps()
+        targets = dict(private)
+        for c in covers:
+            # A cover equal to something kept would only hide it and show it again.
+            if c != "/" and os.path.isdir(c) and c not in keeps and c not in targets:
+                targets[c] = "ro,size=64k,mode=755,nosuid,nodev"
+
+        def shown(path: str) -> bool:  # not already hidden by a cover above it, or shown again by a keep
+            return not any(_under(path, t) and t != path and
+                           not any(_under(k, t) and k != t and _under(path, k) for k in keeps) for t in targets)
+
+        return sorted(((t, o) for t, o in targets.items() if shown(t)), key=lambda to: to[0].count("/"))
+
+    def namespace_script(self) -> str:
+        """The root shell, in the job's fresh namespaces, that mounts the
+        targets before it drops to the sandbox user. A target holding a kept
+        path is built at a staging point first (the kept paths bound into
+        it at their own place), then moved over the target: the host's
+        directory is never written."""
+        q = shlex.quote
+        lines = ["set -e", "umask 022", "ip link set lo up"]
+        keeps = sorted(self._keeps(), key=lambda k: k.count("/"))
+        for target, options in self._targets():
+            inside = [k for k in keeps if _under(k, target) and k != target]
+            if not inside:
+                lines.append(f"mount -t tmpfs -o {q(options)} kit-cover {q(target)}")
+                continue
+            writable = ",".join(o for o in options.split(",") if o != "ro")
+            lines.append(f"mount -t tmpfs -o {q(writable)} kit-cover {q(self._stage)}")
+            for k in inside:
+                at = os.path.join(self._stage, os.path.relpath(k, target))
+                lines += [f"mkdir -p {q(at)}", f"mount --bind {q(k)} {q(at)}"]
+            if "ro" in options.split(","):
+                lines.append(f"mount -o remount,ro {q(self._stage)}")
+            lines.append(f"mount --move {q(self._stage)} {q(target)}")
+        return "\n".join(lines) + '\nexec "$@"\n'
 
     def run(self, cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
         """A short command (a compile) in the sandbox; output captured. The
@@ -247,7 +462,11 @@ class Sandbox:
         for top in SHARED_TMP:
             self._remove_owned(top)
         for flag, ident in sysv_objects(self.uid):
-            subprocess.run(["ipcrm", flag, str(ident)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                subprocess.run(["ipcrm", flag, str(ident)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=10)
+            except subprocess.TimeoutExpired:
+                continue
 
     def _remove_owned(self, top: str) -> None:
         """Top-level entries only: the sticky temporary directories let a

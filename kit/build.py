@@ -18,6 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
 from kit.parts import IMPL_FILES
+from kit.safe_read import open_sandbox_file
+
+MAX_OBJECT_BYTES = 64 << 20  # the sandbox's per-file limit: no object the compiler wrote there is larger
 
 
 class NotBuilt(Exception):
@@ -106,9 +109,16 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
     if status != 0:
         return output or f"the compiler failed with status {status}"
     if cached:
+        # The object is the compiler's, in a directory the sandbox user owns:
+        # read without following a link, and never more than a file may hold.
+        try:
+            data = open_sandbox_file(obj, MAX_OBJECT_BYTES)
+        except OSError as e:
+            return f"{os.path.basename(source)}: the compiled object can't be used: {e}"
         os.makedirs(cache_dir, exist_ok=True)
         tmp = cached + f".{os.getpid()}.{threading.get_ident()}.tmp"
-        shutil.copyfile(obj, tmp)
+        with open(tmp, "wb") as f:
+            f.write(data)
         os.replace(tmp, cached)
     return None
 
@@ -148,11 +158,19 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         for name, result in pool.map(work, files):
             report["files"][name] = result
     objects = [r["object"] for r in report["files"].values() if r["used"] != "none"]
-    if len(objects) == len(files):
+    # The link runs as root: only regular files, never a link planted to another object.
+    unsafe = [o for o in objects if os.path.islink(o) or not os.path.isfile(o)]
+    if unsafe:
+        report["link_errors"] = "not regular files, not linked: " + ", ".join(unsafe)
+    elif len(objects) == len(files):
         cmd = [how["compiler"]] + shlex.split(how["link_flags"]) + \
             [i for i in how["link_inputs"] if i.endswith(".o")] + objects + \
             [i for i in how["link_inputs"] if not i.endswith(".o")] + ["-o", output]
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        except subprocess.TimeoutExpired:
+            report["link_errors"] = "the linker did not finish within 600 s"
+            return report
         report["linked"] = proc.returncode == 0
         if not report["linked"]:
             report["link_errors"] = proc.stdout.decode("utf-8", errors="replace")

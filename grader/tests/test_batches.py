@@ -5,6 +5,7 @@ file breaks the run, grader faults reported as such, and Canvas's import.
   python3 -m pytest grader/tests/test_batches.py -q      (as root, after `make build`)
 """
 import csv
+import glob
 import json
 import os
 import random
@@ -17,9 +18,11 @@ import time
 import pytest
 
 from conftest import BUILD, GRADE, SUMMED, grade, handin, left_behind, live_processes, marked
-from grader.sandbox import SANDBOX_UID_BASE, SLOTS
+from grader.batches import STOP_SECONDS
+from grader.sandbox import SANDBOX_UID_BASE, SHARED_TMP, SLOTS
 
-SANDBOX_UIDS = set(range(SANDBOX_UID_BASE, SANDBOX_UID_BASE + SLOTS))
+SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+SANDBOX_UIDS = set(range(SANDBOX_BASE, SANDBOX_BASE + SLOTS))
 
 
 def sandbox_processes(tmp_path):
@@ -97,12 +100,18 @@ def test_ctrl_c_stops_a_batch_cleanly(tmp_path):
                            env=marked(tmp_path))
     time.sleep(4)
     job.send_signal(signal.SIGINT)
+    stopped = time.monotonic()
     out, _ = job.communicate(timeout=120)
+    # Nothing a job does may hold the batch past its STOP_SECONDS (and the summary).
+    assert time.monotonic() - stopped <= STOP_SECONDS + 10, out
     assert job.returncode == 130, out
     assert "grade: stopped. Graded now:" in out and "the same command grades the rest" in out
     assert sandbox_processes(tmp_path) == []
     done = [r[0] for r in rows(gradebook)[1:]] if gradebook.exists() else []
     assert len(done) < 6
+    uids = range(SANDBOX_BASE, SANDBOX_BASE + SLOTS)
+    left = [p for top in SHARED_TMP for p in glob.glob(os.path.join(top, "*")) if os.lstat(p).st_uid in uids]
+    assert not left, f"the sandbox users' files outlived the batch: {left}"
 
 
 def test_hidden_failures_follow_the_visibility_policy(tmp_path):

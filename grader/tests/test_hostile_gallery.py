@@ -10,8 +10,11 @@ be refused by the static checks before they ever ran; those run with
 KIT_STATIC_CHECKS=warn (a staff switch for exactly this), so that the
 runtime defences behind the static ones are tested too.
 """
+import glob
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -23,10 +26,11 @@ import pytest
 
 from conftest import (BUILD, GRADE, IMPL_FILES, KIT, hang_limit, hanging, left_behind, live_processes, make_tar,
                       marked, source)
-from grader.sandbox import sysv_objects
+from grader.sandbox import LOCK_DIR, SANDBOX_UID_BASE, SHARED_TMP, SLOTS, sysv_objects
 from kit.parts import CASE_SECONDS
 
-SANDBOX_UIDS = range(61000, 61016)
+SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+SANDBOX_UIDS = range(SANDBOX_BASE, SANDBOX_BASE + SLOTS)
 ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
            '"part7": 10, "part8_forward": 20, "part8_backward": 20, "part9": 10}, "scoreboard": [150]}')
 PROLOGUE = """#include <unistd.h>
@@ -56,6 +60,20 @@ def stub_with(name: str, bodies: Dict[str, str], prologue: str = PROLOGUE, epilo
 
 def reference_with(name: str, epilogue: str) -> bytes:
     return source("reference", name) + epilogue.encode()
+
+
+def reference_calling(call: str, attack: str) -> List:
+    """The reference's three files, its get_info first running `call` (an
+    attack defined in `attack`): when every defence holds, the attack finds
+    nothing and the handin scores the reference's 150 (its control score);
+    an attack that gets through throws, and names what it got."""
+    text = source("reference", "func_impl.cpp").decode()
+    at = text.index("ParallelInfo get_info(Communicator& comm")
+    brace = text.index("{", at) + 1
+    func = (PROLOGUE + "#include <fcntl.h>\n#include <glob.h>\n#include <sys/stat.h>\n" + attack
+            + text[:brace] + "\n  " + call + text[brace:]).encode()
+    return [("student/func_impl.cpp", func)] + [("student/" + f, source("reference", f))
+                                                for f in IMPL_FILES if f != "func_impl.cpp"] + [FEEDBACK]
 
 
 HONEST_PART1 = ("student/data_parallel_preprocess.cpp", source("reference", "data_parallel_preprocess.cpp"))
@@ -176,6 +194,200 @@ std::string slurp(const std::string& path) {
 """
 
 READ_SECRETS = READ_SECRETS.replace("KIT_PATH", KIT)
+SNOOP = r"""
+namespace {
+std::string peek(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str().substr(0, 300);
+}
+// Looks where other handins and grades were found: other graders' scratch
+// directories in the shared /tmp, the batch's folders named by our own
+// mounts, the handin's own folder, the kits beside this one.
+void snoop() {
+  static bool once = false;
+  if (once) return;
+  once = true;
+  std::vector<std::string> patterns = {"/tmp/kit-grade-*/handin/*", "/tmp/kit-grade-*/src/*",
+                                       "/tmp/kit-grade-*/run/src/*", "/var/tmp/kit-grade-*/handin/*",
+                                       "HANDIN_DIR/*", "HANDIN_DIR/*/*", "KIT_PARENT/*/reference/func_impl.cpp",
+                                       "/root/*", "/home/*/*"};
+  std::ifstream mounts("/proc/self/mountinfo");
+  for (std::string line; std::getline(mounts, line);) {
+    std::istringstream fields(line);
+    std::string skip, point;
+    for (int i = 0; i < 4; ++i) fields >> skip;
+    fields >> point;
+    const std::string up = point.substr(0, point.rfind('/'));
+    for (const char* tail : {"/*.tar", "/*/*.csv", "/*/*.txt", "/*.csv", "/handin/*"}) {
+      patterns.push_back(point + tail);
+      patterns.push_back(up + tail);
+    }
+  }
+  std::string found;
+  for (const auto& pattern : patterns) {
+    glob_t hits{};
+    if (::glob(pattern.c_str(), 0, nullptr, &hits) == 0) {
+      for (size_t i = 0; i < hits.gl_pathc; ++i) {
+        const std::string path = hits.gl_pathv[i];
+        const std::string text = peek(path);
+        const bool other_kit = path.find("KIT_DIR/") != 0 && path.size() > 24 &&
+                               path.compare(path.size() - 24, 24, "/reference/func_impl.cpp") == 0 &&
+                               text.find("get_info(Communicator& comm") != std::string::npos;
+        // Built at run time: this file's own text must not match.
+        if (text.find(std::string("GALLERY-") + "SECRET") != std::string::npos || other_kit)
+          found += path + "=" + text + ";";
+      }
+    }
+    ::globfree(&hits);
+  }
+  if (!found.empty()) throw std::runtime_error("LEAK[" + found + "]");
+}
+}  // namespace
+"""
+
+PLANT = r"""
+namespace {
+// Plants FIFOs and symlinks wherever root might open or create a file later:
+// the slot locks of every grader, the results file (named in our command
+// line) and the files of the run directory.
+void plant() {
+  static bool once = false;
+  if (once) return;
+  once = true;
+  for (int slot = 0; slot < 16; ++slot) {
+    for (const std::string dir : {"/run/lock", "/tmp", "/run/kit-grader"}) {
+      const std::string lock = dir + "/kit-grader-slot-" + std::to_string(slot) + ".lock";
+      ::mkfifo(lock.c_str(), 0666);
+      ::symlink("/tmp/kit-gallery-lock-target", (lock + ".link").c_str());
+    }
+    for (int uid = 61000; uid < 64100; uid += 1000) {
+      const std::string lock = "/run/kit-grader/uid-" + std::to_string(uid + slot) + ".lock";
+      ::mkfifo(lock.c_str(), 0666);
+    }
+  }
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  for (size_t at = 0; at < all.size(); at += std::strlen(all.c_str() + at) + 1) {
+    std::string arg(all.c_str() + at);
+    if (arg.rfind("--results=", 0) != 0) continue;
+    const std::string results = arg.substr(10);
+    if (::rename(results.c_str(), (results + ".moved").c_str()) == 0 || ::unlink(results.c_str()) == 0)
+      ::mkfifo(results.c_str(), 0666);
+    ::symlink("/etc/shadow", (results + ".shadow").c_str());
+  }
+  glob_t hits{};
+  if (::glob("*/*", 0, nullptr, &hits) == 0) {
+    for (size_t i = 0; i < hits.gl_pathc; ++i) {
+      if (::unlink(hits.gl_pathv[i]) == 0) ::mkfifo(hits.gl_pathv[i], 0666);
+    }
+  }
+  ::globfree(&hits);
+  ::mkfifo("kit-results-planted.jsonl", 0666);
+  ::symlink("/dev/zero", "zero.o");
+}
+}  // namespace
+"""
+
+FILL = r"""
+namespace {
+// Writes files just under the per-file limit into every writable place
+// until each is full, counts what it got, and removes them again (so the
+// rest of the grading runs as the reference's would).
+template <class Comm>
+void fill_disk(Comm& comm) {
+  static bool once = false;
+  if (once || comm.rank() != 0) return;
+  once = true;
+  std::vector<char> block(1 << 20, 'x');
+  std::vector<std::string> written;
+  long long total = 0;
+  for (const std::string dir : {".", "/tmp", "/var/tmp", "/dev/shm", "/run/lock"}) {
+    bool full = false;
+    for (int i = 0; i < 32 && !full; ++i) {
+      const std::string path = dir + "/fill-" + std::to_string(::getpid()) + "-" + std::to_string(i);
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      if (fd < 0) break;
+      written.push_back(path);
+      for (int mib = 0; mib < 63; ++mib) {
+        const ssize_t n = ::write(fd, block.data(), block.size());
+        if (n > 0) total += n;
+        if (n != static_cast<ssize_t>(block.size())) { full = true; break; }
+      }
+      ::close(fd);
+    }
+  }
+  for (const auto& path : written) ::unlink(path.c_str());
+  if (total > (300LL << 20)) throw std::runtime_error("DISK[wrote " + std::to_string(total >> 20) + " MiB]");
+}
+}  // namespace
+"""
+
+LINGER = r"""
+namespace {
+// Tries to outlive its job and hold the grader: a daemon in a session of its
+// own that ignores the polite signals and keeps the job's output pipe open,
+// and files left in every shared temporary place.
+void linger() {
+  static bool once = false;
+  if (once) return;
+  once = true;
+  for (const std::string dir : {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"}) {
+    std::ofstream(dir + "/kit-gallery-leftover-" + std::to_string(::getpid())) << "left\n";
+    ::mkfifo((dir + "/kit-gallery-leftover-fifo-" + std::to_string(::getpid())).c_str(), 0666);
+  }
+  if (::fork() == 0) {
+    ::setsid();
+    std::signal(SIGTERM, SIG_IGN);
+    std::signal(SIGHUP, SIG_IGN);
+    std::signal(SIGINT, SIG_IGN);
+    if (::fork() != 0) std::_Exit(0);
+    for (;;) ::pause();
+  }
+}
+}  // namespace
+"""
+
+SNOOP = SNOOP.replace("KIT_PARENT", os.path.dirname(KIT)).replace("KIT_DIR", KIT)
+OTHER_SCRATCH = "/tmp/kit-grade-gallery-other"  # a grader of the old layout beside this one
+
+
+def plant_other_handins(tmp: str) -> None:
+    """What the snooping handin looks for: another handin of the batch and
+    the gradebook beside this handin, and another grader's scratch directory
+    laid out as the grader once made it (0755 directories, 0644 files)."""
+    for path in (os.path.join(tmp, "other_student.tar"), os.path.join(tmp, "out", "gradebook.csv"),
+                 os.path.join(OTHER_SCRATCH, "handin", "func_impl.cpp")):
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f"GALLERY-SECRET {path}\n")
+        os.chmod(path, 0o644)
+    for d in (OTHER_SCRATCH, os.path.join(OTHER_SCRATCH, "handin")):
+        os.chmod(d, 0o755)
+
+
+def remove_other_handins(tmp: str) -> List[str]:
+    shutil.rmtree(OTHER_SCRATCH, ignore_errors=True)
+    return []
+
+
+def in_shared_tmp(pattern: str) -> List[str]:
+    return [p for top in SHARED_TMP for p in glob.glob(os.path.join(top, pattern))]
+
+
+def locks_intact(tmp: str) -> List[str]:
+    """No FIFO or symlink where a grader takes its slot lock, nothing made
+    at a planted symlink's target, and root's lock folder its own."""
+    problems = [p for p in in_shared_tmp("kit-grader-slot-*") if not stat.S_ISREG(os.lstat(p).st_mode)]
+    problems += [p for p in ["/tmp/kit-gallery-lock-target"] if os.path.lexists(p)]
+    st = os.lstat(LOCK_DIR)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o077:
+        problems.append(f"{LOCK_DIR}: mode {stat.filemode(st.st_mode)}, owner {st.st_uid}")
+    problems += [os.path.join(LOCK_DIR, n) for n in os.listdir(LOCK_DIR)
+                 if not stat.S_ISREG(os.lstat(os.path.join(LOCK_DIR, n)).st_mode)]
+    return problems
 
 
 # A handin whose backward never returns hangs in each of the 9 cases that call
@@ -202,6 +414,8 @@ class Hostile:
     raw: Optional[Callable[[str], str]] = None  # builds the handin file itself
     gone: Tuple[str, ...] = ()         # paths that must not exist after grading
     hangs: bool = False                # hangs in case after case: graded at hanging()'s limits
+    setup: Optional[Callable[[str], None]] = None        # tmp dir -> plants what the attack looks for
+    after: Optional[Callable[[str], List[str]]] = None   # tmp dir -> what is wrong after grading (and tidies)
 
 
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
@@ -398,6 +612,23 @@ GALLERY: List[Hostile] = [
                 "static const char* kRaw = R\"x(exit(0) abort() __attribute__((constructor)))x\";\n"
                 "[[maybe_unused]] static const char* mentions() { return kMention[0] ? kRaw : kMention; }\n"))) for f in IMPL_FILES] + [FEEDBACK],
             150, budget=60),
+    # Each of these runs its attack at the start of the reference's get_info:
+    # held off, it scores the reference's 150.
+    Hostile("reads_other_handins_and_the_gradebook",
+            lambda tmp: reference_calling("snoop();", SNOOP.replace("HANDIN_DIR", tmp)),
+            150, never=("LEAK[", "GALLERY-SECRET"), static="warn", budget=120,
+            setup=plant_other_handins, after=remove_other_handins),
+    Hostile("plants_fifos_and_symlinks_where_root_opens_files",
+            lambda tmp: reference_calling("plant();", PLANT), 150, static="warn", budget=120,
+            gone=("/tmp/kit-gallery-lock-target",), after=locks_intact),
+    Hostile("fills_the_disk_with_files_under_the_per_file_limit",
+            lambda tmp: reference_calling("fill_disk(comm);", FILL), 150, never=("DISK[",), static="warn",
+            budget=150, after=lambda tmp: in_shared_tmp("fill-*")),
+    Hostile("lingers_and_leaves_files_to_block_the_grader",
+            # The harness fails the one case whose code started the daemon; the rest is the reference's.
+            lambda tmp: reference_calling("linger();", LINGER), 148.33, static="warn", budget=150,
+            says=("left them running; they were killed",), scores={"part2": 18.33},
+            after=lambda tmp: in_shared_tmp("kit-gallery-leftover-*")),
 ]
 
 
@@ -440,6 +671,16 @@ def untouched_kit():
 
 @pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
+    if case.setup:
+        case.setup(str(tmp_path))
+    try:
+        run_hostile(case, tmp_path)
+    finally:
+        problems = case.after(str(tmp_path)) if case.after else []
+    assert not problems, f"{case.name}: after grading: {problems}"
+
+
+def run_hostile(case: Hostile, tmp_path) -> None:
     tarball = case.raw(str(tmp_path)) if case.raw else make_tar(str(tmp_path / f"{case.name}.tar"),
                                                                 case.members(str(tmp_path)))
     report_path = str(tmp_path / "report.json")
@@ -468,3 +709,7 @@ def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
         assert not sysv_objects(uid), f"{case.name}: System V IPC objects left behind: {sysv_objects(uid)}"
     for escape in case.gone:
         assert not os.path.exists(escape), f"{case.name}: {escape} is there after grading"
+    if uid is not None:
+        owned = [p for top in SHARED_TMP for p in glob.glob(os.path.join(top, "*"))
+                 if os.lstat(p).st_uid == uid]
+        assert not owned, f"{case.name}: the sandbox user's files are left in the shared temporary places: {owned}"

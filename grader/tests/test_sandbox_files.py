@@ -1,0 +1,94 @@
+"""Root's slot locks and its reads of files a sandbox wrote, without a
+grading around them.
+
+  KIT_SANDBOX_UID=63000 python3 -m pytest grader/tests/test_sandbox_files.py   (the lock cases need root)
+"""
+import os
+import threading
+import time
+
+import pytest
+
+from grader import sandbox
+from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
+
+BASE = int(os.environ.get("KIT_SANDBOX_UID", sandbox.SANDBOX_UID_BASE))
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="root's lock folder needs root")
+
+
+def test_a_regular_file_is_read_whole(tmp_path):
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b"{}\n" * 10)
+    assert open_sandbox_file(str(path), 100) == b"{}\n" * 10
+
+
+def test_a_fifo_a_symlink_a_device_and_a_big_file_are_refused_at_once(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to("/etc/hostname")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 101)
+    started = time.monotonic()
+    for path in (fifo, link, "/dev/zero", big):
+        with pytest.raises(UnsafeSandboxFile):
+            open_sandbox_file(str(path), 100)
+    assert time.monotonic() - started < 5  # a FIFO nobody writes never blocks the reader
+
+
+@needs_root
+def test_a_uid_is_held_by_one_grader_whatever_its_slot():
+    # Two graders whose KIT_SANDBOX_UID ranges overlap name the same user by
+    # different slots: the lock is the user's, so only one gets it.
+    first = sandbox.lock_uid(BASE + 5)
+    assert first is not None
+    try:
+        assert sandbox.lock_uid(BASE + 5) is None
+        other = sandbox.Sandbox.__new__(sandbox.Sandbox)
+        other.base, other.cancel, other._lock, other.root = BASE + 5, None, None, True
+        slot = other._claim_slot(0)
+        try:
+            assert other.uid != BASE + 5 and other.uid == BASE + 5 + slot
+        finally:
+            other._lock.close()
+    finally:
+        first.close()
+    again = sandbox.lock_uid(BASE + 5)
+    assert again is not None
+    again.close()
+
+
+@needs_root
+def test_the_lock_folder_is_roots_own_and_holds_only_regular_files():
+    sandbox.lock_uid(BASE).close()
+    st = os.lstat(sandbox.LOCK_DIR)
+    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700 and not os.path.islink(sandbox.LOCK_DIR)
+    fifo = os.path.join(sandbox.LOCK_DIR, f"uid-{BASE + 15}.lock")
+    if os.path.lexists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)  # as if planted: refused, not waited on
+    try:
+        started = time.monotonic()
+        with pytest.raises(RuntimeError):
+            sandbox.lock_uid(BASE + 15)
+        assert time.monotonic() - started < 5
+    finally:
+        os.unlink(fifo)
+
+
+@needs_root
+def test_waiting_for_a_slot_ends_when_the_batch_is_stopped():
+    held = [h for h in (sandbox.lock_uid(BASE + s) for s in range(sandbox.SLOTS)) if h is not None]
+    try:
+        waiting = sandbox.Sandbox.__new__(sandbox.Sandbox)
+        waiting.base, waiting._lock, waiting.root = BASE, None, True
+        waiting.cancel = threading.Event()
+        threading.Timer(1.0, waiting.cancel.set).start()
+        started = time.monotonic()
+        if len(held) == sandbox.SLOTS:
+            with pytest.raises(RuntimeError, match="cancelled"):
+                waiting._claim_slot(0)
+            assert time.monotonic() - started < 10
+    finally:
+        for h in held:
+            h.close()
