@@ -4,17 +4,17 @@ tests/records.h, and this module follows it.
 Every record is evidence written by a process that runs student code, so
 none is a verdict: a result's "pass" only says the ranks' own checks found
 nothing, and the judge (kit/judge.py) decides a case with recorded values.
-The file is read as hostile input: opened without following links or
-blocking on a FIFO, only if it is a regular file, up to a size limit, line
-by line with a length limit, and a line that does not parse (too deep, too
+The file is read as hostile input (kit/safe_read.py): opened without
+following links or blocking on a FIFO, only if it is a regular file of at
+most MAX_FILE_BYTES, then line by line with a length limit, and a line that does not parse (too deep, too
 long, not JSON, not a record) is counted as malformed, never raised.
 """
 import errno
 import json
-import os
-import stat
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
+
+from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
 
 PLAN, VALUE, RESULT, RANK_FAILURE, ABORT, ROLLCALL = "plan", "value", "result", "rank_failure", "abort", "rollcall"
 FIELDS = {  # the members each kind must have, with their types (records.h)
@@ -29,10 +29,6 @@ FIELDS = {  # the members each kind must have, with their types (records.h)
 # file far past that was written by something else.
 MAX_FILE_BYTES = 64 << 20
 MAX_LINE_BYTES = 1 << 20
-
-
-class NotARegularFile(Exception):
-    """The results path is a FIFO, a device, a link or a directory: a handin's doing."""
 
 
 @dataclass
@@ -124,35 +120,11 @@ def parse(lines) -> Records:
     return out
 
 
-def read_bounded(path: str, limit: int) -> Tuple[bytes, bool]:
-    """At most `limit` bytes of the regular file at `path`, and whether there
-    was more. Never follows a link and never waits on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotARegularFile(path)
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        data = b"".join(chunks)
-        return data[:limit], len(data) > limit
-    finally:
-        os.close(fd)
-
-
 def read(path: str) -> Records:
     try:
-        data, cut = read_bounded(path, MAX_FILE_BYTES)
-    except FileNotFoundError:
-        return Records()
-    except (OSError, NotARegularFile) as e:
-        return Records(problem=f"the results file was replaced by something that is not a regular file ({e})"
-                       if isinstance(e, NotARegularFile) or getattr(e, "errno", 0) == errno.ELOOP else str(e))
-    out = parse(data.decode("utf-8", errors="surrogateescape").splitlines())
-    if cut:
-        out.problem = f"the results file grew past {MAX_FILE_BYTES} bytes; the rest was not read"
-    return out
+        data = open_sandbox_file(path, MAX_FILE_BYTES)
+    except UnsafeSandboxFile as e:
+        if e.errno == errno.ENOENT:
+            return Records()  # the job never wrote one; its missing plan says so
+        return Records(problem=f"the results file could not be read: {e}")
+    return parse(data.decode("utf-8", errors="surrogateescape").splitlines())
