@@ -23,7 +23,7 @@ namespaces everything the job started is in a PID namespace of its own,
 which the kernel empties when its first process dies. A grader that claims
 a slot first ends whatever an earlier, killed grader left of that slot.
 
-Not root: the same limits, a scratch directory and sealed results, but the
+Not root: the same limits, a scratch directory and the judge, but the
 code runs with the grader's own rights; the report says isolation is reduced.
 """
 import fcntl
@@ -308,7 +308,7 @@ class Sandbox:
     def notes(self) -> List[str]:
         if not self.root:
             return ["isolation reduced: the grader is not root, so student code ran with the grader's own "
-                    "user rights (resource limits, a scratch directory and sealed results still applied)"]
+                    "user rights (resource limits, a scratch directory and the judge still applied)"]
         unbounded = [] if self.run_mounted else [
             "disk use bounded per file only: no tmpfs could be mounted on the run directory here"]
         if self.isolated_fs:

@@ -1,6 +1,6 @@
 """The kit's runtime in Python (standard library only, so it runs unchanged
 on Autolab and Gradescope images): the parts table, building student files,
-running cases and reading their sealed records, the static checks, and the
+running cases and judging their records, the static checks, and the
 student commands. `python3 -m kit --help` lists the commands; the Makefile
 calls them.
 
@@ -8,6 +8,8 @@ calls them.
   paths          the kit's directory and the build directory
   records        the results file's format (defined in tests/records.h)
   jobs           one MPI job of the test binary; its records as outcomes
+  judge          a case decided from the values student functions returned
+  safe_read      reading what a sandboxed job wrote: no links, no FIFOs, bounded
   processes      finding and ending processes
   build          compiling student files against a build, linking the tests
   static_checks  the rules a student file must follow
