@@ -6,7 +6,7 @@ happened, within its time budget and leaving nothing behind.
 
 Most handins hand in the reference's part-1 file, so their honest part still
 scores its 10 points, and put the attack in another file. Some attacks would
-be refused by the static checks before they ever ran; those run with
+be refused by the static checks or the link check before they ever ran; those run with
 KIT_STATIC_CHECKS=warn (a staff switch for exactly this), so that the
 runtime defences behind the static ones are tested too.
 """
