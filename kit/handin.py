@@ -75,7 +75,8 @@ def main(argv: List[str]) -> int:
         for name in IMPL_FILES:
             obj = os.path.join(scratch, name + ".o")
             errors = compile_one(how, os.path.join(source, name), obj)
-            print(f"  compiles: {args.source}/{name}" if errors is None else f"  DOES NOT COMPILE: {args.source}/{name}")
+            print(f"  compiles: {args.source}/{name}" if errors is None else
+                  f"  DOES NOT COMPILE: {args.source}/{name}")
             if errors is not None:
                 failed.append(name)
                 print("\n".join(errors.splitlines()[:20]))

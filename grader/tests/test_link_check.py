@@ -5,7 +5,8 @@ refused naming what it uses.
   python3 -m pytest grader/tests/test_link_check.py -q      (after `make build`)
 
 Correct code: the reference, the stubs, every variant of staff/mutants.py
-(the correct ones, and the known bugs, which must lose only their parts), and link_check/honest_*.cpp (the standard library's
+(the correct ones, and the known bugs, which must lose only their parts),
+and link_check/honest_*.cpp (the standard library's
 containers, printing with <iostream>, exceptions, Eigen, statics). Bypasses:
 link_check/bypass_*.cpp, each naming with `// refused: TEXT` what its
 refusal must say. The aarch64 paths are checked on a hand-made object (no
@@ -97,7 +98,8 @@ def test_a_refusal_names_the_line(how, elsewhere, tmp_path):
     source.write_text("#include <unistd.h>\n\nnamespace dtrain {\n\nvoid* grow(long n) {\n"
                       "  return sbrk(n);\n}\n\n}  // namespace dtrain\n")
     found = refusals(how, elsewhere, str(source), tmp_path)
-    assert found and found[0].startswith("zero_dp_stage3.cpp:6: fail: uses sbrk, which student code may not call"), found
+    assert found, "sbrk passed"
+    assert found[0].startswith("zero_dp_stage3.cpp:6: fail: uses sbrk, which student code may not call"), found
 
 
 def test_a_second_static_initializer_beside_iostreams_is_refused(how, elsewhere, tmp_path):
@@ -114,7 +116,8 @@ def aarch64_object(words, undefined, bss_size=0) -> bytes:
     """A relocatable aarch64 object: .text holding `words`, each undefined
     symbol called (R_AARCH64_CALL26) from the word after the first, and a .bss."""
     shstr = b"\0.text\0.rela.text\0.symtab\0.strtab\0.shstrtab\0.bss\0"
-    off = {n: shstr.index(n.encode() + b"\0") for n in (".text", ".rela.text", ".symtab", ".strtab", ".shstrtab", ".bss")}
+    names = (".text", ".rela.text", ".symtab", ".strtab", ".shstrtab", ".bss")
+    off = {n: shstr.index(n.encode() + b"\0") for n in names}
     strtab = b"\0" + b"".join(n.encode() + b"\0" for n in undefined) + b"_ZN6dtrain1fEv\0"
     text = b"".join(struct.pack("<I", w) for w in words)
     symbols = [struct.pack("<IBBHQQ", 0, 0, 0, 0, 0, 0)]
