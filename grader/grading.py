@@ -8,10 +8,12 @@ a step that can't go on ends grading with every part it did not reach at 0:
             oversized members, each named in the report;
   stage     claim a sandbox (sandbox.py) and hand it the files;
   check     the static rules (kit/static_checks.py): a file that breaks one
-            is not compiled;
-  compile   each file against the kit's prebuilt framework; a file that is
-            missing, refused or does not compile is replaced by its stub, so
-            it costs only the parts that use it;
+            is not compiled (an early, friendly word; the link check decides);
+  compile   each file against the kit's prebuilt framework, then the link
+            check of its object (kit/link_check.py: what it calls, defines,
+            initializes before main and keeps in static storage); a file that
+            is missing, refused or does not compile is replaced by its stub,
+            so it costs only the parts that use it;
   run       every part's public and hidden cases under MPI (kit/jobs.py):
             the ranks hand over what student functions returned, and the
             judge (kit/judge.py), here, outside the sandbox, compares it
@@ -257,8 +259,12 @@ def compile_files(g: Grading) -> bool:
     for name, r in report["files"].items():
         if name not in IMPL_FILES:
             continue  # an ungraded part's file (the extensions, off): its stub fills in, unsaid
+        if r.get("link_findings"):
+            g.grade.files.setdefault(name, {}).setdefault("findings", []).extend(r["link_findings"])
         if name in g.refused:
             state = "refused by the static checks"
+        elif r.get("link_refused"):
+            state = "refused by the link check"
         elif r["compiled"]:
             state = "compiled"
         elif r["errors"] and r["errors"].endswith("missing"):
@@ -266,6 +272,8 @@ def compile_files(g: Grading) -> bool:
         else:
             state = "does not compile"
         g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
+        if r.get("link_findings") and not r.get("link_refused"):
+            g.grade.notes.append(f"{name}: link-check failures only warned about (KIT_STATIC_CHECKS=warn)")
     # The results file lives where the job can write it but not replace it
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
     g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,

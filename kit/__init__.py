@@ -12,7 +12,8 @@ calls them.
   safe_read      reading what a sandboxed job wrote: no links, no FIFOs, bounded
   processes      finding and ending processes
   build          compiling student files against a build, linking the tests
-  static_checks  the rules a student file must follow
+  static_checks  the rules a student file's text is checked against first (a friendly early word)
+  link_check     what a compiled student file may reference, define and keep (the rule that refuses)
   suite          `make test`, `make test-partN`
   handin         `make handin`
   explore        `make explore`

@@ -4,6 +4,7 @@
   handin         check the student files and write handin.tar (make handin)
   explore        train under every strategy, table and chart (make explore)
   static-check   print the static findings of the files named
+  link-check     print the link check's refusals of the objects named
   trace          draw a trace file as a PNG timeline (make trace)
   check-handout  check the handout against the headers, the Makefile and the table
   parts          print the parts table
@@ -13,7 +14,8 @@ import importlib
 import sys
 
 COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore",
-            "static-check": "kit.static_checks", "check-handout": "kit.check_handout", "parts": "kit.parts", "trace": "kit.trace",
+            "static-check": "kit.static_checks", "link-check": "kit.link_check",
+            "check-handout": "kit.check_handout", "parts": "kit.parts", "trace": "kit.trace",
             "ring": "kit.ring"}
 
 

@@ -5,7 +5,9 @@ and the known-bug checks use it).
 
 Each file compiles separately, so the caller learns which one failed; with
 a fallback directory, a file that does not compile is replaced by that
-directory's copy (the grader passes the stubs).
+directory's copy (the grader passes the stubs). A submitted file that
+compiles is then link-checked (kit/link_check.py): an object it refuses is
+treated like a file that does not compile, with the refusals as its errors.
 """
 import hashlib
 import json
@@ -17,6 +19,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
+from kit import link_check
 from kit.parts import IMPL_FILES
 from kit.safe_read import open_sandbox_file
 
@@ -126,8 +129,11 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
-    sandbox); files named in `refused` (name -> why) are not compiled at all."""
+    sandbox); files named in `refused` (name -> why) are not compiled at all.
+    Each file's report says what the link check found ("link_findings") and
+    whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn only reports)."""
     how = recipe(build_dir)
+    elsewhere = link_check.defined_elsewhere(how)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     obj_dir = obj_dir or output + ".objs"
     os.makedirs(obj_dir, exist_ok=True)
@@ -143,13 +149,20 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
             errors = f"{name}: missing"
         else:
             errors = compile_one(how, source, obj, runner=runner)
+        found: List[str] = []
+        if errors is None and name not in refused:
+            found = link_check.findings(obj, source, how, elsewhere)
+            if found and link_check.enforced():
+                errors = link_check.explain(found)
+        link_refused = bool(found) and errors is not None
         used = "submitted"
         if errors is not None and fallback:
             alt = compile_one(how, os.path.join(fallback, name), obj, runner=runner)
             used = "fallback" if alt is None else "none"
         elif errors is not None:
             used = "none"
-        return name, {"compiled": errors is None, "errors": errors, "used": used, "object": obj}
+        return name, {"compiled": errors is None, "errors": errors, "used": used, "object": obj,
+                      "link_findings": found, "link_refused": link_refused}
 
     # Every student file of the build: with the extension parts off, a handin
     # holds none of theirs, and their stubs (the fallback) fill in.

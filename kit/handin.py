@@ -4,7 +4,8 @@
 
 The tarball holds exactly the student files and feedback.txt, after a
 check that each exists, compiles against the framework and passes the
-grader's static rules (a file that breaks one would be graded as its stub).
+grader's static rules and its link check (a file that breaks one would be
+graded as its stub).
 It warns when feedback.txt is still the template, and lists the tarball.
 """
 import argparse
@@ -14,6 +15,7 @@ import tarfile
 import tempfile
 from typing import List
 
+from kit import link_check
 from kit.build import compile_one, recipe
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, build_dir
@@ -67,16 +69,27 @@ def main(argv: List[str]) -> int:
         return refuse(f"missing {', '.join(missing)}")
     how = recipe(build)
     failed = []
+    linked_out: List[str] = []
+    elsewhere = link_check.defined_elsewhere(how)
     with tempfile.TemporaryDirectory(prefix="kit-handin-") as scratch:
         for name in IMPL_FILES:
-            errors = compile_one(how, os.path.join(source, name), os.path.join(scratch, name + ".o"))
-            print(f"  compiles: {args.source}/{name}" if errors is None else f"  DOES NOT COMPILE: {args.source}/{name}")
+            obj = os.path.join(scratch, name + ".o")
+            errors = compile_one(how, os.path.join(source, name), obj)
+            print(f"  compiles: {args.source}/{name}" if errors is None else
+                  f"  DOES NOT COMPILE: {args.source}/{name}")
             if errors is not None:
                 failed.append(name)
                 print("\n".join(errors.splitlines()[:20]))
+                continue
+            found = link_check.findings(obj, os.path.join(source, name), how, elsewhere)
+            for line in found:
+                print(f"  {line}")
+            if found:
+                linked_out.append(name)
     if failed:
         return refuse("fix the compile errors above first")
     refused = refused_files(source, build)
+    refused += [name for name in linked_out if name not in refused]
     if refused:
         return refuse(f"the grader would refuse {', '.join(refused)} (graded as the stub); fix the lines above first")
     with open(os.path.join(KIT_DIR, FEEDBACK)) as f:

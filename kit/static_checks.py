@@ -8,6 +8,15 @@ tokens of the file itself (not of the headers it includes) are then matched
 against RULES, skipping string and character literals. The preprocessor's
 line markers say which files the student's file includes.
 
+These rules no longer guard the grade alone: a list of identifiers can be
+walked around (a mangled name behind extern "C", `(system)(...)`, `not
+fork()`, a libc function the list lacks), so what refuses a file for good
+is the link check of its compiled object (kit/link_check.py: an allowlist
+of the symbols it may use, no static initializers, little static storage,
+no system-call instructions). These rules stay as the early, friendly
+message: they name the line in the student's own words, before anything
+is compiled.
+
 A "fail" finding means the file is not compiled: it is graded as its stub,
 and the report names the rule and the line. A "warn" finding is reported
 and costs nothing by itself. `make test` shows the same findings before its

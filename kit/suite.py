@@ -21,6 +21,7 @@ from kit import parts as table
 from kit import trace
 from kit.jobs import CaseOutcome, JobTally, Launch, PartsRun, run_cases, run_parts
 from kit.paths import build_dir, impl_dir, test_binary
+from kit.link_check import object_findings
 from kit.static_checks import refusal_warning, static_findings
 from kit.report import fmt
 
@@ -151,6 +152,10 @@ def main(argv: List[str]) -> int:
     if sources:
         cache = None if not args.sources else os.path.join(args.sources, ".static_checks_cache.json")
         found = static_findings(sources, table.PARTS, build_dir(args.build), cache)
+        if not args.sources:  # the objects CMake just built for kit_tests_student
+            files = sorted({f for p in table.PARTS for f in p.files})
+            for name, lines in object_findings(sources, build_dir(args.build), files).items():
+                found[name] = found.get(name, []) + lines
     warning = refusal_warning(found)
     if warning:
         print("\n".join(warning), flush=True)

@@ -127,11 +127,13 @@ def left_behind(tmp_path, uid: Optional[int] = None) -> List[str]:
             if mine in p.marks or (uid is not None and p.uid == uid and not p.marks)]
 
 
-def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None, hangs: bool = False) -> Graded:
+def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None, hangs: bool = False,
+          static: str = "enforce") -> Graded:
     """grader/grade on `tarball`; `path_first` goes before $PATH (a fake tool);
-    `hangs`: the handin hangs again and again (see hanging)."""
+    `hangs`: the handin hangs again and again (see hanging); `static`:
+    KIT_STATIC_CHECKS ("warn" tests the run-time defences behind the checks)."""
     report_path = str(tmp_path / "report.json")
-    env = hanging(marked(tmp_path)) if hangs else marked(tmp_path)
+    env = dict(hanging(marked(tmp_path)) if hangs else marked(tmp_path), KIT_STATIC_CHECKS=static)
     if path_first:
         env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball, *extra_args],

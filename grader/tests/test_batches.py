@@ -131,15 +131,28 @@ def test_hidden_failures_follow_the_visibility_policy(tmp_path):
 
 
 def test_a_static_initializer_that_never_returns_costs_only_its_files_parts(tmp_path):
-    hang = "namespace dtrain {\nnamespace { volatile int spin = [] { volatile unsigned long n = 0; for (;;) n = n + 1; " \
-           "return 0; }(); }"
-    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", hang)}), hangs=True)
+    """The link check refuses the initializer (next test); with it only
+    warning, this tests what stands behind it: grading each file alone."""
+    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", SPINS_BEFORE_MAIN)}),
+              hangs=True, static="warn")
     for key in ("part1", "part2", "part3", "part4", "part5", "part6", "part7"):
         assert g.scores[key] > 0 and g.scores[key] == g.report["parts"][[p["key"] for p in g.report["parts"]].index(key)]["max_points"], key
     assert g.scores["part8_forward"] == g.scores["part8_backward"] == g.scores["part9"] == 0
     assert g.report["status"] == "graded"
     assert "zero_dp_stage3.cpp breaks the program even alone" in g.stdout
     assert left_behind(tmp_path) == []
+
+
+SPINS_BEFORE_MAIN = "namespace dtrain {\nnamespace { volatile int spin = [] { volatile unsigned long n = 0; " \
+                    "for (;;) n = n + 1; return 0; }(); }"
+
+
+def test_a_static_initializer_is_refused_by_the_link_check(tmp_path):
+    g = grade(tmp_path, handin(tmp_path, edits={"zero_dp_stage3.cpp": ("namespace dtrain {", SPINS_BEFORE_MAIN)}))
+    assert g.scores["part8_forward"] == g.scores["part8_backward"] == g.scores["part9"] == 0
+    assert g.total == 100 and g.report["status"] == "graded"
+    assert g.report["files"]["zero_dp_stage3.cpp"]["state"] == "refused by the link check"
+    assert "zero_dp_stage3.cpp:0: fail: has a static initializer" in g.stdout
 
 
 def test_a_symbol_defined_in_two_files_keeps_both_files_parts(tmp_path):

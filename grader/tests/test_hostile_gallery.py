@@ -6,7 +6,7 @@ happened, within its time budget and leaving nothing behind.
 
 Most handins hand in the reference's part-1 file, so their honest part still
 scores its 10 points, and put the attack in another file. Some attacks would
-be refused by the static checks before they ever ran; those run with
+be refused by the static checks or the link check before they ever ran; those run with
 KIT_STATIC_CHECKS=warn (a staff switch for exactly this), so that the
 runtime defences behind the static ones are tested too.
 """
@@ -27,7 +27,7 @@ import pytest
 from conftest import (BUILD, GRADE, IMPL_FILES, KIT, hang_limit, hanging, left_behind, live_processes, make_tar,
                       marked, source)
 from grader.sandbox import LOCK_DIR, SANDBOX_UID_BASE, SHARED_TMP, SLOTS, sysv_objects
-from kit.parts import CASE_SECONDS
+from kit.parts import CASE_SECONDS, PARTS
 
 SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
 SANDBOX_UIDS = range(SANDBOX_BASE, SANDBOX_BASE + SLOTS)
@@ -390,6 +390,75 @@ def locks_intact(tmp: str) -> List[str]:
     return problems
 
 
+# ---- the identifier rules walked around; the link check refuses by the object ----
+
+STATIC_CHECK_BYPASSES = r"""
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
+extern "C" void _ZN6dtrain10heap_hooks5freedEPv(void*);
+extern "C" FILE* fopen64(const char*, const char*);
+extern "C" ssize_t read(int, void*, size_t) { return 0; }
+namespace dtrain {
+int walk_around() {
+  auto run = &std::system;
+  if (not fork()) return (system)("id") + run("id");
+  if (FILE* f = fopen64("/tmp/kit-gallery-bypass", "w")) std::fclose(f);
+  _ZN6dtrain10heap_hooks5freedEPv(nullptr);
+  mkfifo("/tmp/kit-gallery-fifo", 0600);
+  return open64("/etc/passwd", O_RDONLY);
+}
+}  // namespace dtrain
+"""
+
+MEMORY_RULE_EVASIONS = r"""
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <unistd.h>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+extern "C" void* __libc_malloc(unsigned long);
+extern "C" void* valloc(size_t);
+namespace dtrain { class LibraryAllocations { public: LibraryAllocations(); ~LibraryAllocations(); }; }
+namespace {
+double kept_in_bss[784 * 256];
+std::vector<double> reserved_before_main(784 * 256);
+}  // namespace
+namespace dtrain {
+void* keep(unsigned long n) {
+  thread_local double kept_per_thread[784 * 256];
+  dtrain::LibraryAllocations exempt;
+  std::vector<double>* by_a_thread = nullptr;
+  std::thread([&] { by_a_thread = new std::vector<double>(n); }).join();
+  void* p = mmap64(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  switch (n % 9) {
+    case 0: return __libc_malloc(n);
+    case 1: return valloc(n);
+    case 2: return sbrk(static_cast<long>(n));
+    case 3: return mremap(p, n, 2 * n, MREMAP_MAYMOVE);
+    case 4: return shmat(shmget(IPC_PRIVATE, n, IPC_CREAT | 0600), nullptr, 0);
+    case 5: return kept_per_thread;
+    case 6: return by_a_thread;
+    case 7: return reserved_before_main.data();
+    default: return kept_in_bss;
+  }
+}
+}  // namespace dtrain
+"""
+
+FUNC_POINTS = sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
+ZERO_POINTS = sum(p.points for p in PARTS if p.files == ("zero_dp_stage3.cpp",))
+
+
+def reference_but(**epilogues: str) -> List:
+    """The reference, with an attack added to the end of the named files."""
+    return [("student/" + f, reference_with(f, epilogues[f[:-4]]) if f[:-4] in epilogues else source("reference", f))
+            for f in IMPL_FILES] + [FEEDBACK]
+
+
 # A handin whose backward never returns hangs in each of the 9 cases that call
 # it (6 public, 3 hidden), each stopped at its limit (CASE_SECONDS, scaled by
 # KIT_TIME_SCALE and, for such handins, by HANG_SHARE), then a roll-call and
@@ -472,7 +541,8 @@ GALLERY: List[Hostile] = [
             lambda tmp: [HONEST_PART1, zero_file({f: FAKE_SCORE_PRINT for f in ZERO_FUNCS})], 10),
     Hostile("static_constructor_prints_a_fake_score",
             lambda tmp: [HONEST_PART1, zero_file({}, epilogue="namespace { struct Fake { Fake() { "
-                                                            + FAKE_SCORE_PRINT + " } } fake; }\n")], 10),
+                                                            + FAKE_SCORE_PRINT + " } } fake; }\n")], 10,
+            static="warn"),  # the link check refuses the constructor; this tests what stands behind it
     Hostile("forged_gtest_output",
             lambda tmp: [HONEST_PART1, func_file({"get_info": 'std::printf("[       OK ] Part2GetInfo.All (1 ms)\\n'
                                                   '[  PASSED  ] 200 tests.\\n200 passed, 0 failed\\n");'})], 10),
@@ -544,7 +614,7 @@ GALLERY: List[Hostile] = [
                                                   "msgget(IPC_PRIVATE, IPC_CREAT | 0600);"},
                                                  prologue=PROLOGUE + "#include <sys/msg.h>\n#include <sys/sem.h>\n"
                                                                      "#include <sys/shm.h>\n")],
-            10, scores={"part1": 10, "part2": 0}),
+            10, scores={"part1": 10, "part2": 0}, static="warn"),  # the link check refuses shmget & co.
     Hostile("fork_storm",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step": "if (fork() == 0) { for (;;) fork(); }"})],
             10, says=("left them running; they were killed",), static="warn", budget=120),
@@ -578,7 +648,8 @@ GALLERY: List[Hostile] = [
                 "megatron_collect_backward_x": "std::abort();",
                 "naive_collect_forward_output": "if (mp_comm.rank() == 0) return out; for (;;) pause();",
             })],
-            10, says=("exited in the middle of the case", "no result", "aborted"), budget=150, hangs=True),
+            10, says=("exited in the middle of the case", "no result", "aborted"), budget=150, hangs=True,
+            static="warn"),  # exit and abort pass the link check; pause() does not
     # The handin's fault, not the grader's (the kit's stubs do start); graded
     # file by file, the honest data split keeps its points.
     Hostile("exits_before_main",
@@ -604,6 +675,20 @@ GALLERY: List[Hostile] = [
                     "split_data": "std::vector<double> hoard(std::size_t(2) << 30, 1.0); "
                                   "if (hoard[12345] > 0) throw std::runtime_error(\"kept 16 GiB\");"})), FEEDBACK],
             140, says=("exception in split_data",), budget=120),
+    # The identifier rules walked around: the link check refuses each file
+    # by what its object uses, defines or keeps; every other file keeps its
+    # points (the score is the control's, the handin with that file's stub).
+    Hostile("static_check_bypasses_refused_by_the_link_check",
+            lambda tmp: reference_but(func_impl=STATIC_CHECK_BYPASSES), 150 - FUNC_POINTS,
+            says=("refused by the link check", "uses system", "uses fork", "uses fopen64", "uses open64",
+                  "uses mkfifo", "uses dtrain::heap_hooks::freed(void*)", "defines read: a C name"),
+            scores={"part1": 10, "part2": 0, "part8_forward": 20}),
+    Hostile("memory_rule_evasions_refused_by_the_link_check",
+            lambda tmp: reference_but(zero_dp_stage3=MEMORY_RULE_EVASIONS), 150 - ZERO_POINTS,
+            says=("refused by the link check", "uses sbrk", "uses valloc", "uses __libc_malloc", "uses mmap64", "uses mremap",
+                  "uses shmat", "uses std::thread::_M_start_thread", "static or thread-local storage",
+                  "static initializer", "uses dtrain::LibraryAllocations::LibraryAllocations()"),
+            scores={"part1": 10, "part7": 10, "part8_forward": 0, "part8_backward": 0, "part9": 0}),
     Hostile("mentions_in_comments_and_strings_are_fine",
             lambda tmp: [("student/" + f, reference_with(f, (
                 "// system(\"rm -rf /\"), MPI_Send, fopen, getenv, asm, __attribute__((constructor)), testing::\n"
