@@ -47,7 +47,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from grader.sandbox import LIMITS, Sandbox
 from kit import judge
 from kit import parts as table
-from kit.build import build
+from kit.build import ResourceFailure, build
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.safe_read import copy_sandbox_tree
@@ -253,8 +253,14 @@ def check(g: Grading) -> bool:
 
 def compile_files(g: Grading) -> bool:
     g.binary = os.path.join(g.sandbox.bin_dir, "kit_tests")
-    report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
-                   obj_dir=g.sandbox.own_dir("objs"), refused=g.refused)
+    try:
+        report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
+                       obj_dir=g.sandbox.own_dir("objs"), refused=g.refused)
+    except ResourceFailure as e:
+        g.sandbox.clean_up()
+        return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault: give the "
+                                      "grader more memory (Gradescope: a larger machine; Autolab: the image's "
+                                      "memory; locally: close other jobs) and grade again")
     g.sandbox.clean_up()
     for name, r in report["files"].items():
         if name not in IMPL_FILES:

@@ -79,13 +79,39 @@ def recipe(build: str) -> Dict:
     return how
 
 
+class ResourceFailure(Exception):
+    """The compiler or the linker was killed (out of memory, a file or CPU
+    limit, or from outside): the grading host's fault, never the code's."""
+
+
+# A tool killed by a signal: its status (negative, or 128 + the signal through
+# a shell), or the driver's word for its killed back end.
+_SIGNALS = {9: "memory (killed: out of memory, or killed from outside)", 24: "CPU time (SIGXCPU)",
+            25: "file size (SIGXFSZ)", 6: "the compiler's own abort (SIGABRT)"}
+_KILLED_WORDS = ("signal terminated program", "internal compiler error: Killed", "File size limit exceeded",
+                 "virtual memory exhausted", "out of memory allocating", "Cannot allocate memory")
+
+
+def resource_failure(status: int, output: str) -> Optional[str]:
+    """What ran out, if a compile or link with this status and output was killed rather than refused."""
+    signal = -status if status < 0 else status - 128 if 128 < status < 160 else 0
+    if signal:
+        return _SIGNALS.get(signal, f"signal {signal}")
+    for words in _KILLED_WORDS:
+        if words in output:
+            line = next((l for l in output.splitlines() if words in l), words)
+            return f"memory, file size or time: {line.strip()}"
+    return None
+
+
 def run_plainly(cmd: List[str], timeout: float) -> Tuple[int, str]:
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
     return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
 
 
 def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly) -> Optional[str]:
-    """Returns None on success, else the compiler's messages. An object
+    """Returns None on success, else the compiler's messages; raises
+    ResourceFailure when the compiler was killed rather than refused. An object
     compiled before from the same text with the same flags is reused (the
     stubs, the reference's other files), from a cache beside the recipe.
     Its line table names the path it was first compiled from, so a message
@@ -110,6 +136,9 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
     except subprocess.TimeoutExpired:
         return f"the compiler did not finish within {timeout:.0f} s"
     if status != 0:
+        killed = resource_failure(status, output)
+        if killed:
+            raise ResourceFailure(f"the compiler of {os.path.basename(source)} was killed; what ran out: {killed}")
         return output or f"the compiler failed with status {status}"
     if cached:
         # The object is the compiler's, in a directory the sandbox user owns:
@@ -187,5 +216,8 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         report["linked"] = proc.returncode == 0
         if not report["linked"]:
             report["link_errors"] = proc.stdout.decode("utf-8", errors="replace")
+            killed = resource_failure(proc.returncode, report["link_errors"])
+            if killed:
+                raise ResourceFailure(f"the linker was killed; what ran out: {killed}")
     return report
 
