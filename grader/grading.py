@@ -283,7 +283,8 @@ def compile_files(g: Grading) -> bool:
     # The results file lives where the job can write it but not replace it
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
     g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
-                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values())
+                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(),
+                    judges_cases=True)
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
         lines = g.link_errors.splitlines()
@@ -418,13 +419,13 @@ _EXPECTED: Dict[str, judge.Expected] = {}
 def expected_values() -> judge.Expected:
     """The judge's values, recorded from the reference (grader/hidden/expected.txt).
     Without them no hidden case could fail: that is the grader's fault, and it stops."""
-    path = judge.default_path(KIT_DIR)
-    if path is None:
-        raise RuntimeError("grader/hidden/expected.txt is missing: the judge has no expected values "
+    paths = judge.files(KIT_DIR)
+    if len(paths) != 2:
+        raise RuntimeError(f"{judge.PUBLIC} or {judge.HIDDEN} is missing: the judge has no expected values "
                            "(staff: make hidden-data)")
-    key = f"{path}:{os.stat(path).st_mtime_ns}"
+    key = ":".join(f"{p}:{os.stat(p).st_mtime_ns}" for p in paths)
     if key not in _EXPECTED:
-        _EXPECTED[key] = judge.load(path)
+        _EXPECTED[key] = judge.load_all(paths)
     return _EXPECTED[key]
 
 

@@ -84,7 +84,8 @@ class Launch:
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
     cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
     time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
-    expected: Optional[judge.Expected] = None  # the judge's values and cases (grading); None: the ranks' checks
+    expected: Optional[judge.Expected] = None  # the judge's values; a case it has none for: the ranks' checks
+    judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
 
     def scale(self) -> float:
         return self.time_scale if self.time_scale is not None else table.time_scale()
@@ -328,7 +329,7 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
             failures.append({"rank": None, "message": f"integrity: {len(mine)} results for this case, where the "
                                                       "harness writes one (records written by code under test?)"})
             ok = False
-        if expected is not None:
+        if expected is not None and (wanted is not None or case in expected.values):
             judged = judge.judge_case(case, job.records.values.get(case, {}), expected,
                                       job.records.doubled.get(case, 0))
             if judged and ok:
@@ -359,7 +360,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
     of theirs that the filter selects has an outcome, reported or not."""
     tally = tally if tally is not None else JobTally()
     wanted = None
-    if launch.expected is not None:
+    if launch.expected is not None and launch.judges_cases:
         wanted = [c for c in launch.expected.cases if table.matches(gtest_filter, c)]
     outcomes: Dict[str, CaseOutcome] = {}
     pending = gtest_filter

@@ -3,14 +3,16 @@ process that runs no student code.
 
 The test binary's ranks hand over, as value records (tests/records.h), what
 each student function returned (framework/observe.h). The expected values
-were recorded from the reference by `make hidden-data` into
+were recorded from the reference by `make hidden-data`: the public cases'
+into tests/expected_values.txt (it ships with the handout, so `make test`
+judges as the grader does), the hidden cases' into
 grader/hidden/expected.txt, which never enters the sandbox or the test
 binary. A case with recorded values passes only if every rank returned,
 under every recorded label, a value of the recorded shape within the kit's
 tolerance (absolute plus relative 1e-9, as tests/kit_test.cpp), and nothing
 more. So a handin can offer wrong values but never a verdict.
 
-The file has one line per case the reference ran and one per value:
+Each file has one line per case the reference ran and one per value:
     case <Suite.Case>
     value <Suite.Case> <label> <rank> <rows> <cols> <stride> <v0> <v1> ...
 """
@@ -125,6 +127,26 @@ def judge_case(case: str, observed: Dict[Tuple[str, int], Observed], expected: E
     return failures
 
 
+# The public cases' values ship with the handout (they tell nothing the
+# public tests don't), so `make test` judges as the grader does; the hidden
+# cases' stay with the grader.
+PUBLIC = os.path.join("tests", "expected_values.txt")
+HIDDEN = os.path.join("grader", "hidden", "expected.txt")
+
+
+def files(kit_dir: str) -> List[str]:
+    return [p for p in (os.path.join(kit_dir, PUBLIC), os.path.join(kit_dir, HIDDEN)) if os.path.isfile(p)]
+
+
+def load_all(paths: List[str]) -> Expected:
+    out = Expected()
+    for path in paths:
+        one = load(path)
+        out.cases += one.cases
+        out.values.update(one.values)
+    return out
+
+
 def default_path(kit_dir: str) -> Optional[str]:
-    path = os.path.join(kit_dir, "grader", "hidden", "expected.txt")
+    path = os.path.join(kit_dir, HIDDEN)
     return path if os.path.isfile(path) else None

@@ -17,10 +17,11 @@ import sys
 import time
 from typing import Dict, List, Optional
 
+from kit import judge
 from kit import parts as table
 from kit import trace
 from kit.jobs import CaseOutcome, JobTally, Launch, PartsRun, run_cases, run_parts
-from kit.paths import build_dir, impl_dir, test_binary
+from kit.paths import KIT_DIR, build_dir, impl_dir, test_binary
 from kit.link_check import object_findings
 from kit.static_checks import refusal_warning, static_findings
 from kit.report import fmt
@@ -77,13 +78,20 @@ def stub_problems(outcomes: Dict[str, CaseOutcome], cases: List[str]) -> List[st
     return problems
 
 
+def judged() -> Dict:
+    """Launch settings that judge the public cases as the grader does: by the
+    values the reference's functions returned (tests/expected_values.txt)."""
+    path = os.path.join(KIT_DIR, judge.PUBLIC)
+    return {"expected": judge.load(path)} if os.path.isfile(path) else {}
+
+
 def by_hand(args, binary: str) -> int:
     """Cases a gtest filter selects, run the way `make test-partN` runs them
     (tools/kitrun sends a test binary started by hand here): the same
     diagnosis, and after a hang or a crash the remaining cases go on in a
     new job. Points are only for whole parts, so none are printed."""
     started = time.monotonic()
-    launch_args = {}
+    launch_args = judged()
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
@@ -164,7 +172,7 @@ def main(argv: List[str]) -> int:
             if ": warn: " in f:
                 print(f"note: {f}")
     refused = {name for name, findings in found.items() if any(": fail: " in f for f in findings)}
-    launch_args = {}
+    launch_args = judged()
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)

@@ -25,7 +25,7 @@ import zipfile
 from typing import List
 
 from kit.check_handout import SHIPPED, files_under, students_makefile
-from kit.parts import IMPL_FILES, TOTAL_POINTS, extension_paths, extensions_on
+from kit.parts import ALL_PARTS, IMPL_FILES, TOTAL_POINTS, extension_paths, extensions_on
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
@@ -112,7 +112,15 @@ def shipped_parts(with_extensions: bool) -> str:
 
 
 # Files whose shipped text is made for the cut, not copied.
-MADE = ("Makefile", "handout/README.md", "feedback.txt", "kit/parts.py")
+MADE = ("Makefile", "handout/README.md", "feedback.txt", "kit/parts.py", "tests/expected_values.txt")
+
+
+def public_values(with_extensions: bool) -> str:
+    """The judge's public values (kit/judge.py) for the parts the cut has."""
+    left_out = [p for p in ALL_PARTS if p.extension and not with_extensions]
+    with open(os.path.join(KIT, "tests", "expected_values.txt")) as f:
+        lines = f.readlines()
+    return "".join(l for l in lines if not any(p.owns(l.split()[1]) for p in left_out if len(l.split()) > 1))
 
 
 def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> int:
@@ -134,6 +142,7 @@ def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> in
         add_text(tar, "dtrain-kit/Makefile", makefile.encode())
         add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
         add_text(tar, "dtrain-kit/kit/parts.py", shipped_parts(on).encode())
+        add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values(on).encode())
         for name in ("README.md", "handout/README.md"):
             add_text(tar, f"dtrain-kit/{name}", readme.encode())
     print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
