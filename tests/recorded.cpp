@@ -15,6 +15,7 @@ namespace kit {
 namespace {
 
 std::string g_record_path;
+int g_record_fd = -1;  // opened before the system-call filter, which refuses opening files
 
 std::string key_of(const std::string& label) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -47,7 +48,10 @@ const std::map<std::string, Matrix>& recorded() {
 
 }  // namespace
 
-void record_values_to(const std::string& path) { g_record_path = path; }
+void record_values_to(const std::string& path) {
+  g_record_path = path;
+  g_record_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
 
 ::testing::AssertionResult matches_recorded(const char*, const char* actual_expr, const std::string& label,
                                             const Matrix& actual) {
@@ -59,9 +63,8 @@ void record_values_to(const std::string& path) { g_record_path = path; }
     for (Eigen::Index i = 0; i < actual.size(); ++i) line << ' ' << actual.data()[i];
     line << '\n';
     const std::string text = line.str();
-    const int fd = ::open(g_record_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    const bool ok = fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    if (fd >= 0) ::close(fd);
+    const bool ok = g_record_fd >= 0 &&
+                    ::write(g_record_fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     return ok ? ::testing::AssertionSuccess() : ::testing::AssertionFailure() << "cannot write " << g_record_path;
   }
   const auto& values = recorded();

@@ -7,7 +7,8 @@
 // "event" names the kind:
 //
 //   plan          rank 0, sealed, once per job before the first case
-//                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...]}
+//                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...],"syscall_filter":F}
+//                 F is "on", or "off: " and why (platform.h, restrict_system_calls)
 //   result        rank 0, sealed, after every case all its ranks finished
 //                 {"event":"result","case":C,"status":"pass"|"fail","seconds":S,
 //                  "failures":[{"rank":R,"message":M}, ...]}
@@ -37,7 +38,7 @@ namespace records {
 // A JSON string literal (quotes included) for any bytes of text.
 std::string json_string(const std::string& text);
 
-std::string plan(int ranks, const std::vector<std::string>& cases);
+std::string plan(int ranks, const std::vector<std::string>& cases, const std::string& syscall_filter = "on");
 std::string result(const std::string& name, bool passed, double seconds,
                    const std::vector<std::pair<int, std::string>>& failures);  // (rank, message)
 std::string rank_failure(const std::string& name, int rank, const std::string& message);
