@@ -212,8 +212,12 @@ std::string restrict_system_calls(bool allow_opening_files) {
          SYS_pidfd_open, SYS_pidfd_getfd, SYS_pidfd_send_signal, SYS_setns, SYS_unshare, SYS_personality,
          // new channels: MPI's own are connected during MPI_Init
          SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept, SYS_accept4,
-         // System V and anonymous shared memory, and other routes to a new channel or to the kernel
-         SYS_shmget, SYS_shmat, SYS_semget, SYS_msgget, SYS_memfd_create, SYS_memfd_secret,
+         // New System V objects and anonymous shared memory, and other routes to a new channel or to
+         // the kernel. Attaching to a segment that exists stays (shmat, shmdt, shmctl): MPICH's UCX
+         // attaches to a peer's segment when it first sends to it, long after start-up, and removes
+         // its own at the end; a segment is reached only with its owner's permission, and in the
+         // grader's IPC namespace only the job's own exist.
+         SYS_shmget, SYS_semget, SYS_msgget, SYS_memfd_create, SYS_memfd_secret,
          SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_bpf, SYS_perf_event_open,
          SYS_userfaultfd, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_fanotify_init,
          // identity and the machine

@@ -296,6 +296,9 @@ def diagnose(g: Grading) -> bool:
     if g.tally.forged:
         g.grade.notes.append(f"integrity: {g.tally.forged} result record(s) without a valid seal were ignored "
                              "(results are written only by the test harness; forged ones never count)")
+    if g.tally.unfiltered:
+        g.grade.notes.append("syscall filter: " + "; ".join(g.tally.unfiltered) + " (the handin's code ran "
+                             "without it: it could open files and start processes; see grader/README.md)")
     if g.tally.dropped:
         g.grade.notes.append(f"the test program printed {g.tally.dropped} bytes more than the report keeps")
     return True

@@ -95,6 +95,7 @@ class JobTally:
     launches: int = 0
     error: Optional[str] = None    # the binary could not run at all
     forged: int = 0                # plan or result records whose seal did not verify
+    unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
     dropped: int = 0               # bytes of output not kept (see OutputTap)
 
 
@@ -226,6 +227,10 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
             tally.dropped += tap.dropped
         records = rec.read(results, key)
         tally.forged += records.forged
+        for plan in records.plans:  # sealed: the harness's own word (tests/records.h)
+            state = str(plan.get("syscall_filter", "off: the test program does not say"))
+            if state != "on" and state not in tally.unfiltered:
+                tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started)
     finally:
         try:

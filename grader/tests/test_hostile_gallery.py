@@ -70,6 +70,9 @@ namespace {
 // Finds the harness's results file in our own command line, then appends pass
 // records for the running case (unsealed and with a made-up seal) to it and to
 // every path a forger might guess, and leaves before the harness can object.
+// The system-call filter refuses opening them: the records also go to every
+// regular file this process has open, the results file among them, so the
+// seals are still what stops them.
 void forge_and_leave() {
   std::ifstream cmdline("/proc/self/cmdline");
   std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
@@ -81,10 +84,15 @@ void forge_and_leave() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string(info->test_suite_name()) + "." + info->name();
   std::string record = "{\"event\":\"result\",\"case\":\"" + name + "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]";
-  for (const auto& path : targets) {
-    std::ofstream out(path, std::ios::app);
-    out << record << "}\n" << record << ",\"mac\":\"" << std::string(64, 'a') << "\"}\n"
-        << "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" << name << "\"]}\n";
+  const std::string forged = record + "}\n" + record + ",\"mac\":\"" + std::string(64, 'a') + "\"}\n" +
+                             "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" + name + "\"]}\n";
+  for (const auto& path : targets) std::ofstream(path, std::ios::app) << forged;
+  for (int fd = 3; fd < 1024; ++fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      ssize_t ignored = ::write(fd, forged.data(), forged.size());
+      (void)ignored;
+    }
   }
   std::_Exit(0);
 }
@@ -112,6 +120,45 @@ std::string slurp(const std::string& path) {
 """
 
 READ_SECRETS = READ_SECRETS.replace("KIT_PATH", KIT)
+
+
+def _syscall_offset() -> int:
+    """Where glibc's syscall() sits from printf, in this machine's libc (the
+    one the test binary loads): a handin can carry the number, not the name."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    at = lambda f: ctypes.cast(f, ctypes.c_void_p).value
+    return at(libc.syscall) - at(libc.printf)
+
+
+# Past the static checks (warn), the raw calls through a pointer that no
+# name reveals: the system-call filter must refuse each one, so the handin
+# scores what its honest file alone does.
+RAW_CALLS = r"""
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+namespace {
+using Raw = long (*)(long, ...);
+[[noreturn]] void leap() {
+  const Raw raw = reinterpret_cast<Raw>(reinterpret_cast<const char*>(&std::printf) + (OFFSET));
+  std::string said;
+  auto note = [&](const char* what, long r) { said += std::string(what) + (r == -1 ? "=refused " : "=GOT "); };
+  note("openat", raw(SYS_openat, AT_FDCWD, "/etc/passwd", O_RDONLY));
+  const long child = raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (child == 0) raw(SYS_exit_group, 0);
+  note("fork", child);
+  const char* argv[] = {"sh", "-c", "echo escaped", nullptr};
+  note("execve", raw(SYS_execve, "/bin/sh", argv, nullptr));
+  note("socket", raw(SYS_socket, AF_UNIX, SOCK_STREAM, 0));
+  note("unlink", raw(SYS_unlinkat, AT_FDCWD, "results.jsonl", 0));
+  note("kill", raw(SYS_kill, raw(SYS_getppid), SIGKILL));
+  note("mmap_exec", raw(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  throw std::runtime_error("ESCAPE[" + said + "]");
+}
+}  // namespace
+"""
 
 
 # A handin whose backward never returns hangs in each of the 9 cases that call
@@ -201,7 +248,8 @@ GALLERY: List[Hostile] = [
     Hostile("forged_result_records_with_honest_tensor_parallel_parts",
             lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
                          zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
-                                   prologue=PROLOGUE + "#include <gtest/gtest.h>\n" + FORGE_RESULTS)],
+                                   prologue=PROLOGUE + "#include <gtest/gtest.h>\n#include <sys/stat.h>\n"
+                                   + FORGE_RESULTS)],
             100, says=("without a valid seal were ignored",), static="warn", gone=("/tmp/kit-results.jsonl",),
             scores={"part8_forward": 0, "part8_backward": 0, "part9": 0, "part7": 10}),
     Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
@@ -234,9 +282,15 @@ GALLERY: List[Hostile] = [
                                                  prologue=PROLOGUE + "#include <sys/msg.h>\n#include <sys/sem.h>\n"
                                                                      "#include <sys/shm.h>\n")],
             10, scores={"part1": 10, "part2": 0}),
+    # fork() is refused by the system-call filter; the reaper stays behind it.
     Hostile("fork_storm",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step": "if (fork() == 0) { for (;;) fork(); }"})],
-            10, says=("left them running; they were killed",), static="warn", budget=120),
+            10, static="warn", budget=120),
+    Hostile("raw_system_calls_through_a_pointer",
+            lambda tmp: [HONEST_PART1, func_file({"get_info": "leap();"}, prologue=PROLOGUE + "#include <sys/socket.h>\n"
+                                                 + RAW_CALLS.replace("OFFSET", str(_syscall_offset())))],
+            10, says=("ESCAPE[openat=refused fork=refused execve=refused socket=refused unlink=refused kill=refused "
+                      "mmap_exec=refused",), never=("=GOT", "escaped"), static="warn", scores={"part2": 0}),
     Hostile("memory_hog",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step":
                                                   "std::vector<char*> hoard; for (;;) { char* p = new char[1 << 28]; "
