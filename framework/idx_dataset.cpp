@@ -2,7 +2,12 @@
 // the format is idx_format.h's.
 #include "idx_dataset.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -73,6 +78,44 @@ Labels read_idx_labels(const std::string& path, long max_items) {
     y(i) = bytes[static_cast<size_t>(i)];
   }
   return y;
+}
+
+namespace {
+
+std::map<std::string, int>& kept_files() {
+  static std::map<std::string, int> kept;
+  return kept;
+}
+
+}  // namespace
+
+int idx::open_for_reading(const std::string& path) {
+  const auto kept = kept_files().find(path);
+  if (kept == kept_files().end()) return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // A copy shares the kept descriptor's offset: readers take turns, each from the start.
+  const int fd = ::fcntl(kept->second, F_DUPFD_CLOEXEC, 0);
+  if (fd >= 0 && ::lseek(fd, 0, SEEK_SET) != 0) {
+    const int lseek_errno = errno;
+    ::close(fd);
+    errno = lseek_errno;
+    return -1;
+  }
+  return fd;
+}
+
+void keep_data_files_open() {
+  std::string dir;
+  try {
+    dir = find_data_dir("");
+  } catch (const DataError&) {
+    return;
+  }
+  for (const char* stem : idx::kStems) {
+    const std::string path = idx_file(dir, stem);
+    if (path.empty() || kept_files().count(path)) continue;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) kept_files()[path] = fd;
+  }
 }
 
 std::vector<std::string> data_search_path(const std::string& flag_dir) {

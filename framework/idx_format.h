@@ -8,6 +8,7 @@
 // per dimension) followed by the data in row-major order.
 #pragma once
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -25,6 +26,10 @@ inline constexpr const char* kStems[4] = {"train-images-idx3-ubyte", "train-labe
                                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
 
 std::string base_name(const std::string& path);
+// A descriptor of `path` for reading from its start: a copy of the one
+// keep_data_files_open kept (idx_dataset.h), or else the file opened now; -1
+// with errno set when neither.
+int open_for_reading(const std::string& path);
 bool is_dir(const std::string& path);
 bool is_file(const std::string& path);
 
@@ -34,9 +39,13 @@ class IdxReader {
  public:
   explicit IdxReader(const std::string& path) : path_(path), name_(base_name(path)) {
     errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (!file_)
-      throw DataError(path + ": cannot open: " + (errno ? std::strerror(errno) : "out of memory"));
+    const int fd = open_for_reading(path);
+    if (fd < 0) throw DataError(path + ": cannot open: " + std::strerror(errno));
+    file_ = gzdopen(fd, "rb");
+    if (!file_) {
+      ::close(fd);
+      throw DataError(path + ": cannot open: out of memory");
+    }
     gzbuffer(file_, 1 << 17);
   }
   ~IdxReader() {

@@ -32,6 +32,16 @@ void forbid_reading_memory();
 // Slow (binutils' addr2line): for failure paths only.
 std::vector<std::string> call_stack_lines();
 
+// From now on, in every thread of this process, refuse the system calls that
+// computing and the channels already open never need: opening files,
+// starting processes or programs, sockets, other processes' memory, new
+// executable memory, ... (the list and why: platform_linux.cpp). It can't be
+// undone. `allow_opening_files` keeps open/openat, for a writer that makes
+// files as it goes (the trace of each failing case). Returns "" when the
+// filter is in place, else why it is not (an old kernel, another system):
+// the caller must say so, never go on silently.
+std::string restrict_system_calls(bool allow_opening_files);
+
 // glibc's malloc tuning: blocks up to `mmap_threshold` come from the heap, and
 // up to `trim_threshold` of freed memory stays for reuse (layer_profiler.h).
 void tune_malloc(long mmap_threshold, long trim_threshold);

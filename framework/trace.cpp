@@ -119,13 +119,13 @@ void start_trace(Communicator& comm) {
   ledger::set_tracing(true);
 }
 
-bool write_trace(Communicator& comm, const std::string& path, std::uint64_t bytes_counted) {
+std::string trace_text(Communicator& comm, std::uint64_t bytes_counted) {
   const nlohmann::json mine = {{"rank", comm.rank()},
                                {"bytes", bytes_counted},
                                {"clock", clock_of(comm.rank())},
                                {"events", events_of(ledger::take_entries(), comm.rank())}};
   const std::vector<std::string> all = CommAccess::gather_text(comm, mine.dump(), 0);
-  if (comm.rank() != 0) return true;
+  if (comm.rank() != 0) return "";
   nlohmann::json events = nlohmann::json::array();
   nlohmann::json bytes = nlohmann::json::array();
   nlohmann::json clocks = nlohmann::json::array();
@@ -154,8 +154,14 @@ bool write_trace(Communicator& comm, const std::string& path, std::uint64_t byte
                                   {"clock", kClockSource},
                                   {"clock_uncertainty_us", uncertainty},
                                   {"clocks", clocks}}}};
+  return trace.dump() + "\n";
+}
+
+bool write_trace(Communicator& comm, const std::string& path, std::uint64_t bytes_counted) {
+  const std::string text = trace_text(comm, bytes_counted);
+  if (comm.rank() != 0) return true;
   std::ofstream out(path);
-  out << trace.dump() << "\n";
+  out << text;
   out.close();
   return static_cast<bool>(out);
 }

@@ -33,6 +33,9 @@ void start_trace(Communicator& comm);
 // and the bytes its communicators counted; rank 0 writes the merged file.
 // Returns false on rank 0 if the file can't be written.
 bool write_trace(Communicator& comm, const std::string& path, std::uint64_t bytes_counted);
+// The same merge, as text on rank 0 ("" on the others), written nowhere: for
+// a check that runs where no file may be opened (the test binary's filter).
+std::string trace_text(Communicator& comm, std::uint64_t bytes_counted);
 
 // This rank's part alone, with no other rank taking part: its entries so far
 // and the call it is in now, open until now. For a case the watchdog ends;

@@ -284,7 +284,7 @@ def compile_files(g: Grading) -> bool:
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
     g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(),
-                    judges_cases=True)
+                    judges_cases=True, syscall_filter=True)
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
         lines = g.link_errors.splitlines()
@@ -322,6 +322,9 @@ def diagnose(g: Grading) -> bool:
                              "make hidden-data? Or the plan was written by code under test)")
     for problem in dict.fromkeys(g.tally.integrity):
         g.grade.notes.append(f"integrity: {problem}")
+    if g.tally.unfiltered:
+        g.grade.notes.append("syscall filter: " + "; ".join(g.tally.unfiltered) + " (the handin's code ran "
+                             "without it: it could open files and start processes; see grader/README.md)")
     if g.tally.dropped:
         g.grade.notes.append(f"the test program printed {g.tally.dropped} bytes more than the report keeps")
     return True

@@ -86,6 +86,9 @@ class Launch:
     time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
     expected: Optional[judge.Expected] = None  # the judge's values; a case it has none for: the ranks' checks
     judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
+    # The system-call filter defends the grade; the student's own runs go
+    # without it, so a shape error can still quote the line (addr2line).
+    syscall_filter: bool = False
 
     def scale(self) -> float:
         return self.time_scale if self.time_scale is not None else table.time_scale()
@@ -100,6 +103,7 @@ class JobTally:
     integrity: List[str] = field(default_factory=list)  # what in the results files no honest run writes
     observed: Optional[Dict] = None  # set to {} to collect every value record (make hidden-data)
     unjudged: List[str] = field(default_factory=list)  # planned cases the judge has no values for
+    unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
     dropped: int = 0               # bytes of output not kept (see OutputTap)
 
 
@@ -150,6 +154,8 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         cmd.append(f"--trace-dir={launch.trace_dir}")
     if launch.scale() != 1:
         cmd.append(f"--time-scale={launch.scale()!r}")
+    if not launch.syscall_filter:
+        cmd.append("--no-syscall-filter")
     # No rank may read another's memory (tools/kitrun): a case's ranks are
     # one another's witnesses, and the system-call filter refuses it anyway.
     env = dict(launch.env if launch.env is not None else os.environ, KIT_SINGLE_COPY="none")
@@ -230,6 +236,10 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         if records.malformed:
             tally.integrity.append(f"{records.malformed} line(s) of the results file were no record of the kit's "
                                    "format (written by code under test?); they were ignored")
+        for plan in records.plans:  # the harness's word, for the report: a job without the filter is noted
+            state = str(plan.get("syscall_filter", "off: the test program does not say"))
+            if state != "on" and state not in tally.unfiltered:
+                tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started)
     finally:
         try:

@@ -63,7 +63,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
         if (info->should_run()) cases.push_back(std::string(info->test_suite_name()) + "." + info->name());
       }
     }
-    write_record(records::plan(world_.size(), cases));
+    write_record(records::plan(world_.size(), cases, job().syscall_filter));
   }
 
   void OnTestStart(const ::testing::TestInfo& info) override {

@@ -11,6 +11,7 @@ struct Job {
   int results_fd = -1;       // --results=PATH, opened for appending; -1 when run bare (KIT_BARE=1)
   std::string results_path;
   std::string trace_dir;     // --trace-dir: where a case the watchdog ends leaves each rank's trace
+  std::string syscall_filter = "off: not installed";  // "on", or "off: " and why (the plan record says it)
 };
 Job& job();
 

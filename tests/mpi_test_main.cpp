@@ -10,6 +10,16 @@
 //   --time-scale=F          multiply every per-case time limit by F (0 < F <= 1; kit.parts.time_scale)
 //   --trace-dir=DIR         write the Chrome trace of each failing case to
 //                           DIR/<case>.json (`make test-partN TRACE=1`)
+//   --no-syscall-filter     run the cases without the system-call filter (below);
+//                           the plan record says "off". The runner passes it
+//                           unless it grades (kit/jobs.py, Launch.syscall_filter)
+//
+// Once MPI, the results file, the case plan and the case groups are set up,
+// and before the first case runs, every rank refuses the system calls that
+// computing and MPI's open channels never need (platform.h,
+// restrict_system_calls): no file is opened, no process or program started,
+// no socket made after that. The plan record says whether the filter is on
+// ("syscall_filter"), and the grader notes it when it is not.
 //
 // A case of a run of n ranks in the parts table runs on ranks 0..n-1 of the job, so one job with enough ranks runs cases of every size; the
 // other ranks sleep meanwhile. After a case its ranks meet on a private
@@ -42,6 +52,7 @@
 #include "case_listener.h"
 #include "comm_runtime.h"
 #include "harness.h"
+#include "idx_dataset.h"
 #include "job.h"
 #include "layer_profiler.h"
 #include "platform.h"
@@ -53,7 +64,7 @@ namespace {
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] "
-                         "[--time-scale=F] [--trace-dir=DIR]\n",
+                         "[--time-scale=F] [--trace-dir=DIR] [--no-syscall-filter]\n",
                  what.c_str());
   return 2;
 }
@@ -69,12 +80,15 @@ int main(int argc, char** argv) {
 
   std::string results_path, trace_dir;
   double timeout_override = 0, time_scale = 1;
+  bool syscall_filter = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--results=", 0) == 0) {
       results_path = arg.substr(10);
     } else if (arg.rfind("--trace-dir=", 0) == 0) {
       trace_dir = arg.substr(12);
+    } else if (arg == "--no-syscall-filter") {
+      syscall_filter = false;
     } else if (arg.rfind("--case-timeout=", 0) == 0) {
       char* end = nullptr;
       timeout_override = std::strtod(arg.c_str() + 15, &end);
@@ -89,7 +103,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!results_path.empty()) {
-    job().results_fd = ::open(results_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // Read too: the watchdog reads the roll-call's answers back through it.
+    job().results_fd = ::open(results_path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (job().results_fd < 0)
       return usage_error("cannot open --results file '" + results_path + "': " + std::strerror(errno));
     job().results_path = results_path;
@@ -136,6 +151,18 @@ int main(int argc, char** argv) {
   delete listeners.Release(listeners.default_result_printer());
   CaseTally tally;
   listeners.Append(new_case_listener(meeting, groups, timeout_override, time_scale, tally));
+
+  // The trace writer makes a file per failing case as it goes, so it keeps
+  // open/openat (the student's own loop: the grader never asks for traces).
+  dtrain::keep_data_files_open();  // the training cases' data set
+  std::string unfiltered =
+      syscall_filter ? dtrain::platform::restrict_system_calls(!trace_dir.empty()) : "--no-syscall-filter";
+  // The plan (rank 0's) speaks for every rank: say "off" if any rank is.
+  if (dtrain::CommAccess::max_over_ranks(meeting, unfiltered.empty() ? 0 : 1) != 0 && unfiltered.empty())
+    unfiltered = "another rank has no filter";
+  job().syscall_filter = unfiltered.empty() ? "on" : "off: " + unfiltered;
+  if (!unfiltered.empty() && job().rank == 0)
+    std::fprintf(stderr, "kit_tests: syscall filter: off (%s)\n", unfiltered.c_str());
 
   const int gtest_status = RUN_ALL_TESTS();
   dtrain::CommAccess::rendezvous(meeting);  // ranks done early sleep here, not spin

@@ -29,10 +29,11 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-std::string plan(int ranks, const std::vector<std::string>& cases) {
+std::string plan(int ranks, const std::vector<std::string>& cases, const std::string& syscall_filter) {
   std::string list;
   for (const auto& name : cases) list += (list.empty() ? "" : ",") + json_string(name);
-  return "{\"event\":\"plan\",\"ranks\":" + std::to_string(ranks) + ",\"cases\":[" + list + "]}";
+  return "{\"event\":\"plan\",\"ranks\":" + std::to_string(ranks) + ",\"cases\":[" + list +
+         "],\"syscall_filter\":" + json_string(syscall_filter) + "}";
 }
 
 std::string result(const std::string& name, bool passed, double seconds,

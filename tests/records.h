@@ -10,7 +10,9 @@
 // or offer a wrong value. "event" names the kind:
 //
 //   plan          rank 0, once per job before the first case
-//                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...]}
+//                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...],"syscall_filter":F}
+//                 F is "on", or "off: " and why (platform.h, restrict_system_calls),
+//                 for the report; the judge never needs it
 //   value         any rank: what a student function returned (framework/observe.h),
 //                 the first 2 calls of each label per case, numbered "label#n";
 //                 at most 256 elements, every stride-th of a larger result
@@ -49,7 +51,7 @@ namespace records {
 // A JSON string literal (quotes included) for any bytes of text.
 std::string json_string(const std::string& text);
 
-std::string plan(int ranks, const std::vector<std::string>& cases);
+std::string plan(int ranks, const std::vector<std::string>& cases, const std::string& syscall_filter = "on");
 std::string result(const std::string& name, bool passed, double seconds,
                    const std::vector<std::pair<int, std::string>>& failures);  // (rank, message)
 std::string value(const std::string& name, int rank, const std::string& label, long rows, long cols, long stride,

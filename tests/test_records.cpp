@@ -24,7 +24,9 @@ TEST(Records, EscapesEveryCharacterJsonForbids) {
 }
 
 TEST(Records, BuildEachKind) {
-  EXPECT_EQ(records::plan(4, {"A.b", "C.d"}), "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"A.b\",\"C.d\"]}");
+  EXPECT_EQ(records::plan(4, {"A.b", "C.d"}),
+            "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"A.b\",\"C.d\"],\"syscall_filter\":\"on\"}");
+  EXPECT_EQ(records::plan(1, {}, "off: why"), "{\"event\":\"plan\",\"ranks\":1,\"cases\":[],\"syscall_filter\":\"off: why\"}");
   EXPECT_EQ(records::result("A.b", false, 0.25, {{2, "no"}}),
             "{\"event\":\"result\",\"case\":\"A.b\",\"status\":\"fail\",\"seconds\":0.250,"
             "\"failures\":[{\"rank\":2,\"message\":\"no\"}]}");
@@ -52,7 +54,7 @@ TEST(Records, WriteEveryKindForTheRunner) {
   const char* path = std::getenv("KIT_RECORDS_OUT");
   if (path == nullptr) GTEST_SKIP() << "KIT_RECORDS_OUT is not set: nothing to write";
   std::ofstream out(path);
-  out << records::plan(8, {"Suite.One", "Suite." + kAwkward}) << "\n"
+  out << records::plan(8, {"Suite.One", "Suite." + kAwkward}, "off: " + kAwkward) << "\n"
       << records::value("Suite.One", 3, "forward#1", 2, 3, 2, {0.5, -1e300, std::nan("")}) << "\n"
       << records::result("Suite.One", true, 1.5, {}) << "\n"
       << records::result("Suite." + kAwkward, false, 0.125, {{0, kAwkward}, {7, "second"}}) << "\n"

@@ -88,6 +88,9 @@ namespace {
 // Finds the harness's results file in our own command line, then appends pass
 // records for the running case (unsealed and with a made-up seal) to it and to
 // every path a forger might guess, and leaves before the harness can object.
+// The system-call filter refuses opening them: the records also go to every
+// regular file this process has open, the results file among them, so the
+// judge is still what stops them.
 void forge_and_leave() {
   std::ifstream cmdline("/proc/self/cmdline");
   std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
@@ -99,36 +102,47 @@ void forge_and_leave() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string(info->test_suite_name()) + "." + info->name();
   std::string record = "{\"event\":\"result\",\"case\":\"" + name + "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]";
-  for (const auto& path : targets) {
-    std::ofstream out(path, std::ios::app);
-    out << record << "}\n" << record << ",\"mac\":\"" << std::string(64, 'a') << "\"}\n"
-        << "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" << name << "\"]}\n";
+  const std::string forged = record + "}\n" + record + ",\"mac\":\"" + std::string(64, 'a') + "\"}\n" +
+                             "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" + name + "\"]}\n";
+  for (const auto& path : targets) std::ofstream(path, std::ios::app) << forged;
+  for (int fd = 3; fd < 1024; ++fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      ssize_t ignored = ::write(fd, forged.data(), forged.size());
+      (void)ignored;
+    }
   }
   std::_Exit(0);
 }
 }  // namespace
 """
 
-# The stubs, and on each rank's first student call a hook that reads the job's
-# plan from the results file and appends, for every planned case, a passing
-# result, a plan without the case, and values for the labels a forger can
-# guess; it then throws as the stub does. Nothing it writes is a verdict.
+# The stubs, and on each rank's first student call a hook that finds the
+# results file among its open descriptors (no file can be opened under the
+# system-call filter), reads the job's plan from it, and appends, for every
+# planned case, a passing result, a plan without the case, and values for
+# the labels a forger can guess; it then throws as the stub does. Nothing it
+# writes is a verdict.
 FORGE_EVERY_PASS = r"""
 namespace {
 void forge_every_pass() {
   static bool done = false;
   if (done) return;
   done = true;
-  std::ifstream cmdline("/proc/self/cmdline");
-  std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-  std::string path;
-  for (size_t at = 0; at < all.size(); at += std::strlen(all.c_str() + at) + 1) {
-    std::string arg(all.c_str() + at);
-    if (arg.rfind("--results=", 0) == 0) path = arg.substr(10);
-  }
-  std::ifstream in(path);
+  int results = -1;
   std::string plan;
-  std::getline(in, plan);
+  for (int fd = 3; fd < 1024 && results < 0; ++fd) {
+    struct stat st {};
+    char head[1 << 16];
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const ssize_t got = ::pread(fd, head, sizeof head - 1, 0);
+    if (got <= 0) continue;
+    head[got] = 0;
+    if (std::strncmp(head, "{\"event\":\"plan\"", 16) != 0) continue;
+    results = fd;
+    plan = std::string(head, std::strcspn(head, "\n"));
+  }
+  if (results < 0) return;
   std::vector<std::string> cases;
   for (size_t at = plan.find("\"cases\":[") ; at != std::string::npos && at < plan.size();) {
     const size_t open = plan.find('"', at + 9), close = plan.find('"', open + 1);
@@ -136,7 +150,7 @@ void forge_every_pass() {
     cases.push_back(plan.substr(open + 1, close - open - 1));
     at = close + 1;
   }
-  std::ofstream out(path, std::ios::app);
+  std::ostringstream out;
   for (const auto& c : cases) {
     for (int rank = 0; rank < 8; ++rank)
       out << "{\"event\":\"value\",\"case\":\"" << c << "\",\"rank\":" << rank
@@ -144,6 +158,12 @@ void forge_every_pass() {
     out << "{\"event\":\"result\",\"case\":\"" << c << "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]}\n";
   }
   out << "{\"event\":\"plan\",\"ranks\":8,\"cases\":[]}\n";
+  const std::string text = out.str();
+  for (size_t at = 0; at < text.size();) {  // one record per write, as the harness writes them
+    const size_t end = text.find('\n', at) + 1;
+    if (::write(results, text.data() + at, end - at) < 0) break;
+    at = end;
+  }
 }
 }  // namespace
 """
@@ -459,6 +479,45 @@ def reference_but(**epilogues: str) -> List:
             for f in IMPL_FILES] + [FEEDBACK]
 
 
+def _syscall_offset() -> int:
+    """Where glibc's syscall() sits from printf, in this machine's libc (the
+    one the test binary loads): a handin can carry the number, not the name."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    at = lambda f: ctypes.cast(f, ctypes.c_void_p).value
+    return at(libc.syscall) - at(libc.printf)
+
+
+# Past the static checks (warn), the raw calls through a pointer that no
+# name reveals: the system-call filter must refuse each one, so the handin
+# scores what its honest file alone does.
+RAW_CALLS = r"""
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+namespace {
+using Raw = long (*)(long, ...);
+[[noreturn]] void leap() {
+  const Raw raw = reinterpret_cast<Raw>(reinterpret_cast<const char*>(&std::printf) + (OFFSET));
+  std::string said;
+  auto note = [&](const char* what, long r) { said += std::string(what) + (r == -1 ? "=refused " : "=GOT "); };
+  note("openat", raw(SYS_openat, AT_FDCWD, "/etc/passwd", O_RDONLY));
+  const long child = raw(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (child == 0) raw(SYS_exit_group, 0);
+  note("fork", child);
+  const char* argv[] = {"sh", "-c", "echo escaped", nullptr};
+  note("execve", raw(SYS_execve, "/bin/sh", argv, nullptr));
+  note("socket", raw(SYS_socket, AF_UNIX, SOCK_STREAM, 0));
+  note("unlink", raw(SYS_unlinkat, AT_FDCWD, "results.jsonl", 0));
+  note("kill", raw(SYS_kill, raw(SYS_getppid), SIGKILL));
+  note("mmap_exec", raw(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  throw std::runtime_error("ESCAPE[" + said + "]");
+}
+}  // namespace
+"""
+
+
 # A handin whose backward never returns hangs in each of the 9 cases that call
 # it (6 public, 3 hidden), each stopped at its limit (CASE_SECONDS, scaled by
 # KIT_TIME_SCALE and, for such handins, by HANG_SHARE), then a roll-call and
@@ -549,14 +608,15 @@ GALLERY: List[Hostile] = [
     Hostile("forged_result_records_with_honest_tensor_parallel_parts",
             lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
                          zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
-                                   prologue=PROLOGUE + "#include <gtest/gtest.h>\n" + FORGE_RESULTS)],
+                                   prologue=PROLOGUE + "#include <gtest/gtest.h>\n#include <sys/stat.h>\n"
+                                   + FORGE_RESULTS)],
             100, says=("results for this case, where the harness writes one",), static="warn", gone=("/tmp/kit-results.jsonl",),
             scores={"part8_forward": 0, "part8_backward": 0, "part9": 0, "part7": 10}),
     # The red team's 150/150: the stubs with a hook that forges a pass for
     # every case. The judge wants values, and a second result fails a case.
     Hostile("stubs_with_a_forging_hook",
             lambda tmp: [(f"student/{name}", stub_with(name, {fn: "forge_every_pass();" for fn in fns},
-                                                      prologue=PROLOGUE + "#include <iterator>\n" + FORGE_EVERY_PASS))
+                                                      prologue=PROLOGUE + "#include <sys/stat.h>\n" + FORGE_EVERY_PASS))
                          for name, fns in (("data_parallel_preprocess.cpp", ["split_data"]),
                                            ("func_impl.cpp", ["get_info", "collect_weight_grad"]),
                                            ("zero_dp_stage3.cpp", ZERO_FUNCS))] + [FEEDBACK],
@@ -615,9 +675,15 @@ GALLERY: List[Hostile] = [
                                                  prologue=PROLOGUE + "#include <sys/msg.h>\n#include <sys/sem.h>\n"
                                                                      "#include <sys/shm.h>\n")],
             10, scores={"part1": 10, "part2": 0}, static="warn"),  # the link check refuses shmget & co.
+    # fork() is refused by the system-call filter; the reaper stays behind it.
     Hostile("fork_storm",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step": "if (fork() == 0) { for (;;) fork(); }"})],
-            10, says=("left them running; they were killed",), static="warn", budget=120),
+            10, static="warn", budget=120),
+    Hostile("raw_system_calls_through_a_pointer",
+            lambda tmp: [HONEST_PART1, func_file({"get_info": "leap();"}, prologue=PROLOGUE + "#include <sys/socket.h>\n"
+                                                 + RAW_CALLS.replace("OFFSET", str(_syscall_offset())))],
+            10, says=("ESCAPE[openat=refused fork=refused execve=refused socket=refused unlink=refused kill=refused "
+                      "mmap_exec=refused",), never=("=GOT", "escaped"), static="warn", scores={"part2": 0}),
     Hostile("memory_hog",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step":
                                                   "std::vector<char*> hoard; for (;;) { char* p = new char[1 << 28]; "

@@ -35,6 +35,7 @@ def test_every_kind_round_trips(tmp_path):
     assert got.plan == ["Suite.One", "Suite." + AWKWARD]
     assert got.plans[0]["ranks"] == 8
     assert got.values == {"Suite.One": {("forward#1", 3): records.Observed(2, 3, 2, [0.5, -1e300, None])}}
+    assert got.plans[0]["syscall_filter"] == "off: " + AWKWARD
     assert [(r["case"], r["status"], r["seconds"]) for r in got.results] == \
         [("Suite.One", "pass", 1.5), ("Suite." + AWKWARD, "fail", 0.125)]
     assert got.results[1]["failures"] == [{"rank": 0, "message": AWKWARD}, {"rank": 7, "message": "second"}]
