@@ -173,7 +173,9 @@ MUTANTS: List[Mutant] = [
     Mutant("reduce-scatter averages instead of summing", "zero_dp_stage3.cpp",
            "comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
            "comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum); grad_w_shard /= comm.size();",
-           ("part8_backward",)),
+           # Part 9's training runs this backward: the judge sees its gradients there too
+           # (Adam's near scale-invariance once hid them behind a good accuracy).
+           ("part8_backward", "part9"), says=(r"backward.grad_w_shard differs at",)),
     Mutant("backward adds to the gradient shards instead of setting them", "zero_dp_stage3.cpp",
            "  grad_w_shard.resize(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);",
            "  Vector fresh(w_shard_size);\n  comm.reduce_scatter(grad_w.flat, fresh, Op::Sum);\n"
