@@ -10,6 +10,7 @@ calls them.
   jobs           one MPI job of the test binary; its records as outcomes
   judge          a case decided from the values student functions returned
   safe_read      reading what a sandboxed job wrote: no links, no FIFOs, bounded
+  findings_cache the checks' findings, kept by content
   processes      finding and ending processes
   build          compiling student files against a build, linking the tests
   static_checks  the rules a student file's text is checked against first (a friendly early word)

@@ -52,6 +52,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from kit import findings_cache
+from kit.report import check_command
+
 ALLOWLIST_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link_allowlist.txt")
 STATIC_LIMIT = 64 * 1024
 
@@ -598,11 +601,7 @@ def object_findings(impl_dir: str, build: str, files: List[str],
         if "-o" in args:
             objects[os.path.basename(src)] = os.path.join(c["directory"], args[args.index("-o") + 1])
     cache_path = cache_path or os.path.join(build, "link_check_cache.json")
-    try:
-        with open(cache_path) as f:
-            cache = json.load(f)
-    except (OSError, ValueError):
-        cache = {}
+    cache = findings_cache.load(cache_path)
     with open(__file__, "rb") as f:
         rules = f.read()
     with open(ALLOWLIST_PATH, "rb") as f:
@@ -619,26 +618,17 @@ def object_findings(impl_dir: str, build: str, files: List[str],
                 elsewhere = defined_elsewhere(how)
             cache[key] = findings(obj, os.path.join(impl_dir, name), how, elsewhere)
         found[name] = cache[key]
-    try:
-        with open(cache_path + ".tmp", "w") as f:
-            json.dump(cache, f)
-        os.replace(cache_path + ".tmp", cache_path)
-    except OSError:
-        pass
+    findings_cache.save(cache_path, cache)
     return found
 
 
 def main(argv: List[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python3 -m kit link-check OBJECT.o[=SOURCE.cpp] ...")
-        return 0 if argv else 2
-    worst = 0
-    for arg in argv:
-        obj, _, source = arg.partition("=")
-        for line in findings(obj, source or os.path.splitext(obj)[0]):
-            print(line)
-            worst = 1
-    return worst
+    def lines(args: List[str]):
+        for arg in args:
+            obj, _, source = arg.partition("=")
+            for line in findings(obj, source or os.path.splitext(obj)[0]):
+                yield line, True
+    return check_command(argv, "usage: python3 -m kit link-check OBJECT.o[=SOURCE.cpp] ...", lines)
 
 
 if __name__ == "__main__":

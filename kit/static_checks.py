@@ -23,16 +23,17 @@ and costs nothing by itself. `make test` shows the same findings before its
 cases (static_findings, cached by content; refusal_warning).
 """
 import hashlib
-import json
 import os
 import re
 import subprocess
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
+from kit import findings_cache
 from kit import parts as table
 from kit.build import recipe
 from kit.paths import FRAMEWORK_DIR, build_dir
+from kit.report import check_command
 # Framework headers that only the kit's own programs and tests may use.
 KIT_INTERNAL_HEADERS = {"call_context.h", "comm_internal.h", "comm_runtime.h", "idx_format.h", "layer_profiler.h",
                         "ledger.h", "memory_tracker.h", "student_calls.h"}
@@ -292,11 +293,7 @@ def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
     the build unless told), so only an edited file is checked again."""
     files = sorted({f for p in chosen for f in p.files})
     cache_path = cache_path or os.path.join(build, "static_checks_cache.json")
-    try:
-        with open(cache_path) as f:
-            cache = json.load(f)
-    except (OSError, ValueError):
-        cache = {}
+    cache = findings_cache.load(cache_path)
     how = recipe(build)
     # The rules and the flags decide the findings as much as the file does.
     with open(__file__, "rb") as f:
@@ -318,12 +315,7 @@ def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
     if todo:
         for (name, path, key), findings in zip(todo, check_files([p for _, p, _ in todo], build).values()):
             found[name] = cache[key] = [str(f) for f in findings]
-        try:
-            with open(cache_path + ".tmp", "w") as f:
-                json.dump(cache, f)
-            os.replace(cache_path + ".tmp", cache_path)
-        except OSError:
-            pass  # a read-only build only checks again next time
+        findings_cache.save(cache_path, cache)
     return found
 
 
@@ -344,12 +336,9 @@ def refusal_warning(found: Dict[str, List[str]]) -> List[str]:
 
 def main(argv: List[str]) -> int:
     """Prints the findings of each file named; exit 1 if any would be refused."""
-    if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python3 -m kit static-check FILE.cpp ...   (uses $KIT_BUILD or build/ for the flags)")
-        return 0 if argv else 2
-    worst = 0
-    for findings in check_files(argv, build_dir()).values():
-        for f in findings:
-            print(f)
-            worst = max(worst, 1 if f.severity == "fail" else 0)
-    return worst
+    def lines(files: List[str]):
+        for findings in check_files(files, build_dir()).values():
+            for f in findings:
+                yield f, f.severity == "fail"
+    return check_command(argv, "usage: python3 -m kit static-check FILE.cpp ...   (uses $KIT_BUILD or build/ for the flags)",
+                         lines)
