@@ -138,7 +138,7 @@ void forge_every_pass() {
     const ssize_t got = ::pread(fd, head, sizeof head - 1, 0);
     if (got <= 0) continue;
     head[got] = 0;
-    if (std::strncmp(head, "{\"event\":\"plan\"", 16) != 0) continue;
+    if (std::strncmp(head, "{\"event\":\"plan\"", 15) != 0) continue;
     results = fd;
     plan = std::string(head, std::strcspn(head, "\n"));
   }
@@ -186,8 +186,15 @@ void break_the_reader() {
   static bool done = false;
   if (done) return;
   done = true;
+  const std::string deep = std::string(100000, '[') + "\n";
+  for (int fd = 3; fd < 1024; ++fd) {  // the results file, open already (no file opens under the filter)
+    struct stat st {};
+    char head[16] = {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, head, 15, 0) == 15 &&
+        std::strncmp(head, "{\"event\":\"plan\"", 15) == 0 && ::write(fd, deep.data(), deep.size()) < 0)
+      break;
+  }
   const std::string path = results_path();
-  std::ofstream(path, std::ios::app) << std::string(100000, '[') << "\n";
   if (std::remove(path.c_str()) == 0) mkfifo(path.c_str(), 0666);
 }
 }  // namespace
@@ -542,6 +549,9 @@ class Hostile:
     raw: Optional[Callable[[str], str]] = None  # builds the handin file itself
     gone: Tuple[str, ...] = ()         # paths that must not exist after grading
     hangs: bool = False                # hangs in case after case: graded at hanging()'s limits
+    # False: graded with KIT_SYSCALL_FILTER=off (staff only), so the defence behind
+    # the filter (the sandbox, the reader) is what the attack meets
+    filtered: bool = True
     setup: Optional[Callable[[str], None]] = None        # tmp dir -> plants what the attack looks for
     after: Optional[Callable[[str], List[str]]] = None   # tmp dir -> what is wrong after grading (and tidies)
 
@@ -647,7 +657,7 @@ GALLERY: List[Hostile] = [
             127.5, says=("backward: no all-gather of",), scores={"part8_backward": 0, "part9": 7.5}),
     Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "leak();"}, prologue=PROLOGUE + READ_SECRETS)],
-            10, says=("LEAK[unreadable(",), static="warn",
+            10, says=("LEAK[unreadable(",), static="warn", filtered=False,
             never=("ParallelInfo get_info(Communicator& comm", "6 5 0.5 1.5 2.5", "ELF")),
     Hostile("ships_files_named_like_the_grader",
             lambda tmp: [HONEST_PART1, ("grader/grade", b"#!/bin/sh\necho 150\n"),
@@ -674,11 +684,12 @@ GALLERY: List[Hostile] = [
                                                   "msgget(IPC_PRIVATE, IPC_CREAT | 0600);"},
                                                  prologue=PROLOGUE + "#include <sys/msg.h>\n#include <sys/sem.h>\n"
                                                                      "#include <sys/shm.h>\n")],
-            10, scores={"part1": 10, "part2": 0}, static="warn"),  # the link check refuses shmget & co.
-    # fork() is refused by the system-call filter; the reaper stays behind it.
+            10, scores={"part1": 10, "part2": 0}, static="warn", filtered=False),  # link check and filter refuse shmget
+    # fork() is refused by the system-call filter (raw_system_calls_through_a_pointer);
+    # behind it, the reaper and the process limit.
     Hostile("fork_storm",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPAdam::step": "if (fork() == 0) { for (;;) fork(); }"})],
-            10, static="warn", budget=120),
+            10, says=("left them running; they were killed",), static="warn", budget=120, filtered=False),
     Hostile("raw_system_calls_through_a_pointer",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "leap();"}, prologue=PROLOGUE + "#include <sys/socket.h>\n"
                                                  + RAW_CALLS.replace("OFFSET", str(_syscall_offset())))],
@@ -767,17 +778,17 @@ GALLERY: List[Hostile] = [
     # held off, it scores the reference's 150.
     Hostile("reads_other_handins_and_the_gradebook",
             lambda tmp: reference_calling("snoop();", SNOOP.replace("HANDIN_DIR", tmp)),
-            150, never=("LEAK[", "GALLERY-SECRET"), static="warn", budget=120,
+            150, never=("LEAK[", "GALLERY-SECRET"), static="warn", budget=120, filtered=False,
             setup=plant_other_handins, after=remove_other_handins),
     Hostile("plants_fifos_and_symlinks_where_root_opens_files",
-            lambda tmp: reference_calling("plant();", PLANT), 150, static="warn", budget=120,
+            lambda tmp: reference_calling("plant();", PLANT), 150, static="warn", budget=120, filtered=False,
             gone=("/tmp/kit-gallery-lock-target",), after=locks_intact),
     Hostile("fills_the_disk_with_files_under_the_per_file_limit",
-            lambda tmp: reference_calling("fill_disk(comm);", FILL), 150, never=("DISK[",), static="warn",
+            lambda tmp: reference_calling("fill_disk(comm);", FILL), 150, never=("DISK[",), static="warn", filtered=False,
             budget=150, after=lambda tmp: in_shared_tmp("fill-*")),
     Hostile("lingers_and_leaves_files_to_block_the_grader",
             # The harness fails the one case whose code started the daemon; the rest is the reference's.
-            lambda tmp: reference_calling("linger();", LINGER), 148.33, static="warn", budget=150,
+            lambda tmp: reference_calling("linger();", LINGER), 148.33, static="warn", budget=150, filtered=False,
             says=("left them running; they were killed",), scores={"part2": 18.33},
             after=lambda tmp: in_shared_tmp("kit-gallery-leftover-*")),
 ]
@@ -835,7 +846,8 @@ def run_hostile(case: Hostile, tmp_path) -> None:
     tarball = case.raw(str(tmp_path)) if case.raw else make_tar(str(tmp_path / f"{case.name}.tar"),
                                                                 case.members(str(tmp_path)))
     report_path = str(tmp_path / "report.json")
-    env = dict(hanging(marked(tmp_path)) if case.hangs else marked(tmp_path), KIT_STATIC_CHECKS=case.static)
+    env = dict(hanging(marked(tmp_path)) if case.hangs else marked(tmp_path), KIT_STATIC_CHECKS=case.static,
+               KIT_SYSCALL_FILTER="on" if case.filtered else "off")
     started = time.monotonic()
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
