@@ -88,7 +88,8 @@ class Launch:
     judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
     # The system-call filter defends the grade; the student's own runs go
     # without it, so a shape error can still quote the line (addr2line).
-    syscall_filter: bool = False
+    # KIT_SYSCALL_FILTER=on (the kit's own checks) or off (staff) decides.
+    syscall_filter: bool = field(default_factory=lambda: os.environ.get("KIT_SYSCALL_FILTER") == "on")
 
     def scale(self) -> float:
         return self.time_scale if self.time_scale is not None else table.time_scale()
