@@ -51,7 +51,7 @@ from kit.build import ResourceFailure, build
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.safe_read import copy_sandbox_tree
-from kit.paths import KIT_DIR, KITRUN, STUBS_DIR
+from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
 from kit.static_checks import check_files
 
 ACCEPTED = set(IMPL_FILES) | {"feedback.txt"}
@@ -223,7 +223,7 @@ def stage(g: Grading) -> bool:
     with _ACTIVE_LOCK:
         _ACTIVE.add(g.sandbox)
     g.grade.notes += g.sandbox.notes()
-    blocked = g.sandbox.unreachable([os.path.join(KIT_DIR, "framework", "comm.h"), KITRUN,
+    blocked = g.sandbox.unreachable([os.path.join(PUBLIC_HEADERS_DIR, "comm.h"), KITRUN,
                                      os.path.join(STUBS_DIR, IMPL_FILES[0])])
     if blocked:
         return g.stop("grader error", f"the sandbox user (uid {g.sandbox.uid}) cannot read {', '.join(blocked)}: "

@@ -67,7 +67,8 @@ def recipe(build: str) -> Dict:
     how["compile_flags"] = flags
     how["pch_flags"] = pch_flags
     how["cache_dir"] = os.path.join(build, "impl_cache")
-    # The kit's headers go into every object: a change to one must miss the cache.
+    # The kit's public headers (the -I dirs: framework/include, all that a
+    # student file sees) go into every object: a change to one must miss the cache.
     digest = hashlib.sha256()
     for flag in flags:
         if flag.startswith("-I") and os.path.isdir(flag[2:]):

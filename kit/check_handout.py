@@ -1,5 +1,6 @@
 """Checks that every C++ function declaration in handout/README.md is, word
-for word (comments and spacing aside), a declaration in framework/*.h, so the
+for word (comments and spacing aside), a declaration in framework/include/*.h (the
+headers student files see), so the
 handout cannot drift from the headers. Also checks that every `make TARGET`
 the handout or the Makefile's own notes name is a target of the Makefile as
 students get it (its staff-only regions cut), that every part of the table
@@ -121,7 +122,7 @@ def readme_references(root: str, handout: str) -> Tuple[List[str], int]:
     return problems, checked
 
 from kit import parts as table
-from kit.paths import FRAMEWORK_DIR, KIT_DIR as KIT
+from kit.paths import KIT_DIR as KIT, PUBLIC_HEADERS_DIR
 DECL = re.compile(r"((?:static\s+|explicit\s+)?[\w:<>,\s\*&]+?\b(\w+)\s*\(([^;{}]*)\)\s*(?:const\s*)?);")
 
 
@@ -147,9 +148,9 @@ def declarations(code: str):
 
 def main(argv: List[str]) -> int:
     headers = ""
-    for name in sorted(os.listdir(FRAMEWORK_DIR)):
+    for name in sorted(os.listdir(PUBLIC_HEADERS_DIR)):
         if name.endswith(".h"):
-            with open(os.path.join(FRAMEWORK_DIR, name)) as f:
+            with open(os.path.join(PUBLIC_HEADERS_DIR, name)) as f:
                 headers += f.read() + "\n"
     header_decls = declarations(headers)
     with open(os.path.join(KIT, "handout", "README.md")) as f:

@@ -6,7 +6,7 @@ CSV and draws a PNG chart of communication volume and peak memory.
 
 By default each run uses the first 6000 training and 1000 test samples (one
 short epoch); --full trains on all 60000. Every measured byte count is
-checked against the ring formula of framework/comm.h.
+checked against the ring formula of framework/include/comm.h.
 """
 import argparse
 import csv

@@ -7,8 +7,8 @@ A list of forbidden identifiers can always be walked around (a name behind
 `extern "C"`, `(system)(...)`, `auto f = &std::system`, `not fork()`, an
 unlisted libc function); what an object can reach can't: it is the
 symbols it leaves undefined, and those are matched against an ALLOWLIST
-(kit/link_allowlist.txt): the public API of the framework headers student
-files include, and a vetted set of C and C++ runtime functions. An object
+(kit/link_allowlist.txt): the public API of the headers student files
+include (framework/include/), and a vetted set of C and C++ runtime functions. An object
 passes only if:
 
   1. every undefined symbol it references is on the allowlist, and every

@@ -165,8 +165,9 @@ ALL_PARTS: List[Part] = [
 
 # What only the extension parts use, besides their student files and tests:
 # the handout leaves it out while they are off.
-EXTENSION_FILES = ("framework/ring_collectives.h", "framework/pipeline_parallel.h", "framework/pipeline_runtime.h",
-                   "framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp", "framework/extension_calls.h",
+EXTENSION_FILES = ("framework/include/ring_collectives.h", "framework/include/pipeline_parallel.h",
+                   "framework/pipeline_runtime.h", "framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp",
+                   "framework/extension_calls.h",
                    "tests/ring_checks.h", "tests/pipeline_checks.h", "tests/test_pipeline_schedule.cpp",
                    "programs/pipeline_train.cpp", "programs/ring_timing.cpp", "kit/ring.py", "kit/explore_pipeline.py")
 

@@ -17,6 +17,8 @@ KITRUN = os.path.join(KIT_DIR, "tools", "kitrun")
 STUBS_DIR = os.path.join(KIT_DIR, "student")        # what a missing or refused file is graded as
 REFERENCE_DIR = os.path.join(KIT_DIR, "reference")  # staff copies only
 FRAMEWORK_DIR = os.path.join(KIT_DIR, "framework")
+# The headers a student file sees: the only kit directory on its include path.
+PUBLIC_HEADERS_DIR = os.path.join(FRAMEWORK_DIR, "include")
 
 
 def build_dir(given: Optional[str] = None) -> str:

@@ -12,7 +12,7 @@ max. Rows:
                    public suite is one launch of 8 ranks
   gemm peak        the machine's peak for training: the fastest of the
                    kit's GEMM kernels (generic, AVX2, AVX-512: framework/
-                   gemm.h) and a system CBLAS if installed, on one core,
+                   include/gemm.h) and a system CBLAS if installed, on one core,
                    the products of one iteration (build/gemm_peak)
   train ...        unified_train, one epoch of 60,000 samples: wall time of
                    the epoch (the program's own clock), samples/s, GFLOP/s

@@ -1,4 +1,4 @@
-// The products (framework/gemm.h): one process, no MPI.
+// The products (framework/include/gemm.h): one process, no MPI.
 //   build/framework_tests --gtest_filter='Gemm*'   (CTest: framework/units)
 // Operands hold small integers, so every product is exact in double and each
 // expected entry is a closed-form sum, whatever kernel runs.
