@@ -60,17 +60,19 @@ def test_a_uid_is_held_by_one_grader_whatever_its_slot():
 
 @needs_root
 def test_the_lock_folder_is_roots_own_and_holds_only_regular_files():
-    sandbox.lock_uid(BASE).close()
+    # A uid past every grader's range: a grader beside this test (pytest -n 2) may hold BASE's.
+    spare = BASE + 4 * sandbox.SLOTS
+    sandbox.lock_uid(spare).close()
     st = os.lstat(sandbox.LOCK_DIR)
     assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700 and not os.path.islink(sandbox.LOCK_DIR)
-    fifo = os.path.join(sandbox.LOCK_DIR, f"uid-{BASE + 15}.lock")
+    fifo = os.path.join(sandbox.LOCK_DIR, f"uid-{spare + 1}.lock")
     if os.path.lexists(fifo):
         os.unlink(fifo)
     os.mkfifo(fifo)  # as if planted: refused, not waited on
     try:
         started = time.monotonic()
         with pytest.raises(RuntimeError):
-            sandbox.lock_uid(BASE + 15)
+            sandbox.lock_uid(spare + 1)
         assert time.monotonic() - started < 5
     finally:
         os.unlink(fifo)
