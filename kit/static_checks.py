@@ -26,6 +26,7 @@ import hashlib
 import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
@@ -283,7 +284,10 @@ def check_files(paths: List[str], build: str, runner=None) -> Dict[str, List[Fin
     how = recipe(build)
     flags = [how["compiler"]] + how["compile_flags"]
     dirs = system_include_dirs(flags)
-    return {path: check_file(path, flags, runner=runner, system_dirs=dirs) for path in paths}
+    # Each file's preprocessor runs in a sandbox command of its own: side by side.
+    with ThreadPoolExecutor(max_workers=max(1, min(len(paths), os.cpu_count() or 2))) as pool:
+        found = pool.map(lambda path: check_file(path, flags, runner=runner, system_dirs=dirs), paths)
+        return dict(zip(paths, found))
 
 
 def static_findings(impl_dir: str, chosen: List[table.Part], build: str,
