@@ -210,7 +210,7 @@ std::string restrict_system_calls(bool allow_opening_files) {
          // programs and processes
          SYS_execve, SYS_execveat, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev, SYS_kcmp,
          SYS_pidfd_open, SYS_pidfd_getfd, SYS_pidfd_send_signal, SYS_setns, SYS_unshare, SYS_personality,
-         // new channels: MPI's own are connected during MPI_Init
+         // new channels: MPI's own are connected during MPI's start-up
          SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept, SYS_accept4,
          // New System V objects and anonymous shared memory, and other routes to a new channel or to
          // the kernel. Attaching to a segment that exists stays (shmat, shmdt, shmctl): MPICH's UCX
