@@ -27,8 +27,13 @@ FIELDS = {  # the members each kind must have, with their types (records.h)
 }
 # A whole job of the kit writes a few MB (256 values a record at most); a
 # file far past that was written by something else.
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = 16 << 20
 MAX_LINE_BYTES = 1 << 20
+# The harness writes at most 256 values a record (tests/observations.cpp), and
+# a whole job of the kit some two thousand value records; past these a file
+# was written to fill the grader's memory, and the rest is not kept.
+MAX_VALUES_PER_RECORD = 256
+MAX_VALUE_RECORDS = 10000
 
 
 @dataclass
@@ -49,7 +54,8 @@ class Records:
     rollcalls: Dict[str, Dict[int, Dict]] = field(default_factory=dict)  # case -> rank -> {"state", "seconds"}
     values: Dict[str, Dict[Tuple[str, int], Observed]] = field(default_factory=dict)  # case -> (label, rank) -> value
     doubled: Dict[str, int] = field(default_factory=dict)  # case -> value records seen twice for one (label, rank)
-    malformed: int = 0  # lines that are no record of the format
+    malformed: int = 0  # lines that are no record of the format (or past the limits above)
+    value_records: int = 0
     problem: Optional[str] = None  # why the file could not be read at all
 
     @property
@@ -96,7 +102,8 @@ def parse(lines) -> Records:
         except (ValueError, RecursionError):
             out.malformed += 1  # torn, foreign, or built to break the reader
             continue
-        if not _well_formed(record):
+        if not _well_formed(record) or (record["event"] == VALUE and (
+                len(record["values"]) > MAX_VALUES_PER_RECORD or out.value_records >= MAX_VALUE_RECORDS)):
             out.malformed += 1
             continue
         kind, case = record["event"], str(record.get("case", ""))
@@ -105,6 +112,7 @@ def parse(lines) -> Records:
         elif kind == RESULT:
             out.results.append(record)
         elif kind == VALUE:
+            out.value_records += 1
             key = (record["label"], record["rank"])
             mine = out.values.setdefault(case, {})
             if key in mine:

@@ -127,3 +127,11 @@ def test_the_expected_file_round_trips(tmp_path):
     path.write_text(judge.dump(expected.cases, expected.values))
     again = judge.load(str(path))
     assert again.cases == expected.cases and again.values == expected.values
+
+
+def test_value_records_past_the_harness_limits_are_not_kept(monkeypatch):
+    # A file of valid-looking value records can't fill the grader's memory.
+    monkeypatch.setattr(records, "MAX_VALUE_RECORDS", 3)
+    big = value("[" + ",".join(["0"] * (records.MAX_VALUES_PER_RECORD + 1)) + "]")
+    got = records.parse([big] + [value(label=f"forward#{n}") for n in range(1, 6)])
+    assert got.malformed == 1 + 2 and len(got.values["A.b"]) == 3
