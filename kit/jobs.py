@@ -323,15 +323,16 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
     ranks' own checks pass must also satisfy the judge."""
     plan = job.records.plan or []
     if wanted is not None:
-        plan = [c for c in plan if c in set(wanted)]
-    claims: Dict[str, List[Dict]] = {}
+        judged_cases = set(wanted)
+        plan = [c for c in plan if c in judged_cases]
+    planned = set(plan)
+    claims: Dict[str, List[Dict]] = {}  # case -> its result records, in file order
     for r in job.records.results:
         claims.setdefault(r["case"], []).append(r)
     new: List[CaseOutcome] = []
-    for case in [c for c in dict.fromkeys(r["case"] for r in job.records.results)]:
-        if case not in plan or case in done:
+    for case, mine in claims.items():
+        if case not in planned or case in done:
             continue
-        mine = claims[case]
         failures = [f for r in mine for f in r["failures"] if isinstance(f, dict)]
         ok = all(r["status"] == "pass" for r in mine) and not failures
         if ok and job.records.failures.get(case):  # a rank failed, yet the result says pass
