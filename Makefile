@@ -184,7 +184,7 @@ handout:
 
 autograder:
 	$(STAFF_ONLY)
-	@$(PYTHON) -m staff.dist autograder
+	@$(PYTHON) -m staff.bundles
 
 hidden-data: build
 	$(STAFF_ONLY)

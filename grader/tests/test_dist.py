@@ -67,7 +67,7 @@ def gradescope_built():
     own bundle over the same dtrain-kit/, so the two share one build."""
     root = tempfile.mkdtemp(prefix="kit-platform-", dir="/tmp")
     os.chmod(root, 0o755)  # the grader's sandbox user must reach the kit
-    assert run([sys.executable, "-m", "staff.dist", "autograder"]).returncode == 0
+    assert run([sys.executable, "-m", "staff.bundles"]).returncode == 0
     source = pathlib.Path(root) / "source"
     source.mkdir()
     with zipfile.ZipFile(os.path.join(DIST, "gradescope.zip")) as z:
