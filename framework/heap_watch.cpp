@@ -5,6 +5,8 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "call_context.h"
+
 namespace dtrain {
 
 namespace {
@@ -30,6 +32,12 @@ class Locked {
   }
   ~Locked() { g_lock.clear(std::memory_order_release); }
 };
+
+std::atomic<std::int64_t> g_budget{0};
+// The first refusal since the last take: written once (g_refused claims it), read after.
+std::atomic<bool> g_refused{false};
+std::atomic<std::int64_t> g_refused_held{0}, g_refused_asked{0};
+std::atomic<const char*> g_refused_function{""};
 
 std::size_t slot_of(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull % kSlots; }
 
@@ -64,7 +72,45 @@ void freed(void* p) {
 
 void tracker_linked() { g_linked.store(true); }
 
+bool admit(std::size_t bytes, std::int64_t live) {
+  const std::int64_t budget = g_budget.load(std::memory_order_relaxed);
+  if (budget <= 0 || live + static_cast<std::int64_t>(bytes) <= budget) return true;
+  const char* function = ledger::function_now_signal_safe();
+  if (function == nullptr) return true;  // the kit's own code: its needs are sized into the budget
+  bool first = false;
+  if (g_refused.compare_exchange_strong(first, true)) {
+    g_refused_held.store(live);
+    g_refused_asked.store(static_cast<std::int64_t>(bytes));
+    g_refused_function.store(function);
+  }
+  return false;
+}
+
 }  // namespace heap_hooks
+
+namespace heap_budget {
+
+void set(std::int64_t bytes) { g_budget.store(bytes); }
+std::int64_t bytes() { return g_budget.load(); }
+
+Refusal peek() {
+  Refusal r;
+  r.happened = g_refused.load();
+  if (r.happened) {
+    r.held = g_refused_held.load();
+    r.asked = g_refused_asked.load();
+    r.function = g_refused_function.load();
+  }
+  return r;
+}
+
+Refusal take() {
+  const Refusal r = peek();
+  g_refused.store(false);
+  return r;
+}
+
+}  // namespace heap_budget
 
 HeapWatch::HeapWatch() {
   if (g_open.exchange(true)) throw std::logic_error("HeapWatch: one watch at a time");

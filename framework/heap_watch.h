@@ -48,11 +48,36 @@ class LibraryAllocations {
   LibraryAllocations& operator=(const LibraryAllocations&) = delete;
 };
 
+// The rank's memory budget: one figure for every machine the kit grades on,
+// so a handin's grade never depends on how much memory the grading machine
+// has (tests/mpi_test_main.cpp sets it from the parts table). While a
+// student function runs, an allocation that would take the process's live
+// heap past the budget is refused: malloc returns null and `new` throws
+// std::bad_alloc. The first refusal is kept for the case's message. The
+// kit's own code, outside student functions, is never refused.
+namespace heap_budget {
+void set(std::int64_t bytes);  // 0: no budget (the trainers)
+std::int64_t bytes();
+struct Refusal {
+  bool happened = false;
+  std::int64_t held = 0;       // the live heap when it was refused
+  std::int64_t asked = 0;      // the size of the refused block
+  const char* function = "";  // the student function running then
+};
+// The first refusal since the last call, which forgets it.
+Refusal take();
+// The same, without forgetting it; for a signal handler (no allocation).
+Refusal peek();
+}  // namespace heap_budget
+
 namespace heap_hooks {
 // Called by the malloc tracker for every block; cheap unless a watch is open.
 void allocated(void* p, std::size_t bytes);
 void freed(void* p);
 void tracker_linked();
+// Called by the malloc tracker before it allocates `bytes` more on top of
+// `live`: false refuses the block (heap_budget). Allocates nothing.
+bool admit(std::size_t bytes, std::int64_t live);
 }  // namespace heap_hooks
 
 }  // namespace dtrain

@@ -25,11 +25,21 @@ IdxHeader read_header(IdxReader& in, IdxKind kind) {
   return parse_header(kind, bytes, got, in.name());
 }
 
-// The first `keep` items' payload; when that is all of them, nothing may follow.
-std::vector<unsigned char> read_payload(IdxReader& in, const IdxHeader& h, long keep) {
+// Items [first, first + keep)'s payload; when that ends at the last item, nothing may follow.
+std::vector<unsigned char> read_payload(IdxReader& in, const IdxHeader& h, long first, long keep) {
+  if (first < 0 || first > h.items)
+    throw DataError(in.name() + ": holds " + std::to_string(h.items) + " items, so none starts at " +
+                    std::to_string(first));
+  long got = 0;
+  if (first > 0) {  // gzip can't seek: read past the items before ours, a block at a time
+    std::vector<unsigned char> scratch(static_cast<size_t>(std::min(first, 1024L) * h.item_bytes()));
+    for (long left = first * h.item_bytes(), n = 1; left > 0 && n > 0; left -= n, got += n)
+      n = in.read(scratch.data(), std::min(left, static_cast<long>(scratch.size())));
+  }
   std::vector<unsigned char> bytes(static_cast<size_t>(keep * h.item_bytes()));
-  require_payload(h, keep, in.read(bytes.data(), static_cast<long>(bytes.size())), in.name());
-  if (keep == h.items) reject_trailing(in.trailing_bytes(), in.name());
+  got += in.read(bytes.data(), static_cast<long>(bytes.size()));
+  require_payload(h, first + keep, got, in.name());
+  if (first + keep == h.items) reject_trailing(in.trailing_bytes(), in.name());
   return bytes;
 }
 
@@ -56,20 +66,20 @@ void require_complete(const std::string& dir, const std::string& named_by) {
 
 }  // namespace
 
-Matrix read_idx_images(const std::string& path, long max_items) {
+Matrix read_idx_images(const std::string& path, long max_items, long first_item) {
   IdxReader in(path);
   const IdxHeader h = read_header(in, IdxKind::Images);
-  const long keep = max_items < 0 ? h.items : std::min(h.items, max_items);
-  const auto bytes = read_payload(in, h, keep);
+  const long keep = std::max(0L, max_items < 0 ? h.items - first_item : std::min(h.items - first_item, max_items));
+  const auto bytes = read_payload(in, h, first_item, keep);
   using Bytes = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   return Eigen::Map<const Bytes>(bytes.data(), keep, h.item_bytes()).cast<double>() / 255.0;  // one pass
 }
 
-Labels read_idx_labels(const std::string& path, long max_items) {
+Labels read_idx_labels(const std::string& path, long max_items, long first_item) {
   IdxReader in(path);
   const IdxHeader h = read_header(in, IdxKind::Labels);
-  const long keep = max_items < 0 ? h.items : std::min(h.items, max_items);
-  const auto bytes = read_payload(in, h, keep);
+  const long keep = std::max(0L, max_items < 0 ? h.items - first_item : std::min(h.items - first_item, max_items));
+  const auto bytes = read_payload(in, h, first_item, keep);
   Labels y(keep);
   for (long i = 0; i < keep; ++i) {
     if (bytes[static_cast<size_t>(i)] > 9)
@@ -164,11 +174,11 @@ std::string first_complete_dir(const std::vector<std::string>& places) {
                   "/data/, or name a directory with --data DIR or DTRAIN_DATA)");
 }
 
-Dataset load_dataset(const std::string& flag_dir, long max_train, long max_test) {
+Dataset load_dataset(const std::string& flag_dir, long max_train, long max_test, long first_train) {
   Dataset data;
   data.dir = find_data_dir(flag_dir);
-  data.train.x = read_idx_images(idx_file(data.dir, kStems[0]), max_train);
-  data.train.y = read_idx_labels(idx_file(data.dir, kStems[1]), max_train);
+  data.train.x = read_idx_images(idx_file(data.dir, kStems[0]), max_train, first_train);
+  data.train.y = read_idx_labels(idx_file(data.dir, kStems[1]), max_train, first_train);
   data.test.x = read_idx_images(idx_file(data.dir, kStems[2]), max_test);
   data.test.y = read_idx_labels(idx_file(data.dir, kStems[3]), max_test);
   for (const auto& [split, stem] : {std::pair{&data.train, 0}, std::pair{&data.test, 2}})

@@ -34,10 +34,11 @@ struct Dataset {
 
 // One IDX file of unsigned-byte images (magic 0x00000803) -> (N, rows*cols),
 // values / 255. A name ending in ".gz" is read through zlib. max_items < 0
-// reads all; otherwise the first min(max_items, N).
-Matrix read_idx_images(const std::string& path, long max_items = -1);
+// reads all; otherwise min(max_items, N) items. The items start at
+// first_item (which must exist): a rank can read its own rows alone.
+Matrix read_idx_images(const std::string& path, long max_items = -1, long first_item = 0);
 // One IDX file of unsigned-byte labels (magic 0x00000801) -> (N).
-Labels read_idx_labels(const std::string& path, long max_items = -1);
+Labels read_idx_labels(const std::string& path, long max_items = -1, long first_item = 0);
 
 std::vector<std::string> data_search_path(const std::string& flag_dir);
 // The path of `stem` in `dir`, plain or with ".gz" (plain first); "" when absent.
@@ -48,7 +49,8 @@ std::string find_data_dir(const std::string& flag_dir);
 // The first of `places` holding all four files, or a DataError that lists
 // every place and the command that installs the default set.
 std::string first_complete_dir(const std::vector<std::string>& places);
-Dataset load_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1);
+// The training rows [first_train, first_train + max_train) and the first max_test test rows.
+Dataset load_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1, long first_train = 0);
 // Opens the files of find_data_dir("") now and keeps them, so that
 // load_dataset("") still reads them once the process may open no file (the
 // test harness's system-call filter, platform.h). Quiet when there is no

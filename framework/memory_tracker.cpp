@@ -44,6 +44,14 @@ void note_alloc(void* p) {
   raise_to(g_high_water, now);
 }
 
+// The rank's memory budget (heap_watch.h, heap_budget) may refuse a block
+// before glibc is asked for it.
+bool refused(size_t n, std::int64_t live) {
+  if (dtrain::heap_hooks::admit(n, live)) return false;
+  errno = ENOMEM;
+  return true;
+}
+
 void note_free(void* p) {
   if (!p) return;
   dtrain::heap_hooks::freed(p);
@@ -58,18 +66,25 @@ const bool g_reported = (dtrain::heap_hooks::tracker_linked(), true);
 extern "C" {
 
 void* malloc(size_t n) {
+  if (refused(n, g_live.load(std::memory_order_relaxed))) return nullptr;
   void* p = __libc_malloc(n);
   note_alloc(p);
   return p;
 }
 
 void* calloc(size_t count, size_t n) {
+  size_t total = 0;
+  if (!__builtin_mul_overflow(count, n, &total) && refused(total, g_live.load(std::memory_order_relaxed)))
+    return nullptr;
   void* p = __libc_calloc(count, n);
   note_alloc(p);
   return p;
 }
 
 void* realloc(void* old, size_t n) {
+  const std::int64_t old_size = old ? static_cast<std::int64_t>(malloc_usable_size(old)) : 0;
+  if (n > static_cast<size_t>(old_size) && refused(n, g_live.load(std::memory_order_relaxed) - old_size))
+    return nullptr;  // the old block stays live, as realloc's failure promises
   note_free(old);
   void* p = __libc_realloc(old, n);
   if (p) {
@@ -86,6 +101,7 @@ void free(void* p) {
 }
 
 void* memalign(size_t alignment, size_t n) {
+  if (refused(n, g_live.load(std::memory_order_relaxed))) return nullptr;
   void* p = __libc_memalign(alignment, n);
   note_alloc(p);
   return p;

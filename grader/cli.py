@@ -1,6 +1,7 @@
 """grader/grade: grades handins of the distributed-training kit.
 
-  grader/grade HANDIN.tar [--gradescope results.json] [--json report.json] [--show-hidden]
+  grader/grade HANDIN.tar [--gradescope results.json] [--prairielearn results.json] [--json report.json]
+               [--time-budget SECONDS] [--hidden-values FILE] [--show-hidden]
   grader/grade --batch DIR_OR_GLOB --jobs N --csv gradebook.csv [--regrade]
                [--canvas canvas.csv --roster canvas-export.csv]
   grader/grade --errors gradebook.csv
@@ -40,13 +41,18 @@ def one_handin(args) -> int:
     """Grades one handin; whatever happens, the Autolab line ends the output
     and the Gradescope results are written."""
     try:
-        outputs = tuple(os.path.dirname(os.path.abspath(p)) for p in (args.json, args.gradescope, args.keep) if p)
-        g = grading.grade_handin(args.handin, args.build, keep=args.keep, private=outputs)
+        outputs = tuple(os.path.dirname(os.path.abspath(p))
+                        for p in (args.json, args.gradescope, args.prairielearn, args.keep) if p)
+        g = grading.grade_handin(args.handin, args.build, keep=args.keep, private=outputs,
+                                 time_budget=args.time_budget, hidden_values=args.hidden_values,
+                                 kit_stamp=args.kit_stamp)
     except Exception as e:  # noqa: BLE001 (a grader bug still gets a report)
         g = failed_grade(args.handin, e)
     try:
         if args.gradescope:
             write_json(args.gradescope, reports.gradescope_results(g, args.show_hidden))
+        if args.prairielearn:
+            write_json(args.prairielearn, reports.prairielearn_results(g, args.show_hidden))
         if args.json:
             write_json(args.json, reports.full_json(g))
         print(reports.human_report(g, args.show_hidden))
@@ -54,16 +60,36 @@ def one_handin(args) -> int:
         g = failed_grade(args.handin, e)
         if args.gradescope:
             write_json(args.gradescope, reports.gradescope_results(g))
+        if args.prairielearn:
+            write_json(args.prairielearn, reports.prairielearn_results(g))
         print(f"grade: grader error while writing the reports: {e}")
     print(reports.autolab_line(g), flush=True)  # Autolab reads the last line
     return 0
+
+
+def _env_seconds(name: str):
+    text = os.environ.get(name, "")
+    try:
+        return float(text) if text else None
+    except ValueError:
+        raise SystemExit(f"grade: {name} must be a number of seconds, got {text!r}")
 
 
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(prog="grader/grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("handin", nargs="?", help="the handin tarball")
     ap.add_argument("--gradescope", metavar="PATH", help="also write a Gradescope results.json")
+    ap.add_argument("--prairielearn", metavar="PATH", help="also write a PrairieLearn results.json")
     ap.add_argument("--json", metavar="PATH", help="also write the full report as JSON")
+    ap.add_argument("--time-budget", type=float, metavar="SECONDS", default=_env_seconds("KIT_TIME_BUDGET"),
+                    help="the seconds the platform gives one grading ($KIT_TIME_BUDGET): the test jobs end in time "
+                         "for the reports, and cases left unrun are named")
+    ap.add_argument("--kit-stamp", metavar="STAMP",
+                    help="the stamp of the kit the platform's assignment was made from (a bundle's kit-stamp.txt): "
+                         "a grader image of another kit is a grader error, not a grade")
+    ap.add_argument("--hidden-values", metavar="FILE",
+                    help="the judge's hidden values from this file instead of grader/hidden/expected.txt "
+                         "(PrairieLearn: from serverFilesCourse, so the image holds none)")
     ap.add_argument("--batch", metavar="DIR_OR_GLOB", help="grade every handin of a directory or glob")
     ap.add_argument("--jobs", type=int, default=1, help="parallel workers in batch mode")
     ap.add_argument("--csv", default="gradebook.csv", help="the gradebook of batch mode")
@@ -82,6 +108,10 @@ def main(argv: List[str]) -> int:
         return batches.list_errors(args.errors)
     if args.canvas and not args.roster:
         ap.error("--canvas needs --roster (Canvas's gradebook export)")
+    if args.time_budget is not None and args.time_budget < 10:
+        ap.error(f"--time-budget must give a grading at least 10 s, got {args.time_budget:g}")
+    if args.hidden_values and not os.path.isfile(args.hidden_values):
+        ap.error(f"--hidden-values {args.hidden_values}: no such file")
     args.build = build_dir(args.build)
     if not os.path.isfile(os.path.join(args.build, "impl_recipe.json")):
         print(f"grade: {args.build} holds no kit build; run `make build` first", file=sys.stderr)

@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from grader.sandbox import LIMITS, Sandbox
-from kit import judge
+from kit import host_limits, judge
 from kit import parts as table
-from kit.build import ResourceFailure, build
+from kit.build import ResourceFailure, build, recipe
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.safe_read import copy_sandbox_tree
@@ -83,8 +83,10 @@ class Grade:
     notes: List[str] = field(default_factory=list)
     seconds: float = 0.0
     output: str = ""
-    sandbox: Dict = field(default_factory=dict)  # uid, namespaces, root
+    sandbox: Dict = field(default_factory=dict)  # uid, namespaces, root, precompiled header
     traceback: str = ""  # of a grader error
+    limits: Dict = field(default_factory=dict)   # the machine's (kit/host_limits.py: CPUs, memory, ...)
+    steps: Dict[str, float] = field(default_factory=dict)  # seconds each step took
 
     @property
     def total(self) -> float:
@@ -201,6 +203,11 @@ class Grading:
     launch: Dict = field(default_factory=dict)
     outcomes: Dict[str, CaseOutcome] = field(default_factory=dict)
     tally: JobTally = field(default_factory=JobTally)
+    time_budget: Optional[float] = None    # seconds the platform gives a grading (--time-budget), or None
+    deadline: Optional[float] = None       # time.monotonic() by which the last test job must end
+    pch: bool = False                      # the sandbox user can read the build's precompiled header
+    hidden_values: Optional[str] = None    # the judge's hidden values from elsewhere than the kit (--hidden-values)
+    kit_stamp: Optional[str] = None        # the stamp the platform's bundle expects of this kit (--kit-stamp)
 
     def in_sandbox(self, cmd, timeout):
         proc = self.sandbox.run(cmd, timeout)
@@ -219,6 +226,19 @@ def extract(g: Grading) -> bool:
 
 
 def stage(g: Grading) -> bool:
+    if g.kit_stamp is not None:
+        mine = kit_stamp()
+        if mine != g.kit_stamp.strip():
+            return g.stop("grader error", f"this grader's kit ({mine or 'no kit-stamp.txt'}) is not the one the "
+                                          f"assignment's bundle was made from ({g.kit_stamp.strip()}): rebuild the "
+                                          "platform's image from the same `make autograder` as its bundle, and grade "
+                                          "again; nothing was graded")
+    # A container too small for a job would fail cases that are right, and
+    # differently on each platform: the platform's setting, named, not a grade.
+    short = host_limits.requirements(root=os.geteuid() == 0)
+    if short:
+        return g.stop("grader error", "this machine can't hold a grading job, so nothing was graded (not the "
+                                      "handin's fault): " + "; ".join(f"{s.what}: {s.message}" for s in short))
     g.sandbox = Sandbox(KIT_DIR, g.build_dir, g.scratch, g.slot, private=g.private, cancel=g.cancel)
     with _ACTIVE_LOCK:
         _ACTIVE.add(g.sandbox)
@@ -232,6 +252,8 @@ def stage(g: Grading) -> bool:
     # The sandbox user compiles from here and can't change it: root reads
     # these files again (isolate) after handin code has run.
     g.impl = g.sandbox.hand_over(g.received)
+    header = recipe(g.build_dir).get("pch_flags", [])[-1:]
+    g.pch = bool(header) and not g.sandbox.unreachable([header[0], header[0] + ".gch"])
     return True
 
 
@@ -239,7 +261,8 @@ def check(g: Grading) -> bool:
     """Runs the static rules on each handed-in file, records every finding,
     and refuses the files that break a rule."""
     paths = [os.path.join(g.impl, name) for name in IMPL_FILES if os.path.isfile(os.path.join(g.impl, name))]
-    for path, findings in check_files(paths, g.build_dir, runner=g.in_sandbox).items():
+    for path, findings in check_files(paths, g.build_dir, runner=g.in_sandbox, pch=g.pch,
+                                      workers=host_limits.compile_workers()).items():
         name = os.path.basename(path)
         if findings:
             g.grade.files.setdefault(name, {})["findings"] = [str(f) for f in findings]
@@ -255,12 +278,12 @@ def compile_files(g: Grading) -> bool:
     g.binary = os.path.join(g.sandbox.bin_dir, "kit_tests")
     try:
         report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
-                       obj_dir=g.sandbox.own_dir("objs"), refused=g.refused)
+                       obj_dir=g.sandbox.own_dir("objs"), refused=g.refused, pch=g.pch,
+                       workers=host_limits.compile_workers())
     except ResourceFailure as e:
         g.sandbox.clean_up()
-        return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault: give the "
-                                      "grader more memory (Gradescope: a larger machine; Autolab: the image's "
-                                      "memory; locally: close other jobs) and grade again")
+        return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; nothing was "
+                                      "graded: grade it again once the setting is raised")
     g.sandbox.clean_up()
     for name, r in report["files"].items():
         if name not in IMPL_FILES:
@@ -283,8 +306,9 @@ def compile_files(g: Grading) -> bool:
     # The results file lives where the job can write it but not replace it
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
     g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
-                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(),
-                    judges_cases=True, syscall_filter=os.environ.get("KIT_SYSCALL_FILTER") != "off")
+                    cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(g.hidden_values),
+                    judges_cases=True, syscall_filter=os.environ.get("KIT_SYSCALL_FILTER") != "off",
+                    deadline=g.deadline)
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
         lines = g.link_errors.splitlines()
@@ -299,14 +323,36 @@ def compile_files(g: Grading) -> bool:
 def run(g: Grading) -> bool:
     if g.broken:
         return True
-    ran = run_parts(g.binary, table.PARTS, hidden=True, tally=g.tally, launch_args=g.launch)
+    try:
+        ran = run_parts(g.binary, table.PARTS, hidden=True, tally=g.tally, launch_args=g.launch)
+    except ResourceFailure as e:
+        return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; grade it "
+                                      "again once the setting is raised")
     g.outcomes = ran.outcomes
     g.grade.output = keep_head_tail(g.tally.output)
     if not g.outcomes:
         g.broken = ran.error or "the test program did not start its cases"
     elif ran.error:
         g.grade.notes.append(ran.labelled_error())
-    return True
+    return out_of_time(g)
+
+
+def out_of_time(g: Grading) -> bool:
+    """Cases the platform's time limit left unrun: the handin's loss when
+    its own hangs spent the time (each hung case runs to its limit), the
+    grader's error when nothing hung and the machine was too slow."""
+    missed = len(g.tally.out_of_time)
+    if not missed:
+        return True
+    budget = f"{g.time_budget:.0f} s" if g.time_budget else "its limit"
+    if g.tally.hangs:
+        g.grade.notes.append(f"{g.tally.hangs} case(s) hung, each until its time limit, and the grading's time on "
+                             f"this platform ({budget}) ran out before {missed} other case(s) could run: they score 0 "
+                             "(the parts whose cases hung ran last). Fix the hang and every case runs")
+        return True
+    return g.stop("grader error", f"the grading's time on this platform ({budget}) ran out before {missed} case(s) "
+                                  f"could run, and no case hung: this machine is too slow for the limit, not the "
+                                  f"handin; {host_limits.RAISE['time']}")
 
 
 def diagnose(g: Grading) -> bool:
@@ -345,7 +391,8 @@ def isolate(g: Grading) -> bool:
         binary = os.path.join(g.sandbox.bin_dir, "alone_" + name.replace(".", "_"))
         others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
         report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
-                       obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others)
+                       obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others, pch=g.pch,
+                       workers=host_limits.compile_workers())
         g.sandbox.clean_up()
         why = None
         if not report["linked"]:
@@ -377,22 +424,36 @@ def score(g: Grading) -> bool:
 STEPS: List[Callable[[Grading], bool]] = [extract, stage, check, compile_files, run, diagnose, isolate, score]
 
 
+# Of a grading's time budget, what the reports and the platform's own
+# start and finish take: the test jobs end this long before it.
+REPORT_SECONDS = 2.0
+
+
 def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0,
-                 cancel: Optional[threading.Event] = None, private: Tuple[str, ...] = ()) -> Grade:
+                 cancel: Optional[threading.Event] = None, private: Tuple[str, ...] = (),
+                 time_budget: Optional[float] = None, hidden_values: Optional[str] = None,
+                 kit_stamp: Optional[str] = None) -> Grade:
     """Grades one handin. As root it runs as the sandbox user of `slot`, or
     of the next free slot if another grader holds that one. Setting `cancel`
     abandons it: it raises Cancelled. `private`: folders the handin's code
-    must not see (other handins, the gradebook), covered in its namespace."""
+    must not see (other handins, the gradebook), covered in its namespace.
+    `time_budget`: the seconds the platform allows a grading (PrairieLearn's
+    timeout, say): the test jobs stop in time for the reports."""
     started = time.monotonic()
     g = Grading(handin, os.path.abspath(build_dir), tempfile.mkdtemp(prefix="kit-grade-"),
-                Grade(os.path.basename(handin)), slot, cancel,
-                private=tuple(private) + (os.path.dirname(os.path.abspath(handin)),))
+                Grade(os.path.basename(handin), limits=host_limits.describe()), slot, cancel,
+                private=tuple(private) + (os.path.dirname(os.path.abspath(handin)),), time_budget=time_budget,
+                deadline=started + time_budget - REPORT_SECONDS if time_budget else None, hidden_values=hidden_values,
+                kit_stamp=kit_stamp)
     try:
         for step in STEPS:
             if cancel is not None and cancel.is_set():
                 raise Cancelled(handin)
             try:
-                if not step(g):
+                begun = time.monotonic()
+                going_on = step(g)
+                g.grade.steps[step.__name__] = round(time.monotonic() - begun, 2)
+                if not going_on:
                     break
             except Exception as e:  # a grader bug must cost no handin its report
                 g.grade.status = "grader error"
@@ -408,7 +469,8 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         if keep:  # before the run tmpfs goes; what the job wrote is read safely
             copy_sandbox_tree(g.scratch, keep, max_bytes=LIMITS["fsize"])
         if g.sandbox:
-            g.grade.sandbox = {"uid": g.sandbox.uid, "namespaces": g.sandbox.isolated_fs, "root": g.sandbox.root}
+            g.grade.sandbox = {"uid": g.sandbox.uid, "namespaces": g.sandbox.isolated_fs, "root": g.sandbox.root,
+                               "precompiled_header": g.pch}
             g.sandbox.release()
             with _ACTIVE_LOCK:
                 _ACTIVE.discard(g.sandbox)
@@ -416,15 +478,25 @@ def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: 
         shutil.rmtree(g.scratch, ignore_errors=True)
 
 
+def kit_stamp() -> str:
+    """This kit's stamp (kit-stamp.txt, written by `make autograder`), or ""."""
+    try:
+        with open(os.path.join(KIT_DIR, "kit-stamp.txt")) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 _EXPECTED: Dict[str, judge.Expected] = {}
 
 
-def expected_values() -> judge.Expected:
-    """The judge's values, recorded from the reference (grader/hidden/expected.txt).
-    Without them no hidden case could fail: that is the grader's fault, and it stops."""
-    paths = judge.files(KIT_DIR)
+def expected_values(hidden: Optional[str] = None) -> judge.Expected:
+    """The judge's values, recorded from the reference (grader/hidden/expected.txt,
+    or `hidden`). Without them no hidden case could fail: that is the grader's
+    fault, and it stops."""
+    paths = judge.files(KIT_DIR, hidden)
     if len(paths) != 2:
-        raise RuntimeError(f"{judge.PUBLIC} or {judge.HIDDEN} is missing: the judge has no expected values "
+        raise RuntimeError(f"{judge.PUBLIC} or {hidden or judge.HIDDEN} is missing: the judge has no expected values "
                            "(staff: make hidden-data)")
     key = ":".join(f"{p}:{os.stat(p).st_mtime_ns}" for p in paths)
     if key not in _EXPECTED:
@@ -437,7 +509,7 @@ def kit_fault(g: Grading) -> Optional[str]:
     their cases; None if they do (one part's public cases)."""
     binary = os.path.join(g.sandbox.bin_dir, "control_tests")
     report = build(STUBS_DIR, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
-                   obj_dir=g.sandbox.own_dir("control"), refused={})
+                   obj_dir=g.sandbox.own_dir("control"), refused={}, pch=g.pch, workers=host_limits.compile_workers())
     g.sandbox.clean_up()
     if not report["linked"]:
         return "linking them failed: " + (report["link_errors"] or "")[:1000]

@@ -1,7 +1,7 @@
-"""The four forms of a grade (grading.Grade): the table graders and
-students read, the Autolab score line, Gradescope's results.json and the
-full JSON report; what students see of failing cases follows the
-visibility policy (policy.py).
+"""The five forms of a grade (grading.Grade): the table graders and
+students read, the Autolab score line, Gradescope's results.json,
+PrairieLearn's results.json and the full JSON report; what students see
+of failing cases follows the visibility policy (policy.py).
 """
 import json
 from typing import Dict, List, Tuple
@@ -87,9 +87,50 @@ def gradescope_results(grade: Grade, show_hidden: bool = False) -> Dict:
             "execution_time": round(grade.seconds, 1), "stdout_visibility": policy.STDOUT_VISIBILITY, "tests": tests}
 
 
+def not_a_handin(grade: Grade) -> List[str]:
+    """Why the upload is no handin at all (so the student keeps the attempt),
+    or [] when it is one: a tar that isn't one, or not one of the files."""
+    if grade.status == "not a tar archive":
+        return list(grade.notes)
+    if grade.status == "graded" and all(grade.files.get(f, {}).get("state") == "missing" for f in table.IMPL_FILES):
+        return [f"none of {', '.join(table.IMPL_FILES)} was in the submission: upload your files, or the handin.tar "
+                "that `make handin` writes"] + grade.rejected
+    return []
+
+
+def prairielearn_results(grade: Grade, show_hidden: bool = False) -> Dict:
+    """PrairieLearn's results.json: score in [0, 1], a test per part with
+    points and max_points and what the policy shows of its failures. An
+    upload that is no handin, and a grade the grader can't vouch for, are
+    `gradable: false`, so the student loses no attempt for either."""
+    if grade.status == "grader error":
+        return {"gradable": False, "format_errors": [
+            "The autograder could not grade this submission, and it is not your files' fault: "
+            + "; ".join(grade.notes[-2:]) + ". Submit again later; if it persists, tell the course staff."]}
+    problems = not_a_handin(grade)
+    if problems:
+        return {"gradable": False, "format_errors": problems}
+    tests = []
+    for p in grade.parts:
+        passed, cases = case_counts(p, show_hidden)
+        failing = [line.strip() for line in failure_text(p, show_hidden)]
+        tests.append({"name": f"{p.key}: {p.title}", "description": f"{passed}/{cases} cases passed",
+                      "points": round(p.points, 2), "max_points": p.max_points,
+                      "message": failing[0] if failing else "all cases passed",
+                      "output": "\n".join(failing)[:PL_TEST_OUTPUT]})
+    return {"gradable": True, "score": round(grade.total / table.TOTAL_POINTS, 4),
+            "message": f"{fmt(grade.total)} / {table.TOTAL_POINTS} points",
+            "output": "\n".join([f"status: {grade.status}"] + grade.notes + grade.rejected)[:PL_TEST_OUTPUT],
+            "tests": tests}
+
+
+# PrairieLearn refuses a results.json over 1 MB: each text field stays far below.
+PL_TEST_OUTPUT = 50000
+
+
 def full_json(grade: Grade) -> Dict:
     return {"handin": grade.handin, "status": grade.status, "total": round(grade.total, 2),
             "max_total": table.TOTAL_POINTS, "seconds": round(grade.seconds, 2), "files": grade.files,
             "rejected": grade.rejected, "notes": grade.notes,
-            "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "output": grade.output,
-            "traceback": grade.traceback}
+            "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "limits": grade.limits,
+            "steps": grade.steps, "output": grade.output, "traceback": grade.traceback}

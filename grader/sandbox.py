@@ -29,6 +29,7 @@ code runs with the grader's own rights; the report says isolation is reduced.
 import fcntl
 import functools
 import os
+import resource
 import shutil
 import stat
 import shlex
@@ -39,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from kit.build import pch_dir
 from kit.processes import kill_all, processes
 
 SANDBOX_UID_BASE = 61000
@@ -106,6 +108,18 @@ def namespaces_work() -> bool:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+_RLIMITS = {"cpu": resource.RLIMIT_CPU, "as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC,
+            "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE}
+
+
+def _within_hard(name: str, value: int) -> int:
+    """A limit no higher than the grader's own hard limit: a container's root
+    may lack the right to raise one (Docker drops CAP_SYS_RESOURCE), and
+    Autolab's autodriver sets 100 processes and 100 MB per file."""
+    _, hard = resource.getrlimit(_RLIMITS[name])
+    return value if hard == resource.RLIM_INFINITY else min(value, hard)
 
 
 def _readable_by_others(path: str) -> bool:
@@ -345,8 +359,9 @@ class Sandbox:
         with_grader = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         limits = []
         if shutil.which("prlimit"):
-            limits = ["prlimit", f"--cpu={LIMITS['cpu']}", f"--as={LIMITS['as']}", f"--fsize={LIMITS['fsize']}",
-                      f"--core={LIMITS['core']}"] + ([f"--nproc={LIMITS['nproc']}"] if self.root else []) + ["--"]
+            limit = {name: _within_hard(name, value) for name, value in LIMITS.items()}
+            limits = ["prlimit", f"--cpu={limit['cpu']}", f"--as={limit['as']}", f"--fsize={limit['fsize']}",
+                      f"--core={limit['core']}"] + ([f"--nproc={limit['nproc']}"] if self.root else []) + ["--"]
         if not self.root:
             return with_grader + limits
         drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs",
@@ -362,6 +377,11 @@ class Sandbox:
         the places around it: the scratch directory (its run tmpfs apart, a
         mount of its own), the kit and the data set."""
         keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + [os.path.realpath(self.kit_dir)]
+        # The build's precompiled header (Eigen and the public headers, no
+        # secret) halves each compile; the rest of the build stays covered.
+        pch = pch_dir(self.build_dir)
+        if pch and os.path.isdir(pch):
+            keeps.append(os.path.realpath(pch))
         # The directories of the job's PATH (the compiler and mpirun, a fake
         # one of a test), the data set, and what the staff name in
         # KIT_SANDBOX_KEEP (a module MPI's prefix under /home, say).

@@ -19,7 +19,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional, Tuple
 
-from kit import link_check
+from kit import host_limits, link_check
+from kit.host_limits import ResourceFailure
 from kit.parts import IMPL_FILES
 from kit.safe_read import open_sandbox_file
 
@@ -80,22 +81,24 @@ def recipe(build: str) -> Dict:
     return how
 
 
-class ResourceFailure(Exception):
-    """The compiler or the linker was killed (out of memory, a file or CPU
-    limit, or from outside): the grading host's fault, never the code's."""
-
-
 # A tool killed by a signal: its status (negative, or 128 + the signal through
 # a shell), or the driver's word for its killed back end.
-_SIGNALS = {9: "memory (killed: out of memory, or killed from outside)", 24: "CPU time (SIGXCPU)",
-            25: "file size (SIGXFSZ)", 6: "the compiler's own abort (SIGABRT)"}
+_SIGNALS = {9: f"memory (killed: out of memory, or killed from outside); {host_limits.RAISE['memory']}",
+            24: "CPU time (SIGXCPU)", 25: f"file size (SIGXFSZ); {host_limits.RAISE['file size']}",
+            6: "the compiler's own abort (SIGABRT)"}
 _KILLED_WORDS = ("signal terminated program", "internal compiler error: Killed", "File size limit exceeded",
                  "virtual memory exhausted", "out of memory allocating", "Cannot allocate memory")
 
 
-def resource_failure(status: int, output: str) -> Optional[str]:
-    """What ran out, if a compile or link with this status and output was killed rather than refused."""
+def resource_failure(status: int, output: str, oom_before: Optional[int] = None) -> Optional[str]:
+    """What ran out, if a compile or link with this status and output was
+    killed rather than refused; `oom_before`: the OOM killer's count before
+    it ran, which names memory for certain when it rose."""
     signal = -status if status < 0 else status - 128 if 128 < status < 160 else 0
+    if oom_before is not None and (signal or status != 0):
+        oom = host_limits.killed_by_oom(oom_before)
+        if oom:
+            return oom
     if signal:
         return _SIGNALS.get(signal, f"signal {signal}")
     for words in _KILLED_WORDS:
@@ -110,7 +113,8 @@ def run_plainly(cmd: List[str], timeout: float) -> Tuple[int, str]:
     return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
 
 
-def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly) -> Optional[str]:
+def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly,
+                pch: Optional[bool] = None) -> Optional[str]:
     """Returns None on success, else the compiler's messages; raises
     ResourceFailure when the compiler was killed rather than refused. An object
     compiled before from the same text with the same flags is reused (the
@@ -129,15 +133,18 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
     if cached and os.path.exists(cached):
         shutil.copyfile(cached, obj)
         return None
-    # Outside the sandbox (the known-bug checks, `make handin`), Eigen comes
-    # precompiled: the same object in less than half the time, so the same key.
-    cmd = flags + (how.get("pch_flags", []) if runner is run_plainly else []) + ["-c", source, "-o", obj]
+    # Eigen comes precompiled where the compiler can read the build's header
+    # (outside the sandbox, or a sandbox that shows it: pch_dir): the same
+    # object in less than half the time, so the same key.
+    use_pch = pch if pch is not None else runner is run_plainly
+    cmd = flags + (how.get("pch_flags", []) if use_pch else []) + ["-c", source, "-o", obj]
+    oom_before = host_limits.oom_kills()
     try:
         status, output = runner(cmd, timeout)
     except subprocess.TimeoutExpired:
         return f"the compiler did not finish within {timeout:.0f} s"
     if status != 0:
-        killed = resource_failure(status, output)
+        killed = resource_failure(status, output, oom_before)
         if killed:
             raise ResourceFailure(f"the compiler of {os.path.basename(source)} was killed; what ran out: {killed}")
         return output or f"the compiler failed with status {status}"
@@ -156,10 +163,20 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
     return None
 
 
+def pch_dir(build_dir: str) -> Optional[str]:
+    """The directory of the build's precompiled header, or None: what a
+    sandbox must show its user for the compiler to take it."""
+    flags = recipe(build_dir).get("pch_flags", [])
+    return os.path.dirname(flags[-1]) if flags else None
+
+
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
-          obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None) -> Dict:
+          obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
+          workers: Optional[int] = None) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
+    `pch`: whether the compiler may use the precompiled header (default:
+    outside a sandbox only); `workers`: compilers at once (default: the CPUs).
     Each file's report says what the link check found ("link_findings") and
     whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn only reports)."""
     how = recipe(build_dir)
@@ -178,7 +195,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         elif not os.path.isfile(source):
             errors = f"{name}: missing"
         else:
-            errors = compile_one(how, source, obj, runner=runner)
+            errors = compile_one(how, source, obj, runner=runner, pch=pch)
         found: List[str] = []
         if errors is None and name not in refused:
             found = link_check.findings(obj, source, how, elsewhere)
@@ -187,7 +204,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         link_refused = bool(found) and errors is not None
         used = "submitted"
         if errors is not None and fallback:
-            alt = compile_one(how, os.path.join(fallback, name), obj, runner=runner)
+            alt = compile_one(how, os.path.join(fallback, name), obj, runner=runner, pch=pch)
             used = "fallback" if alt is None else "none"
         elif errors is not None:
             used = "none"
@@ -197,9 +214,12 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     # Every student file of the build: with the extension parts off, a handin
     # holds none of theirs, and their stubs (the fallback) fill in.
     files = how.get("impl_files") or list(IMPL_FILES)
-    with ThreadPoolExecutor(max_workers=min(len(files), os.cpu_count() or 2)) as pool:
-        for name, result in pool.map(work, files):
-            report["files"][name] = result
+    # The longest compile first, so that two compilers finish together.
+    longest_first = sorted(files, key=lambda f: -os.path.getsize(os.path.join(impl_dir, f))
+                           if os.path.isfile(os.path.join(impl_dir, f)) else 0)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(files), workers or os.cpu_count() or 2))) as pool:
+        done = dict(pool.map(work, longest_first))
+    report["files"] = {name: done[name] for name in files}
     objects = [r["object"] for r in report["files"].values() if r["used"] != "none"]
     # The link runs as root: only regular files, never a link planted to another object.
     unsafe = [o for o in objects if os.path.islink(o) or not os.path.isfile(o)]
@@ -209,6 +229,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         cmd = [how["compiler"]] + shlex.split(how["link_flags"]) + \
             [i for i in how["link_inputs"] if i.endswith(".o")] + objects + \
             [i for i in how["link_inputs"] if not i.endswith(".o")] + ["-o", output]
+        oom_before = host_limits.oom_kills()
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         except subprocess.TimeoutExpired:
@@ -217,7 +238,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         report["linked"] = proc.returncode == 0
         if not report["linked"]:
             report["link_errors"] = proc.stdout.decode("utf-8", errors="replace")
-            killed = resource_failure(proc.returncode, report["link_errors"])
+            killed = resource_failure(proc.returncode, report["link_errors"], oom_before)
             if killed:
                 raise ResourceFailure(f"the linker was killed; what ran out: {killed}")
     return report

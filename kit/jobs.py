@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+from kit import host_limits
 from kit import judge
 from kit import parts as table
 from kit import records as rec
@@ -90,6 +91,9 @@ class Launch:
     # without it, so a shape error can still quote the line (addr2line).
     # KIT_SYSCALL_FILTER=on (the kit's own checks) or off (staff) decides.
     syscall_filter: bool = field(default_factory=lambda: os.environ.get("KIT_SYSCALL_FILTER") == "on")
+    # time.monotonic() by which the last job must have ended (the grading
+    # platform's time limit, less what the reports take), or None.
+    deadline: Optional[float] = None
 
     def scale(self) -> float:
         return self.time_scale if self.time_scale is not None else table.time_scale()
@@ -106,6 +110,8 @@ class JobTally:
     unjudged: List[str] = field(default_factory=list)  # planned cases the judge has no values for
     unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
     dropped: int = 0               # bytes of output not kept (see OutputTap)
+    hangs: int = 0                 # cases stopped for time (the watchdog, or the runner's job limit)
+    out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
 
 
 class OutputTap:
@@ -157,6 +163,7 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         cmd.append(f"--time-scale={launch.scale()!r}")
     if not launch.syscall_filter:
         cmd.append("--no-syscall-filter")
+    cmd.append(f"--cpus={host_limits.cpus():.3g}")  # the watchdog's pace in a container with a CPU quota
     # No rank may read another's memory (tools/kitrun): a case's ranks are
     # one another's witnesses, and the system-call filter refuses it anyway.
     env = dict(launch.env if launch.env is not None else os.environ, KIT_SINGLE_COPY="none")
@@ -164,6 +171,10 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE if launch.capture else None,
         stderr=subprocess.STDOUT if launch.capture else None)
+
+
+# Why a job was stopped when the grading's own time ran out (Launch.deadline).
+OUT_OF_TIME = "the grading's time ran out"
 
 
 def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]:
@@ -196,6 +207,8 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
             return f"the job wrote no result for {quiet:.0f} s"
         if now - started > timeout:
             return f"the job reached its time limit of {timeout:.0f} s"
+        if launch.deadline is not None and now > launch.deadline:
+            return OUT_OF_TIME
         if launch.cancel is not None and launch.cancel.is_set():
             return "the run was cancelled"
 
@@ -218,6 +231,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         os.chmod(results, 0o666)  # the sandbox user's job writes it, and its watchdog reads the roll-call back
     try:
         started = time.monotonic()
+        oom_before = host_limits.oom_kills()
         proc = _start(launch, gtest_filter, results)
         tap = OutputTap(proc.stdout) if launch.capture else None
         tally.launches += 1
@@ -228,6 +242,16 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         if tap:
             tally.output += tap.finish()
             tally.dropped += tap.dropped
+        # Out of memory, whichever process the kernel chose, or the launcher
+        # killed from outside (no handin code can signal it: the system-call
+        # filter): the host's fault, never a case's.
+        oom = host_limits.killed_by_oom(oom_before)
+        if oom:
+            raise host_limits.ResourceFailure(f"a test job was killed; what ran out: {oom}")
+        if stopped is None and proc.returncode is not None and proc.returncode < 0:
+            raise host_limits.ResourceFailure(
+                f"the MPI launcher was killed by signal {-proc.returncode} from outside the grader (the platform's "
+                f"time or memory limit?); {host_limits.RAISE['memory']}, or {host_limits.RAISE['time']}")
         records = rec.read(results)
         if tally.observed is not None:
             for case, values in records.values.items():
@@ -365,31 +389,80 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
     return new
 
 
+# A job needs this much of the grading's time left to be worth starting: MPI's
+# start-up and the first cases.
+MIN_JOB_SECONDS = 3.0
+
+
+def split_off_part(pending: List[str], ended: CaseOutcome) -> tuple:
+    """(the pending cases of other parts, those of the part whose case ended
+    its job: a hang, a crash). The second go to a job after every other:
+    under a time limit, one part's hangs must not cost the other parts their
+    turn. (A job runs its cases in the binary's order, whatever the filter's.)"""
+    part = next((p for p in table.ALL_PARTS if p.owns(ended.case)), None)
+    if part is None:
+        return pending, []
+    return [c for c in pending if not part.owns(c)], [c for c in pending if part.owns(c)]
+
+
 def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = None,
               on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> Dict[str, CaseOutcome]:
     """Runs every case the filter selects, in as many jobs as it takes, and
     returns case -> outcome. With the judge's expected values, every case
-    of theirs that the filter selects has an outcome, reported or not."""
+    of theirs that the filter selects has an outcome, reported or not. With
+    a deadline, the cases it leaves unrun fail and are listed in
+    `tally.out_of_time` (the caller says whose fault that was)."""
     tally = tally if tally is not None else JobTally()
     wanted = None
     if launch.expected is not None and launch.judges_cases:
         wanted = [c for c in launch.expected.cases if table.matches(gtest_filter, c)]
     outcomes: Dict[str, CaseOutcome] = {}
-    pending = gtest_filter
-    while pending and not (launch.cancel is not None and launch.cancel.is_set()):
+    queue = [gtest_filter]  # the filters of the jobs to come, in order
+    cancelled = lambda: launch.cancel is not None and launch.cancel.is_set()  # noqa: E731
+    timed_out = False
+    while queue and not cancelled():
+        pending = queue.pop(0)
+        if not pending:
+            continue
+        if launch.deadline is not None and time.monotonic() > launch.deadline - MIN_JOB_SECONDS:
+            queue.insert(0, pending)
+            timed_out = True
+            break
         job = run_job(launch, pending, tally)
+        if job.records.plan is None and job.stopped == OUT_OF_TIME:
+            queue.insert(0, pending)
+            timed_out = True
+            break
         if job.records.plan is None:
             tally.error = job.stopped or f"the test program did not start its cases (exit status {job.returncode})"
             break
-        for outcome in outcomes_of(job, outcomes, launch.expected, wanted):
-            outcomes[outcome.case] = outcome
-            if on_outcome:
-                on_outcome(outcome)
         plan = job.records.plan if wanted is None else [c for c in job.records.plan if c in set(wanted)]
         if wanted is not None:
             tally.unjudged += [c for c in job.records.plan if c not in set(wanted) and c not in tally.unjudged][:20]
-        pending = ":".join(c for c in plan if c not in outcomes)
-    if wanted is not None and outcomes and not (launch.cancel is not None and launch.cancel.is_set()):
+        ended = None
+        for outcome in outcomes_of(job, outcomes, launch.expected, wanted):
+            if outcome.ended_job and job.stopped == OUT_OF_TIME:
+                continue  # not the case's doing: it is listed with the unrun ones below
+            outcomes[outcome.case] = outcome
+            if outcome.ended_job:
+                ended = outcome
+                tally.hangs += bool(job.stopped or job.records.rollcalls.get(outcome.case))
+            if on_outcome:
+                on_outcome(outcome)
+        left = [c for c in plan if c not in outcomes]
+        now, later = split_off_part(left, ended) if ended else (left, [])
+        queue = [":".join(now)] + queue + [":".join(later)]
+        if job.stopped == OUT_OF_TIME:
+            timed_out = True
+            break
+    if timed_out and not cancelled():
+        tally.out_of_time = [c for c in (wanted if wanted is not None else ":".join(queue).split(":"))
+                             if c and "*" not in c and c not in outcomes]
+        for case in tally.out_of_time:
+            outcomes[case] = CaseOutcome(case, False, 0.0, [{"rank": None, "message": OUT_OF_TIME_MESSAGE}])
+            if on_outcome:
+                on_outcome(outcomes[case])
+    if wanted is not None and outcomes and not cancelled():
         for case in wanted:
             if case not in outcomes:
                 outcomes[case] = CaseOutcome(case, False, 0.0, [{"rank": None, "message": (
@@ -398,6 +471,9 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
                 if on_outcome:
                     on_outcome(outcomes[case])
     return outcomes
+
+
+OUT_OF_TIME_MESSAGE = "not run: the grading's time on this platform ran out before this case"
 
 
 @dataclass

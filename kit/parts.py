@@ -44,6 +44,13 @@ JOB_SECONDS = 60.0            # one run's share of a job's wall-clock budget
 STARTUP_SECONDS = 30.0        # from launch to the plan record: MPI start-up and static initializers
 QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck where no watchdog reaches
 
+# Memory: the heap one rank of a test job may hold at once (the kit's data
+# and MPI's buffers included), the same on every machine, so that a grade
+# never depends on the grading machine's memory. Eight ranks at the budget
+# fit in Gradescope's default 768 MB with the kit's own processes
+# (`make check-platforms`); the reference's largest case needs ~25 MiB.
+RANK_HEAP_BUDGET_MIB = 64
+
 
 def time_scale() -> float:
     """The factor on a case's limit, STARTUP_SECONDS and QUIET_SECONDS, 1 unless
@@ -267,6 +274,7 @@ inline constexpr TableRun kTableRuns[] = {{
 }};
 
 inline constexpr double kFailedGraceSeconds = {FAILED_GRACE_SECONDS!r};
+inline constexpr long long kRankHeapBudgetBytes = {RANK_HEAP_BUDGET_MIB}LL << 20;
 
 }}  // namespace harness
 """

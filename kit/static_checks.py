@@ -249,13 +249,18 @@ def token_findings(name: str, mine: List[Tuple[int, str]]) -> List[Finding]:
 
 
 def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[List[str]] = None,
-               name: Optional[str] = None) -> List[Finding]:
+               name: Optional[str] = None, pch_flags: Optional[List[str]] = None) -> List[Finding]:
     """Findings for one file. `flags` are the kit's compile flags;
-    `runner(cmd, timeout) -> (status, output)` runs the preprocessor."""
+    `runner(cmd, timeout) -> (status, output)` runs the preprocessor.
+    `pch_flags`: the build's precompiled header, which spares the
+    preprocessor Eigen's headers (only the file's own lines are checked,
+    and its macros are the same)."""
     name = name or os.path.basename(path)
     # -fno-working-directory: with -g (the student files have line tables)
     # the preprocessor would add a marker naming the directory, not a file.
-    cmd = ["cpp" if not flags else flags[0]] + flags[1:] + ["-E", "-fno-working-directory", "-x", "c++", path, "-o", "-"]
+    pch = (pch_flags + ["-fpch-preprocess"]) if pch_flags else []
+    cmd = (["cpp" if not flags else flags[0]] + flags[1:] + pch +
+           ["-E", "-fno-working-directory", "-x", "c++", path, "-o", "-"])
     if runner is None:
         def runner(c, timeout):
             p = subprocess.run(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
@@ -278,15 +283,21 @@ def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[L
 
 
 
-def check_files(paths: List[str], build: str, runner=None) -> Dict[str, List[Finding]]:
+def check_files(paths: List[str], build: str, runner=None, pch: Optional[bool] = None,
+                workers: Optional[int] = None) -> Dict[str, List[Finding]]:
     """Findings per file, with the build's compile flags (`make handin`,
-    `make test-partN` and the grader all check this way)."""
+    `make test-partN` and the grader all check this way). `pch`: whether
+    the preprocessor may read the build's precompiled header (default: when
+    it runs outside a sandbox); `workers`: preprocessors at once."""
     how = recipe(build)
     flags = [how["compiler"]] + how["compile_flags"]
     dirs = system_include_dirs(flags)
+    use_pch = pch if pch is not None else runner is None
+    pch_flags = how.get("pch_flags") if use_pch else None
     # Each file's preprocessor runs in a sandbox command of its own: side by side.
-    with ThreadPoolExecutor(max_workers=max(1, min(len(paths), os.cpu_count() or 2))) as pool:
-        found = pool.map(lambda path: check_file(path, flags, runner=runner, system_dirs=dirs), paths)
+    with ThreadPoolExecutor(max_workers=max(1, min(len(paths), workers or os.cpu_count() or 2))) as pool:
+        found = pool.map(lambda path: check_file(path, flags, runner=runner, system_dirs=dirs, pch_flags=pch_flags),
+                         paths)
         return dict(zip(paths, found))
 
 

@@ -1,102 +1,202 @@
-"""The autograder bundles (course staff): `make autograder`.
+"""The autograder bundles, one per grading platform (course staff):
+`make autograder`.
 
-  python3 -m staff.bundles     dist/autograde.tar + dist/autograde-Makefile (Autolab)
-                               and dist/gradescope.zip (Gradescope)
+  python3 -m staff.bundles      writes, in dist/:
+    autolab/        the course image's context (Containerfile, dtrain-kit/, hidden-values.txt), and the two files the
+                    assessment takes: autograde.tar (the kit's stamp) and autograde-Makefile
+    gradescope.zip  setup.sh (builds the kit when Gradescope builds its image) and run_autograder
+    prairielearn/   the grader image's context (Containerfile, dtrain-kit/), the course files it
+                    needs (serverFilesCourse/dtrain-kit/: the judge's hidden values, the kit's stamp)
+                    and an example question (questions/dtrain/: info.json with externalGradingOptions)
 
-Each bundle holds the kit's shipped folders plus grader/ (without its own
-tests), with kit/parts.py carrying the course's switch as it is for this
-command; nothing under reference/, staff/ or .ci/ ships (staff/dist.py).
+Every platform builds the kit once, when its image is built
+(grader/platforms/prepare-image), and then compiles only a submission's
+files for each grading. Each bundle holds the kit's shipped folders plus
+grader/ (without its own tests), kit/parts.py carrying the course's
+switch as it is for this command, and kit-stamp.txt: a hash of those
+files, which the grader compares with the stamp the platform hands it,
+so that an image left from an older kit is a grader error, not a grade.
+Nothing under reference/, staff/ or .ci/ ships (staff/dist.py).
 """
 import argparse
+import hashlib
+import json
 import os
+import shutil
 import sys
 import tarfile
 import zipfile
-from typing import List
+from typing import Dict, List
 
 from kit.parts import IMPL_FILES, extensions_on
-from staff.dist import COMMON, DIST, GRADER, KIT, add_text, add_tree, files_of, shipped_parts
+from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_parts
+
+PLATFORMS = os.path.join("grader", "platforms")
+# The seconds each platform gives a grading by default, and the share the
+# grader keeps of it (KIT_TIME_BUDGET): PrairieLearn's 30 s timeout counts
+# the container's start; Gradescope's is 10 minutes.
+PRAIRIELEARN_TIMEOUT, PRAIRIELEARN_BUDGET = 30, 27
+GRADESCOPE_BUDGET = 540
 
 
-AUTOLAB_MAKEFILE = """# Autolab's autograder Makefile: Autolab puts autograde.tar and the
-# student's handin.tar in the working directory and runs `make`; the score
-# is the last line of output, so make must add nothing after it.
-MAKEFLAGS += --no-print-directory
+def kit_files() -> Dict[str, bytes]:
+    """The bundles' copy of the kit: name -> content, the course's switch in kit/parts.py."""
+    files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER)}
+    files["kit/parts.py"] = shipped_parts(extensions_on()).encode()
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name] + b"\0")
+    files["kit-stamp.txt"] = (digest.hexdigest()[:16] + "\n").encode()
+    return files
+
+
+HIDDEN_VALUES = "grader/hidden/expected.txt"
+# The time stamp of every file of an image's context: the same files then
+# make the same layer, whichever platform's context they are in.
+CONTEXT_MTIME = 1700000000
+
+
+def write_tree(files: Dict[str, bytes], dest: str) -> None:
+    """The kit as a folder (an image's build context), modes kept, without
+    the judge's hidden values, which each platform places itself."""
+    shutil.rmtree(dest, ignore_errors=True)
+    for name, data in files.items():
+        if name == HIDDEN_VALUES:
+            continue
+        path = os.path.join(dest, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        source = os.path.join(KIT, name)
+        os.chmod(path, os.stat(source).st_mode & 0o777 if os.path.exists(source) else 0o644)
+    for root, dirs, names in os.walk(dest, topdown=False):
+        for n in names + dirs:
+            os.utime(os.path.join(root, n), (CONTEXT_MTIME, CONTEXT_MTIME))
+    os.utime(dest, (CONTEXT_MTIME, CONTEXT_MTIME))
+
+
+AUTOLAB_MAKEFILE = """# Autolab's autograder Makefile. Tango runs `make` in a folder holding this
+# file, autograde.tar and the student's handin.tar, as the user autograde, in
+# the course image (dist/autolab/Containerfile), where the kit is built. The
+# score is the last line of the output.
 all:
-\ttar xf autograde.tar
-\tcd dtrain-kit && make build BUILD=build > build.log 2>&1 || { tail -40 build.log; exit 1; }
-\tcd dtrain-kit && python3 grader/grade ../handin.tar
+\t@dtrain-grade
 """
 
 GRADESCOPE_SETUP = """#!/usr/bin/env bash
-# Gradescope runs this once, as root, when the autograder image is built.
+# Gradescope runs this once, as root, when it builds the autograder's image:
+# the kit is built then (grader/platforms/prepare-image), so that each
+# submission compiles only its own files.
 set -euo pipefail
-cd "$(dirname "$0")/dtrain-kit"   # /autograder/source/dtrain-kit
-./setup.sh
-make build BUILD=build   # build/ under either MPI (MPI=mpich picks MPICH; the grader follows the build)
-# Where the container forbids namespaces, the grader's sandbox user relies on
-# these modes to keep out of the hidden cases and the build (grader/README.md).
-chmod -R o-rwx grader/hidden build
+"$(dirname "$0")/dtrain-kit/grader/platforms/prepare-image"
 """
 
-GRADESCOPE_RUN = """#!/usr/bin/env bash
-# Gradescope runs this for every submission. The submission is handin.tar,
-# any other tarball, or the loose files; loose files are packed as a handin.
+GRADESCOPE_RUN = f"""#!/usr/bin/env bash
+# Gradescope runs this for every submission, as root. The submission is
+# handin.tar, any other tarball, or the loose files (packed as a handin).
 set -uo pipefail
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 KIT="$ROOT/source/dtrain-kit"
-SUB="$ROOT/submission"
 mkdir -p "$ROOT/results"
-handin=$(find "$SUB" -maxdepth 1 -name '*.tar' | head -n 1)
-if [ -z "$handin" ]; then
-  handin="$ROOT/packed-handin.tar"
-  members=()
-  for f in {impl_files} feedback.txt; do
-    found=$(find "$SUB" -name "$f" -type f | head -n 1)
-    [ -n "$found" ] && members+=("-C" "$(dirname "$found")" "$f")
-  done
-  tar cf "$handin" --files-from /dev/null "${members[@]}"
-fi
 rm -f "$ROOT/results/results.json"
-cd "$KIT" && python3 grader/grade "$handin" --gradescope "$ROOT/results/results.json"
+handin=$("$KIT/grader/platforms/pack-submission" "$ROOT/submission" "$ROOT/packed-handin.tar")
+python3 "$KIT/grader/grade" "$handin" --gradescope "$ROOT/results/results.json" \\
+  --kit-stamp "$(cat "$KIT/kit-stamp.txt")" --time-budget "${{KIT_TIME_BUDGET:-{GRADESCOPE_BUDGET}}}"
 status=$?
 # The grader writes results.json even when it fails inside; if Python itself
 # could not run it, say so rather than leave Gradescope a bare failure.
 if [ ! -s "$ROOT/results/results.json" ]; then
-  printf '{"score": 0, "output": "status: grader error: the autograder could not run (exit status %s); this is not your fault, the course staff will regrade", "tests": []}\n' "$status" > "$ROOT/results/results.json"
+  printf '{{"score": 0, "output": "status: grader error: the autograder could not run (exit status %s); this is not your fault, the course staff will regrade", "tests": []}}\\n' "$status" > "$ROOT/results/results.json"
 fi
 """
 
+PRAIRIELEARN_QUESTION = """<pl-question-panel>
+  <p>Upload the files of your handin (or the <code>handin.tar</code> that <code>make handin</code> writes).</p>
+</pl-question-panel>
+<pl-file-upload file-names="{files}" optional-file-names="handin.tar"></pl-file-upload>
+<pl-submission-panel>
+  <pl-external-grader-results></pl-external-grader-results>
+  <pl-file-preview></pl-file-preview>
+</pl-submission-panel>
+"""
 
-def autograder() -> int:
-    os.makedirs(DIST, exist_ok=True)
-    files = files_of(COMMON + GRADER)
-    parts = shipped_parts(extensions_on()).encode()
-    tar_path = os.path.join(DIST, "autograde.tar")
-    with tarfile.open(tar_path, "w") as tar:
-        add_tree(tar, [f for f in files if f != "kit/parts.py"], "dtrain-kit")
-        add_text(tar, "dtrain-kit/kit/parts.py", parts)
-    with open(os.path.join(DIST, "autograde-Makefile"), "w") as f:
+
+def prairielearn_info(image: str) -> Dict:
+    """The example question's info.json: its externalGradingOptions are what
+    every question graded by the kit needs."""
+    return {"uuid": "REPLACE-WITH-A-NEW-UUID", "title": "Distributed training: communication", "topic": "MPI",
+            "type": "v3", "gradingMethod": "External", "singleVariant": True,
+            "externalGradingOptions": {
+                "enabled": True, "image": image,
+                "entrypoint": "/opt/dtrain-kit/grader/platforms/prairielearn/entrypoint",
+                "serverFilesCourse": ["dtrain-kit/"], "timeout": PRAIRIELEARN_TIMEOUT,
+                "environment": {"KIT_TIME_BUDGET": str(PRAIRIELEARN_BUDGET)}}}
+
+
+def autolab(files: Dict[str, bytes]) -> None:
+    out = os.path.join(DIST, "autolab")
+    os.makedirs(out, exist_ok=True)
+    write_tree(files, os.path.join(out, "dtrain-kit"))
+    with open(os.path.join(out, "hidden-values.txt"), "wb") as f:
+        f.write(files[HIDDEN_VALUES])
+    shutil.copy(os.path.join(KIT, PLATFORMS, "autolab", "Containerfile"), os.path.join(out, "Containerfile"))
+    with tarfile.open(os.path.join(out, "autograde.tar"), "w") as tar:
+        add_text(tar, "kit-stamp.txt", files["kit-stamp.txt"])
+    with open(os.path.join(out, "autograde-Makefile"), "w") as f:
         f.write(AUTOLAB_MAKEFILE)
-    zip_path = os.path.join(DIST, "gradescope.zip")
-    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as z:
-        for f in files:
-            info = zipfile.ZipInfo.from_file(os.path.join(KIT, f), arcname=f"dtrain-kit/{f}")
-            with open(os.path.join(KIT, f), "rb") as data:
-                z.writestr(info, parts if f == "kit/parts.py" else data.read())
-        run_autograder = GRADESCOPE_RUN.replace("{impl_files}", " ".join(IMPL_FILES))
-        for name, text in (("setup.sh", GRADESCOPE_SETUP), ("run_autograder", run_autograder)):
+
+
+def gradescope(files: Dict[str, bytes]) -> None:
+    with zipfile.ZipFile(os.path.join(DIST, "gradescope.zip"), "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            info = zipfile.ZipInfo(f"dtrain-kit/{name}")
+            source = os.path.join(KIT, name)
+            info.external_attr = (os.stat(source).st_mode & 0o777 if os.path.exists(source) else 0o644) << 16
+            z.writestr(info, data)
+        for name, text in (("setup.sh", GRADESCOPE_SETUP), ("run_autograder", GRADESCOPE_RUN)):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o755 << 16
             z.writestr(info, text)
-    print(f"dist: wrote dist/autograde.tar, dist/autograde-Makefile and dist/gradescope.zip ({len(files)} kit files)")
+
+
+def prairielearn(files: Dict[str, bytes], image: str) -> None:
+    out = os.path.join(DIST, "prairielearn")
+    shutil.rmtree(out, ignore_errors=True)
+    hidden = files[HIDDEN_VALUES]  # with the course, not in the image
+    write_tree(files, os.path.join(out, "dtrain-kit"))
+    shutil.copy(os.path.join(KIT, PLATFORMS, "prairielearn", "Containerfile"), os.path.join(out, "Containerfile"))
+    course = os.path.join(out, "serverFilesCourse", "dtrain-kit")
+    os.makedirs(course)
+    for name, data in (("hidden-values.txt", hidden), ("kit-stamp.txt", files["kit-stamp.txt"])):
+        with open(os.path.join(course, name), "wb") as f:
+            f.write(data)
+    question = os.path.join(out, "questions", "dtrain")
+    os.makedirs(question)
+    with open(os.path.join(question, "info.json"), "w") as f:
+        json.dump(prairielearn_info(image), f, indent=2)
+        f.write("\n")
+    with open(os.path.join(question, "question.html"), "w") as f:
+        f.write(PRAIRIELEARN_QUESTION.format(files=", ".join(IMPL_FILES + ("feedback.txt",))))
+
+
+def autograder(image: str) -> int:
+    os.makedirs(DIST, exist_ok=True)
+    files = kit_files()
+    autolab(files)
+    gradescope(files)
+    prairielearn(files, image)
+    print(f"dist: wrote dist/autolab/ (image context, autograde.tar, autograde-Makefile), dist/gradescope.zip and "
+          f"dist/prairielearn/ (image context, serverFilesCourse/, questions/) ({len(files)} kit files, stamp "
+          f"{files['kit-stamp.txt'].decode().strip()})")
     return 0
 
 
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.parse_args(argv)
-    return autograder()
+    ap.add_argument("--prairielearn-image", default="YOUR-DOCKERHUB-NAME/dtrain-grader:latest",
+                    help="the grader image PrairieLearn pulls, as the example question names it")
+    args = ap.parse_args(argv)
+    return autograder(args.prairielearn_image)
 
 
 if __name__ == "__main__":

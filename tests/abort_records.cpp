@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +48,20 @@ size_t join(char* line, size_t size, std::initializer_list<const char*> parts) {
   return n;
 }
 
+// "572.2": bytes in MiB with one decimal, async-signal-safe.
+void mib(char* out, std::size_t size, std::int64_t bytes) {
+  const std::int64_t tenths = (std::max<std::int64_t>(bytes, 0) * 10 + (1 << 19)) >> 20;
+  char digits[24], *d = digits + sizeof digits;
+  *--d = '\0';
+  *--d = static_cast<char>('0' + tenths % 10);
+  *--d = '.';
+  for (std::int64_t whole = tenths / 10;; whole /= 10) {
+    *--d = static_cast<char>('0' + whole % 10);
+    if (whole < 10) break;
+  }
+  join(out, size, {d});
+}
+
 // Async-signal-safe: only memcpy/strlen/write. With no results file (a run
 // by hand with KIT_BARE=1) the rank says it on stderr, since no runner will.
 void write_abort(const char* why) {
@@ -75,10 +91,17 @@ void on_fatal_signal(int sig) {
                       : sig == SIGILL  ? "crashed with SIGILL (illegal instruction)"
                       : sig == SIGABRT ? "aborted (SIGABRT: abort(), a failed assert, or an uncaught exception)"
                                        : "was ended by a signal";
-    // Which student function it happened in (the ledger's, readable here).
+    // Which student function it happened in (the ledger's, readable here),
+    // and whether the memory budget had refused it a block (malloc's null).
     const char* function = dtrain::ledger::function_now_signal_safe();
-    char text[700];
-    join(text, sizeof text, {why, function ? " in " : "", function ? function : ""});
+    char budget[400] = "";
+    if (const auto refusal = dtrain::heap_budget::peek(); refusal.happened) {
+      char words[360];
+      budget_refusal_text(words, sizeof words, refusal);
+      join(budget, sizeof budget, {", after it went ", words});
+    }
+    char text[800];
+    join(text, sizeof text, {why, function ? " in " : "", function ? function : "", budget});
     write_abort(text);
   }
   ::signal(sig, SIG_DFL);
@@ -90,6 +113,16 @@ void on_exit_inside_case() {
 }
 
 }  // namespace
+
+void budget_refusal_text(char* out, std::size_t size, const dtrain::heap_budget::Refusal& refusal) {
+  char asked[24], held[24], budget[24];
+  mib(asked, sizeof asked, refusal.asked);
+  mib(held, sizeof held, refusal.held);
+  mib(budget, sizeof budget, dtrain::heap_budget::bytes());
+  join(out, size, {"over its memory budget: ", refusal.function, " asked for a block of ", asked, " MiB while the rank "
+                   "held ", held, " MiB; a rank may hold ", budget, " MiB of heap at once, on every machine "
+                   "(handout: Memory)"});
+}
 
 void install_abort_handlers() {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(sig, on_fatal_signal);

@@ -3,9 +3,19 @@
 // running, written from the signal handler or the exit hook (records.h).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
+#include "heap_watch.h"
+
 namespace harness {
+
+// The memory budget's refusal in words, into `out` (async-signal-safe: a
+// crash after a refused block says it too):
+//   "over its memory budget: get_info asked for a block of 572.2 MiB while the
+//    rank held 12.3 MiB; a rank may hold 64.0 MiB of heap at once, on every
+//    machine (handout: Memory)"
+void budget_refusal_text(char* out, std::size_t size, const dtrain::heap_budget::Refusal& refusal);
 
 // Catches fatal signals and exits for the rest of the process.
 void install_abort_handlers();

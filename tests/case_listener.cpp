@@ -69,6 +69,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo& info) override {
     name_ = std::string(info.test_suite_name()) + "." + info.name();
     messages_.clear();
+    dtrain::heap_budget::take();  // a refusal between cases is no case's
     case_begins(name_);
     observations_begin(name_);
     const TableRun* run = run_of(name_);  // main checked that every selected case has one
@@ -106,6 +107,12 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     if (const int stray = end_stray_processes(); stray > 0)
       messages_ += std::string(messages_.empty() ? "" : "\n") + "the case started " + std::to_string(stray) +
                    " process(es) and left them running; they were killed (code under test may not start processes)";
+    if (const auto refusal = dtrain::heap_budget::take(); refusal.happened) {
+      char text[400];
+      budget_refusal_text(text, sizeof text, refusal);
+      messages_ = text + std::string(messages_.empty() ? "" : "\n") + messages_;  // the cause, before its effects
+      write_record(records::rank_failure(name_, job().rank, text));
+    }
     if (info.result()->Skipped() && messages_.empty())
       messages_ = "the case was skipped; a skipped case counts as failed";
     // The max is a full synchronization: no rank leaves a case before every

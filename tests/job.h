@@ -12,6 +12,7 @@ struct Job {
   std::string results_path;
   std::string trace_dir;     // --trace-dir: where a case the watchdog ends leaves each rank's trace
   std::string syscall_filter = "off: not installed";  // "on", or "off: " and why (the plan record says it)
+  double cpus = 0;           // --cpus: what the job may use at once (a container's quota); 0: the cores
 };
 Job& job();
 

@@ -10,6 +10,9 @@
 //   --time-scale=F          multiply every per-case time limit by F (0 < F <= 1; kit.parts.time_scale)
 //   --trace-dir=DIR         write the Chrome trace of each failing case to
 //                           DIR/<case>.json (`make test-partN TRACE=1`)
+//   --cpus=N                the CPUs the job may use at once (a container's quota,
+//                           kit/host_limits.py): the watchdog counts a case's time
+//                           at that pace; the runner passes it
 //   --no-syscall-filter     run the cases without the system-call filter (below);
 //                           the plan record says "off". The runner passes it
 //                           unless it grades (kit/jobs.py, Launch.syscall_filter)
@@ -52,6 +55,7 @@
 #include "case_listener.h"
 #include "comm_runtime.h"
 #include "harness.h"
+#include "heap_watch.h"
 #include "idx_dataset.h"
 #include "job.h"
 #include "layer_profiler.h"
@@ -64,7 +68,7 @@ namespace {
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] "
-                         "[--time-scale=F] [--trace-dir=DIR] [--no-syscall-filter]\n",
+                         "[--time-scale=F] [--cpus=N] [--trace-dir=DIR] [--no-syscall-filter]\n",
                  what.c_str());
   return 2;
 }
@@ -87,6 +91,11 @@ int main(int argc, char** argv) {
       results_path = arg.substr(10);
     } else if (arg.rfind("--trace-dir=", 0) == 0) {
       trace_dir = arg.substr(12);
+    } else if (arg.rfind("--cpus=", 0) == 0) {
+      char* end = nullptr;
+      job().cpus = std::strtod(arg.c_str() + 7, &end);
+      if (*end != '\0' || !(job().cpus > 0))
+        return usage_error("--cpus needs a positive number, got '" + arg.substr(7) + "'");
     } else if (arg == "--no-syscall-filter") {
       syscall_filter = false;
     } else if (arg.rfind("--case-timeout=", 0) == 0) {
@@ -143,6 +152,7 @@ int main(int argc, char** argv) {
   GTEST_FLAG_SET(filter, plan.mine.empty() ? "-*" : plan.mine);
 
   dtrain::keep_big_blocks_for_reuse();
+  dtrain::heap_budget::set(kRankHeapBudgetBytes);  // the same on every machine (kit/parts.py)
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
   install_sinks(job().results_fd >= 0);
