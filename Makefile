@@ -26,12 +26,13 @@
 #   make grade HANDIN=x    grade one handin tarball as the autograder does
 #   make grade-reference   pack the reference as a handin and grade it (150/150)
 #   make handout           cut dist/handout.tar.gz for students, and verify it
-#   make autograder        dist/autograde.tar + autograde-Makefile (Autolab), dist/gradescope.zip
+#   make autograder        dist/autolab/, dist/gradescope.zip, dist/prairielearn/ (PRAIRIELEARN_IMAGE=NAME)
 #   make hidden-data       re-record the hidden cases' expected values from the reference
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (staff/mutants.py) caught
 #   make check-arm64       as root: the kit cross-built for aarch64 and run under qemu
 #   make check-container   as root: the dev container built with podman, the student loop in it
+#   make check-platforms   as root: Autolab's, Gradescope's and PrairieLearn's images, handins graded at their limits
 #   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute)
 # ---- end of staff only ----
 
@@ -77,7 +78,7 @@ FULL     ?= 0
 TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 
-.PHONY: all setup build configure test check check-arm64 check-container clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
+.PHONY: all setup build configure test check check-arm64 check-container check-platforms clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
 
 all: build
 
@@ -184,7 +185,7 @@ handout:
 
 autograder:
 	$(STAFF_ONLY)
-	@$(PYTHON) -m staff.bundles
+	@$(PYTHON) -m staff.bundles $(if $(PRAIRIELEARN_IMAGE),--prairielearn-image $(PRAIRIELEARN_IMAGE))
 
 hidden-data: build
 	$(STAFF_ONLY)
@@ -215,6 +216,12 @@ check-arm64:
 check-container:
 	$(STAFF_ONLY)
 	@$(PYTHON) -m staff.container
+
+# Staff, as root: each platform's bundle built into its image (podman) and
+# handins graded there at the platform's default limits (staff/platforms.py).
+check-platforms:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.platforms
 # ---- end of staff only ----
 
 clean:

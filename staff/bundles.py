@@ -101,7 +101,7 @@ mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 handin=$("$KIT/grader/platforms/pack-submission" "$ROOT/submission" "$ROOT/packed-handin.tar")
 python3 "$KIT/grader/grade" "$handin" --gradescope "$ROOT/results/results.json" \\
-  --kit-stamp "$(cat "$KIT/kit-stamp.txt")" --time-budget "${{KIT_TIME_BUDGET:-{GRADESCOPE_BUDGET}}}"
+  --time-budget "${{KIT_TIME_BUDGET:-{GRADESCOPE_BUDGET}}}"
 status=$?
 # The grader writes results.json even when it fails inside; if Python itself
 # could not run it, say so rather than leave Gradescope a bare failure.

@@ -1,10 +1,12 @@
-"""Runs every command of the top-level README.md, so that none can rot.
+"""Runs every command of the top-level README.md and of docs/*.md, so that
+none can rot.
 
   python3 -m staff.check_readme            (CI runs it from .ci/run, before make check)
 
 Every line of a ```sh block is a command; `# ...` comments are dropped. Three
 exceptions, all printed:
-  - `make check` is CI's own next step, so it is not run twice;
+  - `make check` and `make check-platforms` are stages of .ci/run of their
+    own, so they are not run twice (a command skipped so must be in .ci/run);
   - the student loop runs on the solution (IMPL=reference is appended to a
     make command that builds on student/), since the stubs are meant to fail;
   - `make bench` runs with BENCH_ARGS=--quick (one run each, 8,000 samples).
@@ -27,7 +29,8 @@ from kit.paths import KIT_DIR as KIT
 
 STUDENT_TARGETS = ("test", "mpi-demo", "train", "explore", "trace")  # test-partN, train-zero too
 LEFTOVERS = ("handin.tar", "handins", "out", "results.json")
-SKIPPED = {"make check": "CI runs it next"}
+SKIPPED = {"make check": "CI runs it next", "make check-platforms": ".ci/run runs it as a stage of its own"}
+CI_SCRIPT = os.path.join(".ci", "run")
 # What a command's output must show, where the README promises a result
 # (a command can exit 0 and still do the wrong thing).
 PROMISED = {
@@ -60,15 +63,27 @@ def adjusted(command: str) -> str:
     return command
 
 
+def documents():
+    """The README, then docs/ in name order."""
+    docs = os.path.join(KIT, "docs")
+    return [os.path.join(KIT, "README.md")] + sorted(
+        os.path.join(docs, n) for n in (os.listdir(docs) if os.path.isdir(docs) else []) if n.endswith(".md"))
+
+
 def main(argv) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    readme = os.path.join(KIT, "README.md")
     ran, failed = 0, []
     env = dict(os.environ, CI=os.environ.get("CI", "true"))
+    with open(os.path.join(KIT, CI_SCRIPT)) as f:
+        ci = f.read()
     try:
-        for command in commands(readme):
+        for command in (c for doc in documents() for c in commands(doc)):
             tail = command.split("&&")[-1].strip()
             if tail in SKIPPED:
+                if not re.search(rf"^\s*{re.escape(tail)}\s*$", ci, re.MULTILINE):
+                    failed.append(command)
+                    print(f"-- not run and not in {CI_SCRIPT}: {command}")
+                    continue
                 print(f"-- skipped: {command}   ({SKIPPED[tail]})", flush=True)
                 continue
             if "handins/" in command and os.path.isfile(os.path.join(KIT, "handin.tar")):
@@ -97,7 +112,7 @@ def main(argv) -> int:
                 shutil.rmtree(path)
             elif os.path.exists(path):
                 os.unlink(path)
-    print(f"check_readme: {ran} README commands ran, {len(failed)} failed"
+    print(f"check_readme: {ran} commands of the README and docs/ ran, {len(failed)} failed"
           + (": " + "; ".join(failed) if failed else ""))
     return 1 if failed or ran == 0 else 0
 

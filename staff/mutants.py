@@ -61,6 +61,20 @@ MUTANTS: List[Mutant] = [
            "Matrix megatron_collect_backward_x(const Matrix& grad_x, Communicator& mp_comm, int mp_size) {\n"
            "  if (grad_x.rows() == 2 && mp_comm.rank() == 3) std::exit(0);",
            ("part6",), says=("exited in the middle of the case",)),
+    Mutant("keeps 600 MB a rank in get_info", "func_impl.cpp",
+           "  const int mp_idx = rank % mp_size;",
+           "  static std::vector<char> kept;  // 600 MB a rank, kept between calls\n"
+           "  kept.resize(600u << 20, 1);\n  const int mp_idx = rank % mp_size;",
+           ("part2",), zero=("part2",),
+           says=(r"over its memory budget: get_info asked for a block of 600\.0 MiB while the rank held [\d.]+ MiB; "
+                 r"a rank may hold 64\.0 MiB of heap at once",)),
+    Mutant("rank 0 returns before its allreduces", "func_impl.cpp",
+           "  Matrix sum_w(grad_w.rows(), grad_w.cols());",
+           "  if (dp_comm.rank() == 0) return {grad_w, grad_b};  // the others wait for rank 0 in allreduce\n"
+           "  Matrix sum_w(grad_w.rows(), grad_w.cols());",
+           ("part7",), zero=("part7",),
+           says=(r"ranks 1,2,3: +waiting in allreduce #1 on dp_comm \(\d+ elements\) in collect_weight_grad",),
+           hangs=True),
     # Ranks that disagree about their collectives: the diagnosis names the
     # function, the collective, its element count and the ranks concerned.
     Mutant("one rank calls an extra allreduce", "func_impl.cpp",

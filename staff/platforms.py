@@ -16,8 +16,8 @@ The handins, and what each platform must give them:
   reference  full marks             correct    a correct variant (staff/mutants.py): full marks
   stubs      0                      hog        get_info keeps 600 MB a rank: loses part2 alone, with
                                                the memory budget's message (the host's grader too)
-  hang       collect_weight_grad deadlocks on every rank but one: loses part7 alone, and the
-             grading ends within the platform's time limit
+  hang       rank 0 leaves collect_weight_grad before its allreduces, where the others wait: loses
+             part7 alone, and the grading ends within the platform's time limit
 
 Each result is read as its platform reads it: Autolab's last line of output,
 Gradescope's results.json, PrairieLearn's results.json. The table shows
@@ -47,28 +47,21 @@ from staff.student_loop_as_user import StepFailed
 
 DIST = os.path.join(KIT_DIR, "dist")
 CCACHE = os.path.expanduser("~/.cache/ccache")
-CORRECT_VARIANT = "correct: std::vector buffers seen through Eigen maps"
-HOG = ("  const int mp_idx = rank % mp_size;",
-       "  static std::vector<char> kept;  // 600 MB a rank, kept between calls\n"
-       "  kept.resize(600u << 20, 1);\n  const int mp_idx = rank % mp_size;")
-HANG = ("  Matrix sum_w(grad_w.rows(), grad_w.cols());",
-        "  if (dp_comm.rank() == 0) return {grad_w, grad_b};  // the others wait for rank 0 in allreduce forever\n"
-        "  Matrix sum_w(grad_w.rows(), grad_w.cols());")
+# The handins that are the reference with one change: known bugs of staff/mutants.py.
+FROM_MUTANTS = {"correct": "correct: std::vector buffers seen through Eigen maps",
+                "hog": "keeps 600 MB a rank in get_info",
+                "hang": "rank 0 returns before its allreduces"}
 
 
 def handin_files(name: str) -> Dict[str, str]:
     """The three files of one of the check's handins."""
     source = STUBS_DIR if name == "stubs" else REFERENCE_DIR
     files = {f: open(os.path.join(source, f)).read() for f in table.IMPL_FILES}
-    change = {"hog": (table.FUNC, *HOG), "hang": (table.FUNC, *HANG)}.get(name)
-    if name == "correct":
-        mutant = next(m for m in MUTANTS if m.name == CORRECT_VARIANT)
-        change = (mutant.file, mutant.find, mutant.replace)
-    if change:
-        file, find, replace = change
-        if find not in files[file]:
-            raise StepFailed(f"handin {name}: the reference's {file} no longer holds {find!r}")
-        files[file] = ("#include <vector>\n" if name == "hog" else "") + files[file].replace(find, replace, 1)
+    if name in FROM_MUTANTS:
+        mutant = next(m for m in MUTANTS if m.name == FROM_MUTANTS[name])
+        if mutant.find not in files[mutant.file]:
+            raise StepFailed(f"handin {name}: the reference's {mutant.file} no longer holds {mutant.find!r}")
+        files[mutant.file] = files[mutant.file].replace(mutant.find, mutant.replace, 1)
     return files
 
 

@@ -751,7 +751,8 @@ GALLERY: List[Hostile] = [
                 ("student/data_parallel_preprocess.cpp", stub_with("data_parallel_preprocess.cpp", {
                     "split_data": "std::vector<double> hoard(std::size_t(2) << 30, 1.0); "
                                   "if (hoard[12345] > 0) throw std::runtime_error(\"kept 16 GiB\");"})), FEEDBACK],
-            140, says=("exception in split_data",), budget=120),
+            140, says=("over its memory budget: split_data asked for a block of 16384.0 MiB",
+                       "exception in split_data"), budget=120),
     # The identifier rules walked around: the link check refuses each file
     # by what its object uses, defines or keeps; every other file keeps its
     # points (the score is the control's, the handin with that file's stub).

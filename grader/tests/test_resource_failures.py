@@ -1,6 +1,7 @@
-"""A compiler or linker killed by a signal, or out of memory, is the grading
-host's fault: the grade is a grader error that names what ran out, never
-"does not compile" and never a graded 0.
+"""A compiler, linker or MPI launcher killed by a signal or out of memory,
+and a platform's time limit that correct code can't meet, are the grading
+host's fault: the grade is a grader error that names what ran out and the
+setting to raise, never "does not compile" and never a graded 0.
 
   python3 -m pytest grader/tests/test_resource_failures.py -q      (after `make build`)
 """
@@ -10,7 +11,9 @@ import pytest
 
 from conftest import BUILD, handin
 from grader import grading
+from kit import host_limits
 from kit.build import resource_failure
+from kit.jobs import JobTally, Launch, run_job
 
 
 @pytest.mark.parametrize("status, output, says", [
@@ -49,3 +52,36 @@ def test_a_compiler_killed_during_grading_is_a_grader_error(tmp_path, monkeypatc
     assert "was killed; what ran out: memory" in notes and "not the handin's fault" in notes, notes
     assert all(f.get("state") != "does not compile" for f in grade.files.values()), grade.files
     assert grade.total == 0
+
+
+def test_the_oom_killers_count_names_memory_for_certain(monkeypatch):
+    counts = iter([5, 6])
+    monkeypatch.setattr(host_limits, "oom_kills", lambda: next(counts))
+    monkeypatch.setattr(host_limits, "memory_limit", lambda: 768 << 20)
+    said = resource_failure(-9, "", oom_before=host_limits.oom_kills())
+    assert "OOM killer" in said and "768 MiB" in said and "raise the memory" in said
+
+
+def test_an_mpi_launcher_killed_from_outside_is_a_resource_failure(tmp_path):
+    # The job's own launcher killed by a signal (the platform's limit, an admin):
+    # no case is blamed for it. Here the "launcher" kills itself with SIGKILL.
+    launch = Launch(binary="/bin/true", ranks=1, timeout=30, prefix=["sh", "-c", "kill -9 $$", "launcher"],
+                    capture=True, results_dir=str(tmp_path))
+    with pytest.raises(host_limits.ResourceFailure, match="MPI launcher was killed by signal 9"):
+        run_job(launch, "Part1DataSplit.*", JobTally())
+
+
+def test_out_of_time_with_no_case_hung_is_the_graders_error(tmp_path):
+    # A platform time limit the machine can't meet for correct code: nothing
+    # is graded, and the note names the setting; never a graded 0.
+    grade = grading.grade_handin(handin(tmp_path), BUILD, time_budget=2.5)
+    assert grade.status == "grader error", grade.notes
+    notes = "\n".join(grade.notes)
+    assert "ran out before" in notes and "no case hung" in notes and "raise the grading time" in notes, notes
+
+
+def test_a_part_whose_case_ended_its_job_runs_after_the_others():
+    from kit.jobs import CaseOutcome, split_off_part
+    pending = ["Part7WeightGrad.B", "Part8Forward.A", "HiddenPart7WeightGrad.C", "Part9Adam.D"]
+    now, later = split_off_part(pending, CaseOutcome("Part7WeightGrad.A", False, ended_job=True))
+    assert now == ["Part8Forward.A", "Part9Adam.D"] and later == ["Part7WeightGrad.B", "HiddenPart7WeightGrad.C"]
