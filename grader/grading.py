@@ -339,20 +339,23 @@ def run(g: Grading) -> bool:
 
 def out_of_time(g: Grading) -> bool:
     """Cases the platform's time limit left unrun: the handin's loss when
-    its own hangs spent the time (each hung case runs to its limit), the
-    grader's error when nothing hung and the machine was too slow."""
+    its own cases spent the time (each hung case runs to its limit; a slow
+    one takes over a fifth of it, where correct code takes a twentieth), the
+    grader's error when none did and the machine was too slow."""
     missed = len(g.tally.out_of_time)
     if not missed:
         return True
     budget = f"{g.time_budget:.0f} s" if g.time_budget else "its limit"
-    if g.tally.hangs:
-        g.grade.notes.append(f"{g.tally.hangs} case(s) hung, each until its time limit, and the grading's time on "
-                             f"this platform ({budget}) ran out before {missed} other case(s) could run: they score 0 "
-                             "(the parts whose cases hung ran last). Fix the hang and every case runs")
+    spent = [f"{n} case(s) {what}" for n, what in ((g.tally.hangs, "hung, each until its time limit"),
+                                                  (g.tally.slow, "took over a fifth of their time limits")) if n]
+    if spent:
+        g.grade.notes.append(f"{' and '.join(spent)}, and the grading's time on this platform ({budget}) ran out "
+                             f"before {missed} other case(s) could run: they score 0 (the parts whose cases hung ran "
+                             "last). Make them finish in time and every case runs")
         return True
     return g.stop("grader error", f"the grading's time on this platform ({budget}) ran out before {missed} case(s) "
-                                  f"could run, and no case hung: this machine is too slow for the limit, not the "
-                                  f"handin; {host_limits.RAISE['time']}")
+                                  f"could run, and no case hung or ran slowly: this machine is too slow for the "
+                                  f"limit, not the handin; {host_limits.RAISE['time']}")
 
 
 def diagnose(g: Grading) -> bool:

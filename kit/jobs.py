@@ -111,6 +111,7 @@ class JobTally:
     unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
     dropped: int = 0               # bytes of output not kept (see OutputTap)
     hangs: int = 0                 # cases stopped for time (the watchdog, or the runner's job limit)
+    slow: int = 0                  # cases that finished, but took over SLOW_SHARE of their limits
     out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
 
 
@@ -370,7 +371,9 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
                                       job.records.doubled.get(case, 0))
             if judged and ok:
                 failures, ok = judged, False
-        new.append(CaseOutcome(case, ok, float(mine[-1]["seconds"]), [] if ok else failures))
+        # The longest a result says: records written by code under test can
+        # add a claim, never shorten the harness's own.
+        new.append(CaseOutcome(case, ok, max(float(r["seconds"]) for r in mine), [] if ok else failures))
     finished = {o.case for o in new} | set(done)
     missing = [c for c in plan if c not in finished]
     if missing:
@@ -392,6 +395,16 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
 # A job needs this much of the grading's time left to be worth starting: MPI's
 # start-up and the first cases.
 MIN_JOB_SECONDS = 3.0
+# A case that takes over this share of its limit spends the grading's time
+# as a hang does: correct code takes under a twentieth of it. The limit as
+# the watchdog stretches it where the job has less than a CPU.
+SLOW_SHARE = 0.2
+
+
+def is_slow(outcome: CaseOutcome, scale: float) -> bool:
+    run = next((r for r in table.all_runs() if table.matches(r.filter, outcome.case)), None)
+    stretch = 1 / min(1.0, host_limits.cpus())
+    return run is not None and outcome.seconds > SLOW_SHARE * run.case_seconds * scale * stretch
 
 
 def split_off_part(pending: List[str], ended: CaseOutcome) -> tuple:
@@ -447,6 +460,8 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
             if outcome.ended_job:
                 ended = outcome
                 tally.hangs += bool(job.stopped or job.records.rollcalls.get(outcome.case))
+            else:
+                tally.slow += is_slow(outcome, launch.scale())
             if on_outcome:
                 on_outcome(outcome)
         left = [c for c in plan if c not in outcomes]

@@ -20,8 +20,10 @@ The handins, and what each platform must give them:
              part7 alone, and the grading ends within the platform's time limit
 
 Each result is read as its platform reads it: Autolab's last line of output,
-Gradescope's results.json, PrairieLearn's results.json. The table shows
-platform, handin, score, status and seconds.
+Gradescope's results.json, PrairieLearn's results.json. Last, the reference
+on Gradescope at 512 MiB, too small for a job: a grader error that names
+the memory setting. The table shows platform, handin, score, status and
+seconds.
 
   python3 -m staff.platforms [--platform NAME ...] [--handin NAME ...] [--keep DIR]
 """
@@ -214,7 +216,7 @@ def gradescope_build(p: Platform, base: str) -> None:
         shutil.rmtree(context, ignore_errors=True)
 
 
-def gradescope_grade(p: Platform, handin: str, job: str) -> Result:
+def gradescope_grade(p: Platform, handin: str, job: str, memory: str = "768m") -> Result:
     submission, results = os.path.join(job, "submission"), os.path.join(job, "results")
     os.makedirs(submission)
     os.makedirs(results)
@@ -222,8 +224,8 @@ def gradescope_grade(p: Platform, handin: str, job: str) -> Result:
         for member in tar.getmembers():
             with open(os.path.join(submission, os.path.basename(member.name)), "wb") as f:
                 f.write(tar.extractfile(member).read())
-    out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, "--network=none", "--cpus=0.5", "--memory=768m",
-                                       "--memory-swap=768m", "-v", f"{submission}:/autograder/submission",
+    out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, "--network=none", "--cpus=0.5", f"--memory={memory}",
+                                       f"--memory-swap={memory}", "-v", f"{submission}:/autograder/submission",
                                        "-v", f"{results}:/autograder/results", p.image, "/autograder/run_autograder"],
                              p.time_limit)
     try:
@@ -344,6 +346,15 @@ def main(argv: List[str]) -> int:
                       f"{r.seconds:5.1f} s  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}", flush=True)
                 if problems:
                     failed.append((p.name, h, r.text[-3000:]))
+        gradescope = next((p for p in platforms if p.name == "gradescope"), None)
+        if gradescope and "reference" in handins:  # a container too small for a job: the setting, never a grade
+            r = gradescope_grade(gradescope, tars["reference"], os.path.join(work, "gradescope", "small"), "512m")
+            problems = [] if r.status == "grader error" and "raise the memory" in r.text else [
+                f"at 512 MiB: {r.status}, not a grader error that names the memory setting"]
+            rows.append(("gradescope", "at 512 MiB", sum(r.scores.values()), r.status, r.seconds, problems))
+            print(f"    at 512 MiB {r.status:<13} {r.seconds:5.1f} s  {'ok' if not problems else 'WRONG'}", flush=True)
+            if problems:
+                failed.append(("gradescope", "at 512 MiB", r.text[-3000:]))
         if "hog" in handins:  # the host's grader, as staff run it, gives the hog what every platform gives
             r = host_grade(tars["hog"])
             problems = verdict("hog", Platform("host", "", 600, 600, "", None, None), r)

@@ -85,3 +85,15 @@ def test_a_part_whose_case_ended_its_job_runs_after_the_others():
     pending = ["Part7WeightGrad.B", "Part8Forward.A", "HiddenPart7WeightGrad.C", "Part9Adam.D"]
     now, later = split_off_part(pending, CaseOutcome("Part7WeightGrad.A", False, ended_job=True))
     assert now == ["Part8Forward.A", "Part9Adam.D"] and later == ["Part7WeightGrad.B", "HiddenPart7WeightGrad.C"]
+
+
+def test_a_slow_case_spends_the_time_as_a_hang_does(monkeypatch):
+    # Out of time, code that ran each case to near its limit is the handin's
+    # fault, as a hang is; correct code takes a twentieth of a limit.
+    from kit.jobs import CaseOutcome, is_slow
+    monkeypatch.setattr(host_limits, "cpus", lambda: 2.0)
+    assert is_slow(CaseOutcome("Part3NaiveForward.X", True, seconds=2.0), 1.0)
+    assert not is_slow(CaseOutcome("Part3NaiveForward.X", True, seconds=0.3), 1.0)
+    assert not is_slow(CaseOutcome("Part9Training.OneShortEpochLearns", True, seconds=2.0), 1.0)  # 120 s limit
+    monkeypatch.setattr(host_limits, "cpus", lambda: 0.25)  # the limit stretched, as the watchdog stretches it
+    assert not is_slow(CaseOutcome("Part3NaiveForward.X", True, seconds=2.0), 1.0)
