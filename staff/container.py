@@ -44,6 +44,14 @@ def run(cmd: List[str], timeout: float = 1800, stdin=None) -> str:
     return f"[exit {proc.returncode}]\n" + proc.stdout
 
 
+def podman_unready(command: str) -> str:
+    """Why podman can't be used here ("" when it can): root, and its tools."""
+    if os.geteuid() != 0:
+        return f"{command}: run it as root (podman builds and runs rootful here)"
+    missing = [tool for tool in ("podman", "runc", "mmdebstrap") if shutil.which(tool) is None]
+    return f"{command}: {', '.join(missing)} missing: apt-get install podman runc mmdebstrap" if missing else ""
+
+
 def image_exists(name: str) -> bool:
     return subprocess.run(PODMAN + ["image", "exists", name]).returncode == 0
 
@@ -101,13 +109,10 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--arch", default="amd64", choices=["amd64", "arm64"])
     ap.add_argument("--user", default="kitdev", help="the host user whose checkout is bind-mounted")
     args = ap.parse_args(argv)
-    if os.geteuid() != 0:
-        print("check-container: run it as root (podman builds and runs rootful here)", file=sys.stderr)
+    unready = podman_unready("check-container")
+    if unready:
+        print(unready, file=sys.stderr)
         return 2
-    for tool in ("podman", "runc", "mmdebstrap"):
-        if shutil.which(tool) is None:
-            print(f"check-container: {tool} is missing: apt-get install podman runc mmdebstrap", file=sys.stderr)
-            return 2
     user = unprivileged_user(args.user)
     checkout = os.path.join(user.pw_dir, "kit")
     volume = f"dtrain-kit-check-{args.arch}"
