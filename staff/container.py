@@ -44,12 +44,17 @@ def run(cmd: List[str], timeout: float = 1800, stdin=None) -> str:
     return f"[exit {proc.returncode}]\n" + proc.stdout
 
 
-def podman_unready(command: str) -> str:
-    """Why podman can't be used here ("" when it can): root, and its tools."""
-    if os.geteuid() != 0:
-        return f"{command}: run it as root (podman builds and runs rootful here)"
+def require_podman(command: str) -> None:
+    """Exits with status 2, saying why, unless podman can be used here: root, and its tools."""
     missing = [tool for tool in ("podman", "runc", "mmdebstrap") if shutil.which(tool) is None]
-    return f"{command}: {', '.join(missing)} missing: apt-get install podman runc mmdebstrap" if missing else ""
+    if os.geteuid() != 0:
+        why = "run it as root (podman builds and runs rootful here)"
+    elif missing:
+        why = f"{', '.join(missing)} missing: apt-get install podman runc mmdebstrap"
+    else:
+        return
+    print(f"{command}: {why}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def image_exists(name: str) -> bool:
@@ -109,10 +114,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--arch", default="amd64", choices=["amd64", "arm64"])
     ap.add_argument("--user", default="kitdev", help="the host user whose checkout is bind-mounted")
     args = ap.parse_args(argv)
-    unready = podman_unready("check-container")
-    if unready:
-        print(unready, file=sys.stderr)
-        return 2
+    require_podman("check-container")
     user = unprivileged_user(args.user)
     checkout = os.path.join(user.pw_dir, "kit")
     volume = f"dtrain-kit-check-{args.arch}"

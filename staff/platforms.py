@@ -43,7 +43,7 @@ from typing import Callable, Dict, List
 
 from kit import parts as table
 from kit.paths import KIT_DIR, REFERENCE_DIR, STUBS_DIR
-from staff.container import LIMITS, PODMAN, image_exists, podman_unready, run
+from staff.container import LIMITS, PODMAN, image_exists, require_podman, run
 from staff.mutants import MUTANTS
 from staff.student_loop_as_user import StepFailed
 
@@ -309,10 +309,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--keep", help="keep each job's folder (results, output) here")
     ap.add_argument("--reuse-images", action="store_true", help="grade with the images an earlier run built")
     args = ap.parse_args(argv)
-    unready = podman_unready("check-platforms")
-    if unready:
-        print(unready, file=sys.stderr)
-        return 2
+    require_podman("check-platforms")
     platforms = [p for p in PLATFORMS if not args.platform or p.name in args.platform]
     handins = [h for h in EXPECT if not args.handin or h in args.handin]
     started = time.monotonic()
