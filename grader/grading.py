@@ -87,6 +87,7 @@ class Grade:
     traceback: str = ""  # of a grader error
     limits: Dict = field(default_factory=dict)   # the machine's (kit/host_limits.py: CPUs, memory, ...)
     steps: Dict[str, float] = field(default_factory=dict)  # seconds each step took
+    jobs: List[Dict] = field(default_factory=list)         # each test job's seconds and cases (kit/jobs.py)
 
     @property
     def total(self) -> float:
@@ -330,6 +331,7 @@ def run(g: Grading) -> bool:
                                       "again once the setting is raised")
     g.outcomes = ran.outcomes
     g.grade.output = keep_head_tail(g.tally.output)
+    g.grade.jobs = g.tally.jobs
     if not g.outcomes:
         g.broken = ran.error or "the test program did not start its cases"
     elif ran.error:

@@ -133,4 +133,4 @@ def full_json(grade: Grade) -> Dict:
             "max_total": table.TOTAL_POINTS, "seconds": round(grade.seconds, 2), "files": grade.files,
             "rejected": grade.rejected, "notes": grade.notes,
             "parts": [p.__dict__ for p in grade.parts], "sandbox": grade.sandbox, "limits": grade.limits,
-            "steps": grade.steps, "output": grade.output, "traceback": grade.traceback}
+            "steps": grade.steps, "jobs": grade.jobs, "output": grade.output, "traceback": grade.traceback}

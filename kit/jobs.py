@@ -113,6 +113,7 @@ class JobTally:
     hangs: int = 0                 # cases stopped for time (the watchdog, or the runner's job limit)
     slow: int = 0                  # cases that finished, but took over SLOW_SHARE of their limits
     out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
+    jobs: List[Dict] = field(default_factory=list)  # each job's seconds, cases run, and why it was stopped
 
 
 class OutputTap:
@@ -442,6 +443,8 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
             timed_out = True
             break
         job = run_job(launch, pending, tally)
+        tally.jobs.append({"seconds": round(job.seconds, 2), "planned": len(job.records.plan or []),
+                           "reported": len(job.records.results), "stopped": job.stopped})
         if job.records.plan is None and job.stopped == OUT_OF_TIME:
             queue.insert(0, pending)
             timed_out = True

@@ -81,13 +81,17 @@ class Expect:
     total: float                    # the score every platform must give
     loses: str = ""                 # the one part it loses, if any
     says: str = ""                  # words its failures must hold
+    # Where the platform's time ran out first (a host busier than the
+    # platform's own), the least it may score: the parts whose cases hung
+    # run last, so the others are graded before the time goes.
+    at_least_when_cut: float = 0.0
 
 
 TOTAL = float(table.TOTAL_POINTS)
 POINTS = {p.key: p.points for p in table.PARTS}
 EXPECT = {"reference": Expect(TOTAL), "correct": Expect(TOTAL), "stubs": Expect(0.0),
           "hog": Expect(TOTAL - POINTS["part2"], "part2", "over its memory budget: get_info asked for a block of 600.0 MiB"),
-          "hang": Expect(TOTAL - POINTS["part7"], "part7")}
+          "hang": Expect(TOTAL - POINTS["part7"], "part7", at_least_when_cut=100.0)}
 
 
 @dataclass
@@ -289,7 +293,10 @@ def verdict(handin: str, p: Platform, r: Result) -> List[str]:
     total = sum(r.scores.values())
     if set(r.scores) != set(POINTS):
         problems.append(f"the result names parts {sorted(r.scores)}, not {sorted(POINTS)}")
-    if abs(total - expect.total) > 0.01:
+    cut = expect.at_least_when_cut and "the grading's time on this platform" in r.text
+    if cut and total < expect.at_least_when_cut:
+        problems.append(f"scored {total:g}, under {expect.at_least_when_cut:g} with the time cut")
+    elif not cut and abs(total - expect.total) > 0.01:
         problems.append(f"scored {total:g}, not {expect.total:g}")
     if expect.loses and r.scores.get(expect.loses, 0) >= POINTS[expect.loses]:
         problems.append(f"{expect.loses} kept its points")
