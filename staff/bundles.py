@@ -111,9 +111,9 @@ fi
 """
 
 PRAIRIELEARN_QUESTION = """<pl-question-panel>
-  <p>Upload the files of your handin (or the <code>handin.tar</code> that <code>make handin</code> writes).</p>
+  <p>Upload your files from <code>student/</code>, and your <code>feedback.txt</code>.</p>
 </pl-question-panel>
-<pl-file-upload file-names="{files}" optional-file-names="handin.tar"></pl-file-upload>
+<pl-file-upload file-names="{files}" optional-file-names="feedback.txt"></pl-file-upload>
 <pl-submission-panel>
   <pl-external-grader-results></pl-external-grader-results>
   <pl-file-preview></pl-file-preview>
@@ -176,7 +176,7 @@ def prairielearn(files: Dict[str, bytes], image: str) -> None:
         json.dump(prairielearn_info(image), f, indent=2)
         f.write("\n")
     with open(os.path.join(question, "question.html"), "w") as f:
-        f.write(PRAIRIELEARN_QUESTION.format(files=", ".join(IMPL_FILES + ("feedback.txt",))))
+        f.write(PRAIRIELEARN_QUESTION.format(files=", ".join(IMPL_FILES)))
 
 
 def autograder(image: str) -> int:
