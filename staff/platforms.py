@@ -22,7 +22,8 @@ The handins, and what each platform must give them:
 Each result is read as its platform reads it: Autolab's last line of output,
 Gradescope's results.json, PrairieLearn's results.json. Last, the reference
 on Gradescope at 512 MiB, too small for a job: a grader error that names
-the memory setting. The table shows platform, handin, score, status and
+the memory setting; and on PrairieLearn an upload that is no tar archive:
+`gradable: false`, so it costs no attempt. The table shows platform, handin, score, status and
 seconds.
 
   python3 -m staff.platforms [--platform NAME ...] [--handin NAME ...] [--keep DIR]
@@ -254,10 +255,13 @@ def prairielearn_grade(p: Platform, handin: str, job: str) -> Result:
     with open(os.path.join(job, "data", "data.json"), "w") as f:
         json.dump({"submitted_answers": {}}, f)
     shutil.copytree(os.path.join(DIST, "prairielearn", "serverFilesCourse"), os.path.join(job, "serverFilesCourse"))
-    with tarfile.open(handin) as tar:  # pl-file-upload hands over the files themselves
-        for member in tar.getmembers():
-            with open(os.path.join(student, os.path.basename(member.name)), "wb") as f:
-                f.write(tar.extractfile(member).read())
+    if tarfile.is_tarfile(handin):
+        with tarfile.open(handin) as tar:  # pl-file-upload hands over the files themselves
+            for member in tar.getmembers():
+                with open(os.path.join(student, os.path.basename(member.name)), "wb") as f:
+                    f.write(tar.extractfile(member).read())
+    else:  # an upload that is no handin, as it came
+        shutil.copy(handin, os.path.join(student, "handin.tar"))
     info = json.load(open(os.path.join(DIST, "prairielearn", "questions", "dtrain", "info.json")))
     options = info["externalGradingOptions"]
     env = [a for k, v in options["environment"].items() for a in ("-e", f"{k}={v}")]
@@ -356,6 +360,18 @@ def main(argv: List[str]) -> int:
             print(f"    at 512 MiB {r.status:<13} {r.seconds:5.1f} s  {'ok' if not problems else 'WRONG'}", flush=True)
             if problems:
                 failed.append(("gradescope", "at 512 MiB", r.text[-3000:]))
+        prairielearn = next((p for p in platforms if p.name == "prairielearn"), None)
+        if prairielearn:  # an upload that is no handin costs no attempt
+            junk = os.path.join(work, "junk.tar")
+            with open(junk, "wb") as f:
+                f.write(b"these are my notes, not a tar archive\n")
+            r = prairielearn_grade(prairielearn, junk, os.path.join(work, "prairielearn", "junk"))
+            problems = [] if r.status == "not gradable" and "not a readable tar archive" in r.text else [
+                f"an upload that is no tar: {r.status}, not gradable: false with the reason"]
+            rows.append(("prairielearn", "not a tar", 0.0, r.status, r.seconds, problems))
+            print(f"    not a tar  {r.status:<13} {r.seconds:5.1f} s  {'ok' if not problems else 'WRONG'}", flush=True)
+            if problems:
+                failed.append(("prairielearn", "not a tar", r.text[-3000:]))
         if "hog" in handins:  # the host's grader, as staff run it, gives the hog what every platform gives
             r = host_grade(tars["hog"])
             problems = verdict("hog", Platform("host", "", 600, 600, "", None, None), r)
