@@ -2,6 +2,7 @@
 // a hung case (ledger::state in comm_runtime.h), from the ledger's record of
 // the call in flight and of the case's calls so far.
 #include <string>
+#include <vector>
 
 #include "ledger.h"
 
@@ -24,6 +25,9 @@ std::string peer_text(const comm_detail::Ledger& l, const char* direction, int r
 
 std::string waiting_text(const comm_detail::Ledger& l) {
   using namespace comm_detail;
+  if (l.op == kWait && l.waiting_for)
+    return "waiting in wait()" + (l.function.empty() ? std::string() : " in " + l.function) + " for " +
+           request_text(*l.waiting_for);
   std::string s = std::string("waiting in ") + kOpNames[l.op];
   if (is_point_to_point(l.op)) {
     if (l.peers.dest >= 0) s += " " + peer_text(l, "to", l.peers.dest, l.peers.send_tag);
@@ -46,6 +50,33 @@ std::string counts_text(const comm_detail::Ledger::Counts& c, bool first) {
   return c.collectives == 0 ? p2p : collectives + (first ? "" : " collectives") + " and " + p2p;
 }
 
+// "; 1 request in flight that nobody waits for: iallreduce #2 on comm (10
+// elements), started in GradientBuckets::grad_ready", or "": the requests
+// this rank started and is not waiting for now. In a hang they are the
+// likely culprits: the other ranks may be waiting in their wait() for them.
+std::string unwaited_text(const comm_detail::Ledger& l) {
+  std::vector<const Request::State*> unwaited;
+  for (const Request::State* r : l.pending)
+    if (r != l.waiting_for) unwaited.push_back(r);
+  if (unwaited.empty()) return "";
+  std::string s = "; " + comm_detail::plural(static_cast<long>(unwaited.size()), "request") +
+                  " in flight that nobody waits for: ";
+  for (size_t i = 0; i < unwaited.size(); ++i) s += (i ? "; " : "") + comm_detail::request_text(*unwaited[i]);
+  return s;
+}
+
+std::string done_text(const comm_detail::Ledger& l) {
+  if (l.per_comm.empty()) return "without a collective";
+  std::string s = "after ";
+  size_t i = 0;
+  for (const auto& [id, counts] : l.per_comm) {
+    s += i == 0 ? "" : i + 1 == l.per_comm.size() ? " and " : ", ";
+    s += counts_text(counts, i == 0) + " on " + counts.name;
+    ++i;
+  }
+  return s;
+}
+
 }  // namespace
 
 bool point_to_point_wait(PointToPointWait& out) {
@@ -61,16 +92,7 @@ bool point_to_point_wait(PointToPointWait& out) {
 std::string state() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
-  if (l.active) return waiting_text(l);
-  if (l.per_comm.empty()) return "without a collective";
-  std::string s = "after ";
-  size_t i = 0;
-  for (const auto& [id, counts] : l.per_comm) {
-    s += i == 0 ? "" : i + 1 == l.per_comm.size() ? " and " : ", ";
-    s += counts_text(counts, i == 0) + " on " + counts.name;
-    ++i;
-  }
-  return s;
+  return (l.active ? waiting_text(l) : done_text(l)) + unwaited_text(l);
 }
 
 }  // namespace dtrain::ledger
