@@ -17,6 +17,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional
 
 from kit import gnuplot
+from kit.parts import CONFIGURATION
 from kit.paths import KITRUN, build_dir
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
@@ -334,15 +335,19 @@ def main(argv: List[str]) -> int:
     print(f"\n{len(rows)} of {len(CONFIGS)} runs finished in {time.monotonic() - started:.0f} s; "
           f"{len(rows) - mismatches} of {len(rows)} match comm.h's formula")
     print(f"table: {csv_path}\nscale: {os.path.join(out, 'scale.csv')}" + (f"\nchart: {png}" if png else ""))
-    # Part 12's panel, where the build has it (an extension part).
-    pipeline_problems = []
-    if os.path.exists(os.path.join(args.build, args.impl, "pipeline_train")):
+    # The panels of the extension parts this copy holds (graded or not).
+    panel_problems = []
+    held = CONFIGURATION.held
+    if "part12_pipeline" in held:
         from kit import explore_pipeline
-        pipeline_problems = explore_pipeline.panel(args.build, args.impl, out)
+        panel_problems += explore_pipeline.panel(args.build, args.impl, out)
+    if "part13_ddp" in held:
+        from kit import explore_ddp
+        panel_problems += explore_ddp.panel(args.build, args.impl, out)
     if len(rows) != len(CONFIGS):
         return 1
     if args.check is not None:
-        problems = check_rows(rows, args.check, mismatches) + pipeline_problems
+        problems = check_rows(rows, args.check, mismatches) + panel_problems
         for p in problems:
             print(f"check failed: {p}")
         if problems:

@@ -14,8 +14,8 @@ import tarfile
 import zipfile
 from typing import List
 
-from kit.parts import IMPL_FILES, extensions_on
-from staff.dist import COMMON, DIST, GRADER, KIT, add_text, add_tree, files_of, shipped_parts
+from kit.parts import IMPL_FILES
+from staff.dist import COMMON, DIST, GRADER, KIT, add_text, add_tree, files_of, shipped_configuration
 
 
 AUTOLAB_MAKEFILE = """# Autolab's autograder Makefile: Autolab puts autograde.tar and the
@@ -71,7 +71,7 @@ fi
 def autograder() -> int:
     os.makedirs(DIST, exist_ok=True)
     files = files_of(COMMON + GRADER)
-    parts = shipped_parts(extensions_on()).encode()
+    parts = shipped_configuration("autograder").encode()
     tar_path = os.path.join(DIST, "autograde.tar")
     with tarfile.open(tar_path, "w") as tar:
         add_tree(tar, [f for f in files if f != "kit/parts.py"], "dtrain-kit")

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "comm_runtime.h"
-#include "extension_calls.h"
+#include "pipeline_calls.h"
 #include "kit_test.h"
 #include "pipeline_runtime.h"
 

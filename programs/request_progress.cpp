@@ -1,0 +1,108 @@
+// request_progress (Part 13, an extension part): does an iallreduce move on
+// while its rank computes, or only while the rank is inside a call of the
+// MPI? Each rank starts an iallreduce, then either waits at once, or
+// computes for --compute_ms without calling the MPI, or computes as long
+// while calling test() every --test_every_ms; then it waits, and the time
+// that wait takes says how much of the allreduce was left. The kit's
+// Communicator only; no student code.
+//   make mpi-demo CASE=progress            (2 ranks; the trace: build/progress.json and .png)
+//   tools/kitrun -n 2 build/student/request_progress --trace build/progress.json
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "comm_runtime.h"
+#include "program_main.h"
+#include "trace.h"
+
+using namespace dtrain;
+
+namespace {
+
+volatile double g_sink = 0;  // keeps the arithmetic below from being optimized away
+
+// Arithmetic that calls nothing for `seconds` (what a layer's backward is
+// to the MPI), calling test() every `test_every` seconds if that is > 0.
+void compute(double seconds, Request* request, double test_every) {
+  const ledger::Phase phase("compute");
+  const double start = CommAccess::wall_time();
+  double x = 1.0, last_test = start;
+  for (double now = start; now - start < seconds; now = CommAccess::wall_time()) {
+    for (int i = 0; i < 2000; ++i) x = x * 1.0000001 + 1e-9;
+    if (request && test_every > 0 && now - last_test >= test_every) {
+      request->test();
+      last_test = now;
+    }
+  }
+  g_sink = x;
+}
+
+struct Mode {
+  const char* name;
+  bool computes;
+  bool tests;
+};
+
+int run(Communicator& world, int argc, char** argv) {
+  Flags flags("request_progress",
+              "Measures whether an iallreduce moves on while its rank computes without calling the MPI.");
+  int& repeats = flags.add_int("--repeats", 5, "runs of each size and mode (the mean is shown)");
+  double& compute_ms = flags.add_double("--compute_ms", 50, "how long a rank computes after starting the request");
+  double& test_every_ms = flags.add_double("--test_every_ms", 1, "the test() mode: a test() this often");
+  std::string& trace_path = flags.add_string("--trace", "", "write every rank's calls and spans here (Chrome trace)");
+  if (const int status = flags.parse(argc, argv, world.rank()); status >= 0) return status;
+  if (repeats < 1 || compute_ms <= 0 || test_every_ms <= 0) {
+    if (world.rank() == 0) std::fprintf(stderr, "request_progress: need --repeats >= 1 and positive times\n");
+    return 2;
+  }
+  if (!trace_path.empty()) start_trace(world);
+  const bool lead = world.rank() == 0;
+  const Mode modes[] = {{"waits at once", false, false},
+                        {"computes, no call", true, false},
+                        {"computes, test()", true, true}};
+  if (lead)
+    std::printf("request_progress: %d ranks; each starts an iallreduce, then waits at once, or computes %.0f ms "
+                "first (with no call, or with a test() every %.1f ms); the mean of %d runs, rank 0's clock\n",
+                world.size(), compute_ms, test_every_ms, repeats);
+  if (lead)
+    std::printf("  %-10s %-18s %10s %16s %12s\n", "elements", "the rank", "start ms", "wait after, ms", "left over");
+  for (const long elements : {1000L, 100000L, 1000000L}) {
+    const Vector src = Vector::Constant(elements, 1.0 + world.rank());
+    Vector dst(elements);  // (elements)
+    double at_once = 0;
+    for (const Mode& mode : modes) {
+      double started = 0, waited = 0;
+      for (int i = 0; i < repeats; ++i) {
+        CommAccess::rendezvous(world);
+        const double t0 = CommAccess::wall_time();
+        Request request = world.iallreduce(src, dst);
+        const double t1 = CommAccess::wall_time();
+        if (mode.computes) compute(compute_ms / 1e3, &request, mode.tests ? test_every_ms / 1e3 : 0);
+        const double t2 = CommAccess::wall_time();
+        request.wait();
+        waited += CommAccess::wall_time() - t2;
+        started += t1 - t0;
+      }
+      started /= repeats;
+      waited /= repeats;
+      if (!mode.computes) at_once = waited;
+      // The wait after computing against the wait at once: the share of the allreduce still to do.
+      const std::string left = mode.computes && at_once > 0 ? std::to_string(std::min(1.0, waited / at_once)) : "";
+      if (lead)
+        std::printf("  %-10ld %-18s %10.3f %16.3f %12s\n", elements, mode.name, started * 1e3, waited * 1e3,
+                    left.substr(0, 4).c_str());
+    }
+  }
+  if (lead)
+    std::printf("left over: the wait after computing over the wait at once; near 1, the request did not move "
+                "while its rank computed: it moves inside calls of the MPI (test(), wait(), any other call)\n");
+  if (!trace_path.empty() && write_trace(world, trace_path, world.bytes_transferred()) && lead)
+    std::printf("trace: %s (python3 -m kit trace %s draws it)\n", trace_path.c_str(), trace_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return program_main("request_progress", argc, argv, run); }
