@@ -228,6 +228,34 @@ MUTANTS: List[Mutant] = [
            "    comm.send(gx, stage.stage - 1, sent_mb);\n    comm.recv(x, stage.stage - 1, mb);",
            ("part12_pipeline",), says=(r"ranks [\d >-]+: a cycle of sends",
                                        r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)"), hangs=True),
+    Mutant("buckets closed at the cap rather than past it", "ddp_buckets.cpp",
+           "filled + n > cap_elems", "filled + n >= cap_elems", ("part13_ddp",),
+           says=(r"plan_buckets\(sizes \{6, 2, 4, 2, 3, 1\}, cap 6\): bucket 0 holds parameters \{5, 4\}, "
+                 r"expected \{5, 4, 3\}",
+                 r"bucket 0 \(parameters \{5, 4, 3\}\) holds 6 elements, but the iallreduce started for it in "
+                 r"grad_ready\(4\) reduces 4")),
+    Mutant("a blocking allreduce per bucket", "ddp_buckets.cpp",
+           "b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);", "s.comm.allreduce(b.send, b.sum, Op::Sum);",
+           ("part13_ddp",), says=(r"grad_ready\(\d+\) called allreduce on comm, a blocking collective",)),
+    Mutant("a bucket started before all its gradients arrived", "ddp_buckets.cpp",
+           "if (++b.arrived == b.params.size())", "if (++b.arrived == 1)", ("part13_ddp",),
+           says=(r"bucket 0 \(parameters \{5, 4, 3\}\) started its iallreduce in grad_ready\(5\), before the "
+                 r"gradients of parameters \{4, 3\} arrived",)),
+    Mutant("every bucket reduced in finish (no overlap)", "ddp_buckets.cpp",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n}\n\n"
+           "void GradientBuckets::finish(const std::vector<Vector*>& grads) {\n  State& s = *state;\n",
+           "  ++b.arrived;\n}\n\nvoid GradientBuckets::finish(const std::vector<Vector*>& grads) {\n"
+           "  State& s = *state;\n  for (State::Bucket& b : s.buckets) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
+           ("part13_ddp",), says=(r"bucket 0 \(parameters \{5, 4, 3\}\) started its iallreduce in finish, after "
+                                  r"backward had produced every gradient",)),
+    Mutant("an averaged gradient written back to the wrong parameter", "ddp_buckets.cpp",
+           "const size_t p = static_cast<size_t>(b.params[i]);",
+           "const size_t p = static_cast<size_t>(b.params[(i + 1) % b.params.size()]);", ("part13_ddp",),
+           says=(r"parameter \d+'s averaged gradient \(grads\[\d+\]\) (has \d+ elements|differs at element)",)),
+    Mutant("correct: every request tested in grad_ready, so that it moves on", "ddp_buckets.cpp",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n"
+           "  for (State::Bucket& other : s.buckets) other.request.test();\n", ()),
 ]
 
 

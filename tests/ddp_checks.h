@@ -156,7 +156,7 @@ inline void check_buckets(const std::vector<long>& elems, long cap, const Plan& 
     const std::vector<std::string> problems = event_problems(elems, plan, events);
     std::string shown;
     for (size_t i = 0; i < problems.size() && i < 4; ++i) shown += (i ? "\n" : "") + problems[i];
-    EXPECT_TRUE(problems.empty()) << "step " << step << ", plan " << text_of(plan) << ": " << shown;
+    if (!problems.empty()) ADD_FAILURE() << "step " << step << ", plan " << text_of(plan) << ": " << shown;
     for (int p = 0; p < params; ++p) {
       const Vector& got = averaged[static_cast<size_t>(p)];
       const long size = elems[static_cast<size_t>(p)];
