@@ -144,14 +144,16 @@ void begin_case();
 // case: "waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad",
 // or what it did: "after 2 collectives on dp_comm". Safe from another thread.
 std::string state();
-// The point-to-point call this rank waits in, as data for the roll-call's
-// record (the runner finds cycles in it): the other ends by their rank in
-// MPI's world, -1 where the call has no such end. False if it waits in none.
-struct PointToPointWait {
-  std::string op;  // "send", "recv", "sendrecv"
+// The call of the communicator this rank waits in, as data for the
+// roll-call's record (the runner tells a cycle of sends, a tag mismatch and
+// a message nobody takes from it): a point-to-point call's other ends by
+// their rank in MPI's world, -1 where the call has no such end (a
+// collective, or Request::wait, has none). False if it waits in no call.
+struct WaitingCall {
+  std::string op;  // "send", "recv", "sendrecv", a collective ("allreduce", ...), or "wait" (a request)
   int to = -1, send_tag = -1, from = -1, recv_tag = -1;
 };
-bool point_to_point_wait(PointToPointWait& out);
+bool waiting_call(WaitingCall& out);
 // A collective as a CallLog keeps it.
 struct LoggedCall {
   std::string kind;  // as LedgerEntry::kind, or a request's end: "waited" (wait() saw it complete) or

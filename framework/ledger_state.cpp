@@ -15,7 +15,7 @@ namespace {
 
 // "send to rank 1 (tag 0)": the other end by its rank in MPI's world, as the
 // roll-call names ranks, and by its rank on the call's communicator where
-// that differs. For people: the runner reads point_to_point_wait's data.
+// that differs. For people: the runner reads waiting_call's data.
 std::string peer_text(const comm_detail::Ledger& l, const char* direction, int rank, int tag) {
   const int world = comm_detail::world_rank(l, rank);
   std::string s = std::string(direction) + " rank " + std::to_string(world);
@@ -79,10 +79,10 @@ std::string done_text(const comm_detail::Ledger& l) {
 
 }  // namespace
 
-bool point_to_point_wait(PointToPointWait& out) {
+bool waiting_call(WaitingCall& out) {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
-  if (!l.active || !comm_detail::is_point_to_point(l.op)) return false;
+  if (!l.active) return false;
   out.op = comm_detail::kOpNames[l.op];
   if (l.peers.dest >= 0) out.to = comm_detail::world_rank(l, l.peers.dest), out.send_tag = l.peers.send_tag;
   if (l.peers.source >= 0) out.from = comm_detail::world_rank(l, l.peers.source), out.recv_tag = l.peers.recv_tag;

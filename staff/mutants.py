@@ -209,7 +209,8 @@ MUTANTS: List[Mutant] = [
     Mutant("GPipe with its backwards in reverse order", "pipeline_parallel.cpp",
            "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
            "  for (int mb = m - 1; mb >= 0; --mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
-           ("part12_pipeline",), says=(r"stage \d+'s calls",)),
+           ("part12_pipeline",), says=(r"stage \d+'s calls differ from the GPipe schedule's at position \d+: it ran "
+                                       r"B\d+, the schedule runs B\d+ there\n +ran: +(\.\.\. )?[FB\d \[\]]+",)),
     Mutant("1F1B with one forward too many before the first backward", "pipeline_parallel.cpp",
            "std::min(l.stage.num_stages - l.stage.stage - 1, m)", "std::min(l.stage.num_stages - l.stage.stage, m)",
            ("part12_pipeline",)),
@@ -228,6 +229,10 @@ MUTANTS: List[Mutant] = [
            "    comm.send(gx, stage.stage - 1, sent_mb);\n    comm.recv(x, stage.stage - 1, mb);",
            ("part12_pipeline",), says=(r"ranks [\d >-]+: a cycle of sends",
                                        r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)"), hangs=True),
+    Mutant("a stage that sends its gradient with the next micro-batch's tag", "pipeline_parallel.cpp",
+           "    if (!first()) comm.send(gx, stage.stage - 1, mb);", "    if (!first()) comm.send(gx, stage.stage - 1, mb + 1);",
+           ("part12_pipeline",), says=(r"rank \d+ sends to rank \d+ with tag \d+, but rank \d+ waits for tag \d+ from "
+                                       r"rank \d+: the tags differ",), hangs=True),
     Mutant("buckets closed at the cap rather than past it", "ddp_buckets.cpp",
            "filled + n > cap_elems", "filled + n >= cap_elems", ("part13_ddp",),
            says=(r"plan_buckets\(sizes \{6, 2, 4, 2, 3, 1\}, cap 6\): bucket 0 holds parameters \{5, 4\}, "
