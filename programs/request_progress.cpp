@@ -46,7 +46,6 @@ double median(std::vector<double> v) {
 }
 
 struct Mode {
-  const char* name;
   bool computes;
   bool tests;
 };
@@ -65,47 +64,38 @@ int run(Communicator& world, int argc, char** argv) {
   }
   if (!trace_path.empty()) start_trace(world);
   const bool lead = world.rank() == 0;
-  const Mode modes[] = {{"waits at once", false, false},
-                        {"computes, no call", true, false},
-                        {"computes, test()", true, true}};
+  const Mode modes[] = {{false, false}, {true, false}, {true, true}};  // the table's three columns
   if (lead)
-    std::printf("request_progress: %d ranks; each starts an iallreduce, then waits at once, or computes %.0f ms "
-                "first (with no call, or with a test() every %.1f ms); the median of %d runs, rank 0's clock\n",
-                world.size(), compute_ms, test_every_ms, repeats);
-  if (lead)
-    std::printf("  %-10s %-18s %10s %16s %12s\n", "elements", "the rank", "start ms", "wait after, ms", "left over");
+    std::printf("request_progress: %d ranks; each starts an iallreduce, then waits for it at once, or after "
+                "computing %.0f ms (with no call, or with a test() every %.1f ms); rank 0's wait() in ms, the median "
+                "of %d runs\n  %-10s %10s %26s %30s\n",
+                world.size(), compute_ms, test_every_ms, repeats, "elements", "at once", "after computing, no call",
+                "after computing with test()");
   constexpr long kSizes[] = {1000L, 100000L, 1000000L};
   for (const long elements : kSizes) {
     const Vector src = Vector::Constant(elements, 1.0 + world.rank());
     Vector dst(elements);  // (elements)
-    double at_once = 0;
+    std::vector<double> waits;  // per mode: the median wait, seconds
     for (const Mode& mode : modes) {
-      std::vector<double> started, waited;  // per run, seconds
+      std::vector<double> waited;  // per run, seconds
       for (int i = 0; i < repeats; ++i) {
         // The trace keeps one run of each mode, of the largest size, past the first (which warms the buffers up).
         if (!trace_path.empty()) ledger::set_tracing(elements == kSizes[2] && i == std::min(1, repeats - 1));
         CommAccess::rendezvous(world);
-        const double t0 = CommAccess::wall_time();
         Request request = world.iallreduce(src, dst);
-        const double t1 = CommAccess::wall_time();
         if (mode.computes) compute(compute_ms / 1e3, &request, mode.tests ? test_every_ms / 1e3 : 0);
-        const double t2 = CommAccess::wall_time();
+        const double before = CommAccess::wall_time();
         request.wait();
-        waited.push_back(CommAccess::wall_time() - t2);
-        started.push_back(t1 - t0);
+        waited.push_back(CommAccess::wall_time() - before);
       }
-      const double start = median(started), wait = median(waited);
-      if (!mode.computes) at_once = wait;
-      // The wait after computing against the wait at once: the share of the allreduce still to do.
-      const std::string left = mode.computes && at_once > 0 ? std::to_string(std::min(1.0, wait / at_once)) : "";
-      if (lead)
-        std::printf("  %-10ld %-18s %10.3f %16.3f %12s\n", elements, mode.name, start * 1e3, wait * 1e3,
-                    left.substr(0, 4).c_str());
+      waits.push_back(median(waited));
     }
+    if (lead) std::printf("  %-10ld %10.3f %26.3f %30.3f\n", elements, waits[0] * 1e3, waits[1] * 1e3, waits[2] * 1e3);
   }
   if (lead)
-    std::printf("left over: the wait after computing over the wait at once; near 1, the request did not move "
-                "while its rank computed: it moves inside calls of the MPI (test(), wait(), any other call)\n");
+    std::printf("a request that moves while its rank computes leaves nothing to wait for after it (as with test()); "
+                "one that moves only inside calls of the MPI (test(), wait(), any other) leaves about what waiting "
+                "at once takes\n");
   if (!trace_path.empty()) ledger::set_tracing(true);
   if (!trace_path.empty() && write_trace(world, trace_path, world.bytes_transferred()) && lead)
     std::printf("trace: %s (python3 -m kit trace %s draws it)\n", trace_path.c_str(), trace_path.c_str());
