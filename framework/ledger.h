@@ -131,8 +131,8 @@ class Call {
   double start_ = 0;
 };
 
-// "iallreduce #3 on comm (66 elements), started in GradientBuckets::grad_ready":
-// a request as the roll-call and the messages name it.
+// "iallreduce #3 on comm (66 elements), started in FUNCTION": a request as
+// the roll-call and the messages name it.
 std::string request_text(const Request::State& s);
 
 // The request s, just started by the Call that is still in flight: the

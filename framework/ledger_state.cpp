@@ -51,7 +51,7 @@ std::string counts_text(const comm_detail::Ledger::Counts& c, bool first) {
 }
 
 // "; 1 request in flight that nobody waits for: iallreduce #2 on comm (10
-// elements), started in GradientBuckets::grad_ready", or "": the requests
+// elements), started in FUNCTION", or "": the requests
 // this rank started and is not waiting for now. In a hang they are the
 // likely culprits: the other ranks may be waiting in their wait() for them.
 std::string unwaited_text(const comm_detail::Ledger& l) {

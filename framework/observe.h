@@ -1,7 +1,7 @@
 // observe.h: the evidence a case leaves for the judge. The test harness
-// installs a sink; the student-call wrappers (student_calls.h, and the
-// extension parts' ring_calls.h, pipeline_calls.h and ddp_calls.h) hand it
-// what each student function returned. The judge (kit/judge.py), a process that runs no student code, compares that
+// installs a sink; the student-call wrappers (student_calls.h, and each
+// extension part's calls header) hand it what each student function
+// returned. The judge (kit/judge.py), a process that runs no student code, compares that
 // evidence with values recorded from the reference: no process that runs
 // student code decides that a case passed. Outside the test harness (the
 // trainers) there is no sink and observing costs a branch.

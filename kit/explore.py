@@ -10,6 +10,7 @@ checked against the ring formula of framework/include/comm.h.
 """
 import argparse
 import csv
+import importlib
 import json
 import os
 import subprocess
@@ -17,7 +18,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional
 
 from kit import gnuplot
-from kit.parts import CONFIGURATION
+from kit.parts import built_parts
 from kit.paths import KITRUN, build_dir
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
@@ -337,13 +338,9 @@ def main(argv: List[str]) -> int:
     print(f"table: {csv_path}\nscale: {os.path.join(out, 'scale.csv')}" + (f"\nchart: {png}" if png else ""))
     # The panels of the extension parts this copy holds (graded or not).
     panel_problems = []
-    held = CONFIGURATION.held
-    if "part12_pipeline" in held:
-        from kit import explore_pipeline
-        panel_problems += explore_pipeline.panel(args.build, args.impl, out)
-    if "part13_ddp" in held:
-        from kit import explore_ddp
-        panel_problems += explore_ddp.panel(args.build, args.impl, out)
+    for part in built_parts():
+        if part.adds.explore:
+            panel_problems += importlib.import_module(f"kit.{part.adds.explore}").panel(args.build, args.impl, out)
     if len(rows) != len(CONFIGS):
         return 1
     if args.check is not None:

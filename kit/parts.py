@@ -130,6 +130,7 @@ class Adds:
     unit_tests: Tuple[str, ...] = ()  # sources of the framework's unit tests (one process, no MPI)
     hidden: Tuple[str, ...] = ()      # its hidden cases (grader/hidden/)
     other: Tuple[str, ...] = ()       # its headers, test helpers and commands
+    explore: str = ""                 # its panel of `make explore`: a module of kit/ with panel(build, impl, out)
 
     def paths(self) -> Tuple[str, ...]:
         return self.framework + tuple(f"programs/{p}.cpp" for p in self.programs) + self.unit_tests + \
@@ -231,13 +232,15 @@ ALL_PARTS: List[Part] = [
                    programs=("pipeline_train",), unit_tests=("tests/test_pipeline_schedule.cpp",),
                    hidden=("grader/hidden/hidden_pipeline.cpp",),
                    other=("framework/include/pipeline_parallel.h", "framework/pipeline_runtime.h",
-                          "framework/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"))),
+                          "framework/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"),
+                   explore="explore_pipeline")),
     part("part13_ddp", "gradient buckets and overlap", 20, [Run(f"Part13Ddp{n}.*", n) for n in (1, 2, 4)],
          [1, 2, 4], [DDP], [test_file("test_part13_ddp.cpp")], "Part 13",
          adds=Adds(framework=("framework/ddp_model.cpp",), programs=("ddp_train", "request_progress"),
                    hidden=("grader/hidden/hidden_ddp.cpp",),
                    other=("framework/include/ddp.h", "framework/ddp_model.h", "framework/ddp_calls.h",
-                          "tests/ddp_checks.h", "kit/explore_ddp.py"))),
+                          "tests/ddp_checks.h", "kit/explore_ddp.py"),
+                   explore="explore_ddp")),
 ]
 if not set(EXTENSIONS) <= {p.key for p in ALL_PARTS if p.extension}:
     raise SystemExit(f"kit/parts.py: EXTENSIONS names {sorted(EXTENSIONS)}, not all of them extension parts of the "
@@ -331,6 +334,8 @@ def cmake_text() -> str:
             cmake_list("KIT_EXTENSION_PROGRAMS", [f for p in held for f in p.adds.programs]) +
             cmake_list("KIT_EXTENSION_UNIT_TESTS", [f for p in held for f in p.adds.unit_tests]) +
             cmake_list("KIT_SELF_CHECKS", [f"{n}={r.filter}={r.ranks}" for n, r in KIT_CHECKS.items()]) +
+            # The staff's check of a cut that grades some extension parts and not another.
+            f"set(KIT_SOME_EXTENSIONS {','.join(p.key for i, p in enumerate(held) if i != 1 or len(held) < 2)})\n" +
             f"set(KIT_DEFAULT_MPI {MPI})\n" +
             cmake_bool("KIT_HOLDS_REFERENCE", "reference" in CONFIGURATION.holds) +
             cmake_bool("KIT_HOLDS_STAFF", "staff" in CONFIGURATION.holds))

@@ -169,6 +169,13 @@ def verify_handout(tarball: str) -> int:
         for name in names:
             if "reference" in name.split("/") or name.startswith("dtrain-kit/grader"):
                 problems.append(f"ships {name}")
+        # Nothing of an extension part the course does not grade: no file, no section.
+        readme = tar.extractfile("dtrain-kit/README.md").read().decode()
+        for part in (p for p in ALL_PARTS if p.extension and p.key not in CONFIGURATION.graded):
+            problems += [f"ships {f} of {part.key}, which the course does not grade" for f in part.own_paths()
+                         if f"dtrain-kit/{f}" in names]
+            if re.search(rf"^#+ {re.escape(part.handout)}\b", readme, re.M):
+                problems.append(f"the README has a section {part.handout!r} ({part.key}), which the course does not grade")
         for member in tar.getmembers():
             if member.isfile() and member.name.endswith(".cpp") and "/student/" in member.name:
                 text = tar.extractfile(member).read().decode()

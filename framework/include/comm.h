@@ -33,9 +33,9 @@
 // Non-blocking calls (iallreduce) return a Request. The ledger records when
 // each one starts (where the agreement check applies, as for any
 // collective) and when the kit sees it complete (wait, or a test that
-// returns true). Whether MPI moves its data in between, while the rank
-// computes, depends on the MPI: the kit's measurements are in the handout's
-// Part 13 ("what overlap needs from MPI").
+// returns true). In between, Open MPI and MPICH move its data only inside
+// their calls (any call of a communicator, test(), wait()), not while the
+// rank computes.
 #pragma once
 
 #include <cstdint>
