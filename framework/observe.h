@@ -30,7 +30,7 @@ void observe(const std::string& label, std::initializer_list<double> values);  /
 // harness's sink fails the running case with `what`; without one (a trainer)
 // it throws std::runtime_error(what).
 using RuleSink = void (*)(const std::string& what);
-void set_rule_sink(RuleSink sink);
+RuleSink set_rule_sink(RuleSink sink);  // returns the one it replaces
 void rule_broken(const std::string& what);
 bool under_test();  // a rule sink is installed
 

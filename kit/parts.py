@@ -264,9 +264,11 @@ IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys([FUNC, SPLIT, ZERO] + [f for p
 KIT_CHECKS: Dict[str, Run] = {"training_agreement": Run("KitTrainingAgreement.*", 4),
                               "zero_accounting": Run("KitZeroAccounting.*", 4),
                               "point_to_point": Run("KitPointToPoint.*", 4),
+                              "requests": Run("KitRequests.*", 2),
                               "syscall_filter": Run("KitSyscallFilter.*", 1)}
 KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test_file("test_kit_zero_accounting.cpp"),
-                              test_file("test_kit_point_to_point.cpp"), test_file("test_kit_syscall_filter.cpp"))
+                              test_file("test_kit_point_to_point.cpp"), test_file("test_kit_requests.cpp"),
+                              test_file("test_kit_syscall_filter.cpp"))
 
 
 def built_parts() -> List[Part]:

@@ -257,6 +257,11 @@ MUTANTS: List[Mutant] = [
            "const size_t p = static_cast<size_t>(b.params[i]);",
            "const size_t p = static_cast<size_t>(b.params[(i + 1) % b.params.size()]);", ("part13_ddp",),
            says=(r"parameter \d+'s averaged gradient \(grads\[\d+\]\) (has \d+ elements|differs at element)",)),
+    Mutant("finish that never waits for the last bucket", "ddp_buckets.cpp",
+           "    b.request.wait();\n", "    if (&b != &s.buckets.back()) b.request.wait();\n", ("part13_ddp",),
+           says=(r"a Request was destroyed before anyone waited for it: iallreduce #\d+ on comm \(\d+ elements\), "
+                 r"started in GradientBuckets::grad_ready",
+                 r"the iallreduce started in grad_ready\(0\) \(bucket \d+\) was not waited by the end of finish")),
     Mutant("correct: every request tested in grad_ready, so that it moves on", "ddp_buckets.cpp",
            "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
            "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n"
