@@ -73,57 +73,64 @@ struct Averaging {
 };
 
 // A step's figures from one rank's ledger: its time, its allreduces, and
-// how much of their time lay inside backward's spans of computing.
+// how much of their time lay inside backward's spans of computing. Each is
+// the median over the steps (a host busy with other work slows some steps,
+// not the step), the overlap the share of all the steps' allreduce time.
 struct Figures {
-  // Seconds per step: the step's median (a host busy with other work slows
-  // some steps, not the step), and the others' means.
-  double step = 0, comm = 0, overlapped = 0, finish = 0;
-  double allreduces = 0;                                   // per step
-  std::vector<double> bucket_start, bucket_end, bucket_overlap;  // per bucket: from the step's start, seconds; share
+  double step = 0, comm = 0, finish = 0;  // seconds a step
+  double share = 0;                       // of the allreduces' time, inside backward's computing
+  double allreduces = 0;                  // a step
+  std::vector<double> bucket_start, bucket_end, bucket_share;  // per bucket: from the step's start, seconds; share
 };
 
 double inside(double a0, double a1, double b0, double b1) { return std::max(0.0, std::min(a1, b1) - std::max(a0, b0)); }
 
-Figures figures_of(const std::vector<LedgerEntry>& entries, long steps) {
-  std::vector<const LedgerEntry*> computing, comm, step_spans;
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+Figures figures_of(const std::vector<LedgerEntry>& entries) {
+  std::vector<const LedgerEntry*> computing, comm, finishing, step_spans;
   for (const LedgerEntry& e : entries) {
     if (e.kind == "backward") computing.push_back(&e);
+    if (e.kind == "finish") finishing.push_back(&e);
     if (e.kind == "step") step_spans.push_back(&e);
     if (e.kind == "allreduce" || (e.kind == "iallreduce" && e.request != 0)) comm.push_back(&e);
   }
-  Figures f;
-  std::vector<int> seen;  // per bucket: steps that had it
-  std::vector<double> step_seconds;
+  std::vector<double> step, comm_time, finish, calls;  // per step
+  std::vector<std::vector<double>> starts, ends, shares;  // per bucket, per step
+  double overlapped_total = 0, comm_total = 0;
+  auto within = [](const LedgerEntry* e, const LedgerEntry* s) { return e->start >= s->start && e->start <= s->end; };
   for (const LedgerEntry* s : step_spans) {
-    step_seconds.push_back(s->end - s->start);
-    int k = 0;  // the k-th allreduce of this step
+    double in_comm = 0, in_finish = 0;
+    size_t k = 0;  // the k-th request of this step: bucket k
     for (const LedgerEntry* c : comm) {
-      if (c->start < s->start || c->start > s->end) continue;
+      if (!within(c, s)) continue;
       double overlapped = 0;
       for (const LedgerEntry* b : computing) overlapped += inside(c->start, c->end, b->start, b->end);
-      f.comm += c->end - c->start;
-      f.overlapped += overlapped;
-      f.allreduces += 1;
+      in_comm += c->end - c->start;
+      overlapped_total += overlapped;
       if (c->kind != "iallreduce") continue;
-      if (static_cast<int>(f.bucket_start.size()) <= k) {
-        f.bucket_start.push_back(0), f.bucket_end.push_back(0), f.bucket_overlap.push_back(0), seen.push_back(0);
-      }
-      f.bucket_start[k] += c->start - s->start;
-      f.bucket_end[k] += c->end - s->start;
-      f.bucket_overlap[k] += c->end > c->start ? overlapped / (c->end - c->start) : 0.0;
-      seen[static_cast<size_t>(k)] += 1;
+      if (starts.size() <= k) starts.emplace_back(), ends.emplace_back(), shares.emplace_back();
+      starts[k].push_back(c->start - s->start);
+      ends[k].push_back(c->end - s->start);
+      shares[k].push_back(c->end > c->start ? overlapped / (c->end - c->start) : 0.0);
       ++k;
     }
+    double count = 0;
+    for (const LedgerEntry* c : comm) count += within(c, s) ? 1 : 0;
+    for (const LedgerEntry* e : finishing) in_finish += within(e, s) ? e->end - e->start : 0.0;
+    step.push_back(s->end - s->start), comm_time.push_back(in_comm), finish.push_back(in_finish), calls.push_back(count);
+    comm_total += in_comm;
   }
-  for (const LedgerEntry& e : entries)
-    if (e.kind == "finish") f.finish += e.end - e.start;
-  const double n = static_cast<double>(std::max(1L, steps));
-  std::sort(step_seconds.begin(), step_seconds.end());
-  f.step = step_seconds.empty() ? 0.0 : step_seconds[step_seconds.size() / 2];
-  f.comm /= n, f.overlapped /= n, f.finish /= n, f.allreduces /= n;
-  for (size_t k = 0; k < seen.size(); ++k) {
-    const double m = std::max(1, seen[k]);
-    f.bucket_start[k] /= m, f.bucket_end[k] /= m, f.bucket_overlap[k] /= m;
+  Figures f{median(step), median(comm_time), median(finish), comm_total > 0 ? overlapped_total / comm_total : 0.0,
+            median(calls), {}, {}, {}};
+  for (size_t k = 0; k < starts.size(); ++k) {
+    f.bucket_start.push_back(median(starts[k]));
+    f.bucket_end.push_back(median(ends[k]));
+    f.bucket_share.push_back(median(shares[k]));
   }
   return f;
 }
@@ -142,10 +149,8 @@ Figures measure(Averaging& averaging, Way way, const Matrix& xb, const Labels& y
   }
   const std::vector<LedgerEntry> entries = ledger::take_entries();
   ledger::set_tracing(was_tracing);
-  return figures_of(entries, steps);
+  return figures_of(entries);
 }
-
-double share(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
 int run(Communicator& world, int argc, char** argv) {
   Flags flags("ddp_train", "Trains the MLP with data parallelism, its gradients averaged by your GradientBuckets.");
@@ -233,28 +238,27 @@ int run(Communicator& world, int argc, char** argv) {
   const Labels yb = y.head(local_batch);
   nlohmann::json ways = nlohmann::json::object();
   if (lead)
-    std::printf("\n%ld steps each way (forward, backward, averaging; no update), on %d ranks; the largest rank's "
-                "median step, all ranks' allreduces:\n  %-46s %9s %11s %13s %11s %10s\n",
+    std::printf("\n%ld steps each way (forward, backward, averaging; no update), on %d ranks, medians of the steps: "
+                "the slowest rank's step, the mean rank's allreduces:\n  %-46s %9s %11s %13s %11s %10s\n",
                 measured, ranks, "way", "step ms", "allreduces", "allreduce ms", "overlapped", "finish ms");
   Figures mine_trained;
   for (const Way way : {Way::PerParameter, Way::BucketsAfter, Way::BucketsAtOnce}) {
     const Figures f = measure(averaging, way, xb, yb, measured);
     if (way == trained) mine_trained = f;
-    const auto every = from_every_rank(world, {f.step, f.comm, f.overlapped, f.finish, f.allreduces});
-    double step = 0, comm = 0, overlapped = 0, finish = 0;
-    for (const auto& r : every) step = std::max(step, r[0]), comm += r[1], overlapped += r[2], finish += r[3];
-    comm /= ranks, overlapped /= ranks, finish /= ranks;
+    const auto every = from_every_rank(world, {f.step, f.comm, f.share, f.finish});
+    double step = 0, comm = 0, overlap = 0, finish = 0;
+    for (const auto& r : every) step = std::max(step, r[0]), comm += r[1], overlap += r[2], finish += r[3];
+    comm /= ranks, overlap /= ranks, finish /= ranks;
     if (lead)
       std::printf("  %-46s %9.3f %11.0f %13.3f %10.1f%% %10.3f%s\n", name_of(way), step * 1e3, f.allreduces,
-                  comm * 1e3, 100 * share(overlapped, comm), finish * 1e3, way == trained ? "   (trained)" : "");
+                  comm * 1e3, 100 * overlap, finish * 1e3, way == trained ? "   (trained)" : "");
     ways[key_of(way)] = {{"step_seconds", step}, {"allreduces_per_step", f.allreduces},
-                         {"allreduce_seconds", comm}, {"overlap_share", share(overlapped, comm)},
-                         {"finish_seconds", finish}};
+                         {"allreduce_seconds", comm}, {"overlap_share", overlap}, {"finish_seconds", finish}};
   }
   if (lead) {
-    std::printf("  step: forward, backward and the averaging, on the slowest rank; allreduce ms: the mean rank's "
-                "allreduces a step, each from its start to the moment the kit saw it complete; overlapped: the "
-                "share of that time inside backward's computing%s\n",
+    std::printf("  step: forward, backward and the averaging; allreduce ms: a step's allreduces, each from its start "
+                "to the moment the kit saw it complete; overlapped: the share of that time inside backward's "
+                "computing; finish ms: the time in your finish()%s\n",
                 no_progress ? "; --no-progress: a request moved only inside your calls and the layers' own"
                             : "; between layers the kit tests the requests in flight, so that they move (MPI moves "
                               "them only inside its calls)");
@@ -268,7 +272,7 @@ int run(Communicator& world, int argc, char** argv) {
       const bool have = k < mine_trained.bucket_start.size();
       std::printf("  %-6zu %-24s %10.1f %11.3f %11.3f %10.1f%%\n", k, params.c_str(), size * 8 / 1024.0,
                   have ? mine_trained.bucket_start[k] * 1e3 : 0.0, have ? mine_trained.bucket_end[k] * 1e3 : 0.0,
-                  have ? 100 * mine_trained.bucket_overlap[k] : 0.0);
+                  have ? 100 * mine_trained.bucket_share[k] : 0.0);
     }
     std::printf("\n");
   }
