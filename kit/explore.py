@@ -174,6 +174,51 @@ def run(c: Config, build: str, impl: str, out: str, train_rows: int, test_rows: 
         return json.load(f)
 
 
+# ---- what the extension parts' panels share (kit/explore_pipeline.py, kit/explore_ddp.py) ----
+
+def run_panel_program(cmd: List[str], stem: str, what: str, key: str, problems: List[str]) -> Optional[Dict]:
+    """Runs one program of a panel under kitrun (cmd: the program and its
+    flags), its output in STEM.log and its report in STEM.json; returns the
+    report's `key` member, or None after a line (and a problem) naming
+    `what` as failed."""
+    with open(stem + ".log", "w") as f:
+        proc = subprocess.run([KITRUN] + cmd + ["--report", stem + ".json"], stdout=f, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    if proc.returncode != 0 or not os.path.exists(stem + ".json"):
+        print(f"  {what}: failed (exit status {proc.returncode}); see {stem}.log")
+        problems.append(f"{what} failed")
+        return None
+    with open(stem + ".json") as f:
+        return json.load(f)[key]
+
+
+def series_files(rows: List[Dict], png: str, group: str, groups, order: str, line) -> Dict:
+    """A chart's data, one gnuplot file per value of rows' `group` member
+    (PNG's base.VALUE.dat), its rows in the order of their `order` member,
+    each written as line(row); returns value -> file."""
+    paths = {}
+    for value in groups:
+        paths[value] = f"{os.path.splitext(png)[0]}.{value}.dat"
+        with open(paths[value], "w") as f:
+            for r in sorted((r for r in rows if r[group] == value), key=lambda r: r[order]):
+                f.write(line(r) + "\n")
+    return paths
+
+
+def finish_panel(rows: List[Dict], out: str, name: str, draw) -> None:
+    """Writes a panel's rows as OUT/NAME.csv (the columns that are no
+    lists) and draws OUT/NAME.png with draw(rows, png), saying where."""
+    with open(os.path.join(out, f"{name}.csv"), "w") as f:
+        keys = [k for k in rows[0] if not isinstance(rows[0][k], list)] if rows else []
+        f.write(",".join(keys) + "\n")
+        for r in rows:
+            f.write(",".join(str(r[k]) for k in keys) + "\n")
+    png = os.path.join(out, f"{name}.png")
+    problem = draw(rows, png) if rows else "no run finished; no chart drawn"
+    print(f"explore: {problem}" if problem else f"{name} table: {os.path.join(out, name + '.csv')}\n"
+                                                 f"{name} chart: {png}")
+
+
 def chart(rows: List[Dict], out: str) -> Optional[str]:
     data = os.path.join(out, "explore.dat")
     with open(data, "w") as f:

@@ -12,13 +12,11 @@ Each run trains on a few batches, then ddp_train measures 20 steps three
 ways (a blocking allreduce per parameter; the buckets handed over after
 backward; the buckets started as they fill) from the ledger's spans.
 """
-import json
 import os
-import subprocess
 from typing import Dict, List, Optional
 
 from kit import gnuplot
-from kit.paths import KITRUN
+from kit.explore import finish_panel, run_panel_program, series_files
 
 RANKS = (2, 4)
 CAPS_KIB = (0, 64, 1024, 4096, 8192, 16384)
@@ -26,18 +24,12 @@ HIDDEN_LAYERS, WIDTH = 4, 512
 WAYS = ("per_parameter", "buckets_after", "buckets_at_once")
 
 
-def run(build: str, impl: str, out: str, ranks: int, cap_kib: int) -> Optional[Dict]:
-    stem = os.path.join(out, f"ddp-n{ranks}-cap{cap_kib}")
-    cmd = [KITRUN, "-n", str(ranks), os.path.join(build, impl, "ddp_train"), "--bucket_kb", str(cap_kib),
+def run(build: str, impl: str, out: str, ranks: int, cap_kib: int, problems: List[str]) -> Optional[Dict]:
+    cmd = ["-n", str(ranks), os.path.join(build, impl, "ddp_train"), "--bucket_kb", str(cap_kib),
            "--hidden_layers", str(HIDDEN_LAYERS), "--width", str(WIDTH), "--num_train_samples", "1200",
-           "--num_test_samples", "200", "--report", stem + ".json"]
-    with open(stem + ".log", "w") as f:
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0 or not os.path.exists(stem + ".json"):
-        print(f"  ddp {ranks} ranks, {cap_kib} KiB: failed (exit status {proc.returncode}); see {stem}.log")
-        return None
-    with open(stem + ".json") as f:
-        return json.load(f)["ddp"]
+           "--num_test_samples", "200"]
+    return run_panel_program(cmd, os.path.join(out, f"ddp-n{ranks}-cap{cap_kib}"), f"ddp {ranks} ranks, {cap_kib} KiB",
+                             "ddp", problems)
 
 
 def row_of(d: Dict, cap_kib: int) -> Dict:
@@ -51,17 +43,10 @@ def row_of(d: Dict, cap_kib: int) -> Dict:
 
 
 def chart(rows: List[Dict], png: str) -> Optional[str]:
-    base = os.path.splitext(png)[0]
-    paths = {}
-    for n in RANKS:
-        paths[n] = f"{base}.n{n}.dat"
-        with open(paths[n], "w") as f:
-            for r in sorted((r for r in rows if r["ranks"] == n), key=lambda r: r["cap_kib"]):
-                # A log axis has no 0: "one bucket per parameter" sits at 16 KiB, left of the others.
-                x = max(r["cap_kib"], 16)
-                f.write(f"{x} {r['buckets_at_once_step_ms']} {r['buckets_after_step_ms']} "
-                        f"{r['per_parameter_step_ms']} {r['buckets_at_once_allreduces']:.0f} "
-                        f"{100 * r['buckets_at_once_overlap']:.1f}\n")
+    # A log axis has no 0: "one bucket per parameter" sits at 16 KiB, left of the others.
+    paths = series_files(rows, png, "ranks", RANKS, "cap_kib", lambda r: (
+        f"{max(r['cap_kib'], 16)} {r['buckets_at_once_step_ms']} {r['buckets_after_step_ms']} "
+        f"{r['per_parameter_step_ms']} {r['buckets_at_once_allreduces']:.0f} {100 * r['buckets_at_once_overlap']:.1f}"))
     plots, counts = [], []
     for n, color in zip(RANKS, ("#0077bb", "#cc3311")):
         d = paths[n]
@@ -101,14 +86,9 @@ def panel(build: str, impl: str, out: str) -> List[str]:
     """Runs, prints and draws the panel; returns the problems found (a failed run)."""
     print(f"\nGradient buckets (Part 13): {HIDDEN_LAYERS} hidden layers of {WIDTH}, on {' and '.join(map(str, RANKS))} "
           f"ranks, caps of {', '.join(map(str, CAPS_KIB))} KiB", flush=True)
-    rows, problems = [], []
-    for n in RANKS:
-        for cap in CAPS_KIB:
-            d = run(build, impl, out, n, cap)
-            if d is None:
-                problems.append(f"ddp {n} ranks, {cap} KiB failed")
-                continue
-            rows.append(row_of(d, cap))
+    problems: List[str] = []
+    reports = [(run(build, impl, out, n, cap, problems), cap) for n in RANKS for cap in CAPS_KIB]
+    rows = [row_of(d, cap) for d, cap in reports if d is not None]
     print(f"  {'ranks':>5} {'cap KiB':>8} {'buckets':>8}   {'step ms: as they fill':>21} {'after backward':>15} "
           f"{'no buckets':>11}   {'overlapped':>10}")
     for r in rows:
@@ -117,13 +97,5 @@ def panel(build: str, impl: str, out: str) -> List[str]:
               f"{100 * r['buckets_at_once_overlap']:>9.1f}%")
     print("  no buckets: a blocking allreduce per parameter; overlapped: the share of the allreduces' time inside "
           "backward's computing when the buckets start as they fill")
-    with open(os.path.join(out, "ddp.csv"), "w") as f:
-        keys = list(rows[0]) if rows else []
-        f.write(",".join(keys) + "\n")
-        for r in rows:
-            f.write(",".join(str(r[k]) for k in keys) + "\n")
-    png = os.path.join(out, "ddp.png")
-    problem = chart(rows, png) if rows else "no run finished; no chart drawn"
-    print(f"explore: {problem}" if problem else f"bucket table: {os.path.join(out, 'ddp.csv')}\n"
-                                                 f"bucket chart: {png}")
+    finish_panel(rows, out, "ddp", chart)
     return problems

@@ -211,12 +211,7 @@ int run(Communicator& world, int argc, char** argv) {
   const long total = epochs * ((mine + local_batch - 1) / local_batch);
   LoopSteps steps;
   steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
-    Iteration done{};
-    {
-      const ledger::Phase phase("forward");
-      done.loss = model.forward(xb, yb);
-    }
-    done.accuracy = model.accuracy();
+    Iteration done = forward_pass(model, xb, yb);
     averaging.step(trained);
     done.lr = linear_lr(init_lr, iteration, total);
     {

@@ -19,12 +19,17 @@ from kit.paths import KIT_DIR, KITRUN, build_dir
 SHORT = ["--num_train_samples", "1200", "--num_test_samples", "200"]
 
 
-def pipeline_train(tmp_path, ranks, *flags, impl="reference"):
+def trainer(program, tmp_path, ranks, *flags, impl="reference"):
+    """A short run of one of the extension parts' trainers: its output, and its report (None without one)."""
     report = tmp_path / "report.json"
-    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, "pipeline_train"), *SHORT,
+    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, program), *SHORT,
                            "--report", str(report), *flags],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     return proc, (json.loads(report.read_text()) if report.exists() else None)
+
+
+def pipeline_train(tmp_path, ranks, *flags, impl="reference"):
+    return trainer("pipeline_train", tmp_path, ranks, *flags, impl=impl)
 
 
 def test_pipeline_train_reports_the_bubble_and_both_schedules_stashes(tmp_path):
@@ -104,11 +109,7 @@ def test_the_ring_timing_on_the_stubs_names_the_part(tmp_path):
 
 
 def ddp_train(tmp_path, ranks, *flags, impl="reference"):
-    report = tmp_path / "report.json"
-    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, "ddp_train"), *SHORT,
-                           "--report", str(report), *flags],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    return proc, (json.loads(report.read_text()) if report.exists() else None)
+    return trainer("ddp_train", tmp_path, ranks, *flags, impl=impl)
 
 
 def test_ddp_train_measures_three_ways_of_averaging(tmp_path):
