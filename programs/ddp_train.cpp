@@ -6,7 +6,7 @@
 // the buckets' allreduces.
 //   make train-ddp DP=4 BUCKET_KB=256          (OVERLAP=0: every gradient handed over after backward)
 //   tools/kitrun -n 2 build/student/ddp_train --bucket_kb 64 --hidden_layers 3
-// After training it measures 20 steps three ways, on the ledger's spans:
+// After training it measures 20 steps (--measure_steps) three ways, on the ledger's spans:
 // without buckets (a blocking allreduce per parameter, as backward hands it
 // over), with your buckets handed their gradients after backward, and with
 // your buckets filled as backward goes: the step time, the allreduces a step
@@ -30,7 +30,6 @@ using namespace dtrain;
 namespace {
 
 constexpr std::uint64_t kSeed = 15442;
-constexpr int kMeasuredSteps = 20;
 
 // How a step averages its gradients.
 enum class Way { PerParameter, BucketsAfter, BucketsAtOnce };
@@ -158,6 +157,7 @@ int run(Communicator& world, int argc, char** argv) {
   int& hidden_layers = flags.add_int("--hidden_layers", 2, "K: hidden layers");
   int& width = flags.add_int("--width", 256, "units in each hidden layer");
   bool& no_overlap = flags.add_switch("--no-overlap", "train with every gradient handed over after backward");
+  int& measure_steps = flags.add_int("--measure_steps", 20, "steps measured each way after training");
   bool& no_progress = flags.add_switch(
       "--no-progress", "the kit does not test the requests in flight between layers (they then move only in your "
                        "calls: the measurement shows what that costs)");
@@ -169,10 +169,10 @@ int run(Communicator& world, int argc, char** argv) {
 
   const int ranks = world.size(), rank = world.rank();
   const bool lead = rank == 0;
-  if (epochs < 1 || batch < ranks || hidden_layers < 1 || width < 1 || bucket_kb < 0) {
+  if (epochs < 1 || batch < ranks || hidden_layers < 1 || width < 1 || bucket_kb < 0 || measure_steps < 1) {
     if (lead)
       std::fprintf(stderr, "ddp_train: need --num_epoch >= 1, --batch_size >= ranks, --hidden_layers >= 1, "
-                   "--width >= 1 and --bucket_kb >= 0\n");
+                   "--width >= 1, --bucket_kb >= 0 and --measure_steps >= 1\n");
     return 2;
   }
   const long cap = static_cast<long>(bucket_kb * 1024 / sizeof(double));
@@ -228,7 +228,7 @@ int run(Communicator& world, int argc, char** argv) {
   finish_trace(world, training, world.bytes_transferred());  // before the measuring steps below
 
   // The three ways, on this rank's first batch.
-  const long measured = std::min<long>(kMeasuredSteps, mine / std::max(1L, local_batch));
+  const long measured = std::min<long>(measure_steps, mine / std::max(1L, local_batch));
   const Matrix xb = x.topRows(local_batch);
   const Labels yb = y.head(local_batch);
   nlohmann::json ways = nlohmann::json::object();

@@ -229,8 +229,10 @@ MUTANTS: List[Mutant] = [
            "    comm.send(gx, stage.stage - 1, sent_mb);\n    comm.recv(x, stage.stage - 1, mb);",
            ("part12_pipeline",), says=(r"ranks [\d >-]+: a cycle of sends",
                                        r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)"), hangs=True),
-    Mutant("a stage that sends its gradient with the next micro-batch's tag", "pipeline_parallel.cpp",
-           "    if (!first()) comm.send(gx, stage.stage - 1, mb);", "    if (!first()) comm.send(gx, stage.stage - 1, mb + 1);",
+    # Only GPipe's backwards: each case it hangs costs its whole limit.
+    Mutant("GPipe sending each gradient with the next micro-batch's tag", "pipeline_parallel.cpp",
+           "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
+           "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb + 1);\n}",
            ("part12_pipeline",), says=(r"rank \d+ sends to rank \d+ with tag \d+, but rank \d+ waits for tag \d+ from "
                                        r"rank \d+: the tags differ",), hangs=True),
     Mutant("buckets closed at the cap rather than past it", "ddp_buckets.cpp",
