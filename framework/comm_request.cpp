@@ -35,11 +35,10 @@ void drop(Request::State& s) {
     std::fflush(stderr);
     MpiSession::abort_job(1);
   }
+  if (s.complete) return;  // the kit's progress saw it complete: nothing left to wait for
   try {
-    if (!s.complete) {
-      WaitingFor waiting(s);
-      wait_polling(s.mpi, "MPI_Wait", Idle::YieldThenSleep);
-    }
+    WaitingFor waiting(s);
+    wait_polling(s.mpi, "MPI_Wait", Idle::YieldThenSleep);
   } catch (...) {
     return;  // MPI failed: nothing more a destructor can do
   }
