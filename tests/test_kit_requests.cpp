@@ -68,9 +68,10 @@ TEST(KitRequests, AnIallreduceSumsAsAllreduceAndCountsTheSameBytes) {
 
 TEST(KitRequests, TestReturnsTrueOnceAndTheLedgerLogsStartAndEnd) {
   Communicator& comm = world();
+  const Vector src = signed_by(rank(), 3);  // alive until the request completes
   Vector dst(3);
   dtrain::ledger::CallLog log;
-  Request request = comm.iallreduce(signed_by(rank(), 3), dst, dtrain::Op::Max);
+  Request request = comm.iallreduce(src, dst, dtrain::Op::Max);
   Request moved = std::move(request);  // the call goes with the move
   EXPECT_TRUE(request.test()) << "a moved-from request holds no call";
   while (!moved.test()) {
@@ -86,8 +87,9 @@ TEST(KitRequests, TestReturnsTrueOnceAndTheLedgerLogsStartAndEnd) {
 
 TEST(KitRequests, TheRollCallNamesARequestNobodyWaitsFor) {
   Communicator& comm = world();
+  const Vector src = signed_by(rank(), 4);
   Vector dst(4);
-  Request request = comm.iallreduce(signed_by(rank(), 4), dst);
+  Request request = comm.iallreduce(src, dst);
   const std::string state = dtrain::ledger::state();
   EXPECT_NE(state.find("1 request in flight that nobody waits for: iallreduce #1 on world (4 elements)"),
             std::string::npos)
@@ -119,9 +121,10 @@ TEST(KitRequests, ADroppedRequestFailsNamingItsCallAndIsWaitedFor) {
 TEST(KitRequests, RanksAgreeOnARequestWhenItStarts) {
   Communicator& comm = world();
   const int length = rank() == 0 ? 3 : 4;
+  const Vector src = signed_by(rank(), length);
   Vector dst(length);
   const std::string refused = what_thrown<dtrain::CollectiveMismatch>([&] {
-    Request request = comm.iallreduce(signed_by(rank(), length), dst);
+    Request request = comm.iallreduce(src, dst);
     request.wait();
   });
   EXPECT_NE(refused.find("collective #1 on world: ranks disagree"), std::string::npos) << refused;

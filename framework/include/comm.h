@@ -112,6 +112,8 @@ class Communicator {
   // at the same point of the communicator's sequence, with the same count
   // and reduction), counted as allreduce is.
   Request iallreduce(const Vector& src, Vector& dst, Op op = Op::Sum);  // dst.size() == src.size()
+  // A temporary src would be gone before the allreduce reads it: refused when compiling.
+  Request iallreduce(const Vector&& src, Vector& dst, Op op = Op::Sum) = delete;
 
   // Point-to-point, for the extension parts. Blocking and synchronous: a send
   // returns only once the matching recv has begun, so a cycle of sends
