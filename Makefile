@@ -10,12 +10,20 @@
 #   make mpi-demo          Part 0's warm-up: CASE=allreduce|allgather|reduce_scatter|split
 #   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
 #   make trace             a short training traced: build/trace.json (Perfetto) and build/trace.png (MP, DP, MEGATRON)
-# ---- extension parts: staff/dist.py leaves this out of the handout when they are off ----
+# ---- extension part: part11_ring ----
 #   make mpi-demo CASE=ring            Part 11: the naive and ring allreduces against MPI's, timed and charted
+# ---- end of extension part ----
+# ---- extension part: part12_pipeline ----
 #   make train-pipeline K=4 M=8 SCHEDULE=1f1b
 #                                      Part 12: pipeline_train on K ranks; the bubble and the stashes
 #   make trace PIPELINE=1 K=4 M=8 SCHEDULE=gpipe   a short pipeline training traced
-# ---- end of extension parts ----
+# ---- end of extension part ----
+# ---- extension part: part13_ddp ----
+#   make train-ddp DP=4 BUCKET_KB=256  Part 13: ddp_train with your buckets; OVERLAP=0 hands the gradients over
+#                                      after backward; step times and overlap shares, with buckets and without
+#   make trace DDP=1 DP=2 BUCKET_KB=256   a short bucketed training traced
+#   make mpi-demo CASE=progress        does an iallreduce move while the rank computes? (2 ranks)
+# ---- end of extension part ----
 #   make handin            check and pack handin.tar for submission
 #   make clean             remove the build directory
 #
@@ -36,26 +44,41 @@
 #   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute)
 # ---- end of staff only ----
 
+.DEFAULT_GOAL := all
+comma := ,
 IMPL   ?= student
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+PYTHON ?= $(shell tools/find_python)
+
+# What the course's configuration (kit/parts.py) tells make: the default MPI
+# (KIT_DEFAULT_MPI) and what this copy holds (KIT_HOLDS). Written by
+# Python whenever the table changes; make reads it again after writing it.
+KIT_CONFIG_MK = build/kit-config.mk
+build/kit-config.mk: kit/parts.py
+	@mkdir -p build && $(PYTHON) -m kit.parts --make > $@.tmp && mv $@.tmp $@
+-include $(KIT_CONFIG_MK)
+
 # MPI=mpich builds against MPICH, in a build directory of its own; the
 # launcher follows the build (tools/kitrun). HOSTFILE=FILE NET=IFACE runs
 # make train, train-zero and mpi-demo across hosts: FILE lists `NAME slots=N`
 # per line, IFACE is the network interface between the hosts.
-MPI    ?= openmpi
+MPI    ?= $(KIT_DEFAULT_MPI)
 BUILD  ?= $(if $(filter mpich,$(MPI)),build-mpich,build)
-JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
-PYTHON ?= $(shell tools/find_python)
 
+# Checked once the configuration is read (make reads this file twice when it
+# has just written the configuration's).
+ifdef KIT_DEFAULT_MPI
 ifeq ($(filter $(IMPL),student reference),)
 $(error IMPL must be student or reference, got '$(IMPL)')
 endif
 ifeq ($(filter $(MPI),openmpi mpich),)
 $(error MPI must be openmpi or mpich, got '$(MPI)')
 endif
-BUILT_FOR = $(shell cat $(BUILD)/kit_mpi.txt 2>/dev/null)
-ifneq ($(BUILT_FOR),)
-ifneq ($(BUILT_FOR),$(MPI))
-$(error $(BUILD) was built for $(BUILT_FOR), not MPI=$(MPI): give each MPI its own BUILD (MPI=mpich uses build-mpich))
+-include $(BUILD)/generated/build.mk
+ifneq ($(KIT_BUILT_FOR),)
+ifneq ($(KIT_BUILT_FOR),$(MPI))
+$(error $(BUILD) was built for $(KIT_BUILT_FOR), not MPI=$(MPI): give each MPI its own BUILD (MPI=mpich uses build-mpich))
+endif
 endif
 endif
 
@@ -141,13 +164,16 @@ trace: $(BUILD)/CMakeCache.txt
 	$(TRACE_RUN) --num_train_samples 1200 --num_test_samples 200 --trace $(TRACE_FILE) $(TRAIN_ARGS)
 	@$(PYTHON) -m kit trace $(TRACE_FILE) --check-overlap
 
-# ---- extension parts: staff/dist.py leaves this out of the handout when they are off ----
+# ---- extension part: part11_ring ----
 # Part 11: CASE=ring times the student's naive and ring allreduces against
-# MPI's on 2, 3, 4 and 8 ranks. Part 12: K stages (ranks), M micro-batches.
+# MPI's on 2, 3, 4 and 8 ranks.
 ifeq ($(CASE),ring)
 MPI_DEMO_TARGET = ring_timing_$(IMPL)
 MPI_DEMO_RUN = $(PYTHON) -m kit ring --impl $(IMPL)
 endif
+# ---- end of extension part ----
+# ---- extension part: part12_pipeline ----
+# Part 12: K stages (ranks), M micro-batches.
 K        ?= 4
 M        ?= 8
 SCHEDULE ?= 1f1b
@@ -161,7 +187,31 @@ endif
 train-pipeline: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,pipeline_train_$(IMPL))
 	$(PIPELINE_RUN) $(TRAIN_ARGS)
-# ---- end of extension parts ----
+# ---- end of extension part ----
+# ---- extension part: part13_ddp ----
+# Part 13: data parallelism on DP ranks (4 unless DP is given), with buckets
+# of BUCKET_KB KiB; OVERLAP=0 hands every gradient over after backward.
+# CASE=progress: does a request move while its rank computes (2 ranks)?
+BUCKET_KB ?= 256
+OVERLAP   ?= 1
+DDP       ?= 0
+DDP_RANKS = $(if $(filter file,$(origin DP)),4,$(DP))
+DDP_RUN = tools/kitrun -n $(DDP_RANKS) $(BUILD)/$(IMPL)/ddp_train --bucket_kb $(BUCKET_KB) \
+  $(if $(filter 0 no false,$(OVERLAP)),--no-overlap)
+ifneq ($(filter 1 yes true,$(DDP)),)
+TRACE_PROGRAM = ddp_train
+TRACE_RUN = $(DDP_RUN)
+endif
+ifeq ($(CASE),progress)
+MPI_DEMO_TARGET = request_progress_$(IMPL)
+MPI_DEMO_RUN = tools/kitrun -n 2 $(BUILD)/$(IMPL)/request_progress --trace $(BUILD)/progress.json && \
+  $(PYTHON) -m kit trace $(BUILD)/progress.json
+endif
+.PHONY: train-ddp
+train-ddp: $(BUILD)/CMakeCache.txt
+	@$(call build_targets,ddp_train_$(IMPL))
+	$(DDP_RUN) $(TRAIN_ARGS)
+# ---- end of extension part ----
 
 handin: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))
@@ -172,7 +222,7 @@ grade: build
 	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
 	@$(PYTHON) grader/grade $(HANDIN)
 
-STAFF_ONLY = @test -d reference -a -d staff || { echo "make $@: staff only (this copy has no reference/ or staff/)"; exit 2; }
+STAFF_ONLY = $(if $(and $(filter reference,$(subst $(comma), ,$(KIT_HOLDS))),$(filter staff,$(subst $(comma), ,$(KIT_HOLDS)))),@true,@echo "make $@: staff only (this copy holds no reference/ or staff/: kit/parts.py, HOLDS)"; exit 2)
 
 grade-reference: build
 	$(STAFF_ONLY)

@@ -1,7 +1,8 @@
 // comm.cpp: the Communicator of comm.h: its collectives, each checked,
 // recorded and counted (ledger.h), and MPI's calls behind them. The other
 // files that name MPI are the communicator's too: comm_internal.h (what they
-// share), comm_session.cpp and comm_agreement.cpp.
+// share), comm_session.cpp, comm_agreement.cpp, comm_p2p.cpp and
+// comm_request.cpp (the Request an iallreduce returns).
 #include <sched.h>
 
 #include <chrono>
@@ -232,6 +233,22 @@ void Communicator::allreduce(const Matrix& src, Matrix& dst, Op op) {
 void Communicator::allreduce(const Vector& src, Vector& dst, Op op) {
   check_same("allreduce", src, dst);
   all_reduce_raw(src.data(), dst.data(), src.size(), op);
+}
+
+Request Communicator::iallreduce(const Vector& src, Vector& dst, Op op) {
+  check_same("iallreduce", src, dst);
+  const MPI_Op mpi_op = to_mpi(op);
+  const int n = to_count(src.size(), "iallreduce");
+  auto state = std::make_unique<Request::State>();
+  Call call(live(handle_), kIallreduce, src.size(), static_cast<std::int64_t>(op), true);
+  state->start = steady_seconds();
+  check_mpi(MPI_Iallreduce(src.data(), dst.data(), n, MPI_DOUBLE, mpi_op, live(handle_).comm, &state->mpi),
+            "MPI_Iallreduce");
+  state->bytes = ring_bytes(src.size(), size(), 2);
+  bytes_ += state->bytes;
+  request_started(*state);
+  call.done(state->bytes);
+  return Request(std::move(state));
 }
 
 void Communicator::allgather(const Matrix& src, Matrix& dst) {

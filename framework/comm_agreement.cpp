@@ -70,7 +70,7 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   for (const auto& [key, ranks] : groups) {
     std::string who = rank_list(ranks) + ":";
     who.resize(width, ' ');
-    msg << "\n  " << who << " " << (key[0] >= kAllreduce && key[0] <= kBarrier ? kOpNames[key[0]] : "?");
+    msg << "\n  " << who << " " << (is_collective(key[0]) ? kOpNames[key[0]] : "?");
     if (key[0] != kSplit && key[0] != kBarrier) msg << ", " << plural(static_cast<long>(key[1]), "element");
     if (key[2] != kNoReduction && key[2] >= 0 && key[2] < 3) msg << " (" << kReductionNames[key[2]] << ")";
     if (functions_differ) {

@@ -67,6 +67,12 @@ struct CommAccess {
   // reduce_scatter, on any communicator, waiting for other ranks included.
   static double seconds_in_collectives();
 
+  // Tests every request of this process still in flight (MPI_Test), so that
+  // each one moves on where the MPI needs a call to move it, and the ledger
+  // notes when it completed. The requests stay the student's: they must
+  // still wait for them. The data-parallel trainer calls it between layers.
+  static void progress();
+
   // The name the ledger gives the communicator ("world", "mp_comm", or the
   // split it came from: "split(color 1, key 0) of world").
   static void set_name(Communicator& comm, const std::string& name);
@@ -100,7 +106,8 @@ std::string rank_list(const std::vector<int>& ranks);
 // One recorded call of the ledger (kept while tracing) or a phase span.
 struct LedgerEntry {
   std::string kind;      // "allreduce", "allgather", "reduce_scatter", "split", "barrier", "send", "recv",
-                         // "sendrecv", or a phase
+                         // "sendrecv", "iallreduce" (a request, from its start to its completion), "wait"
+                         // (the time a rank was blocked in Request::wait), or a phase
   bool collective = true;
   long seq = 0;          // position in its communicator's sequence, from 1
   long count = 0;        // elements: allreduce's src, allgather's src, reduce_scatter's dst, what a send sends
@@ -115,6 +122,12 @@ struct LedgerEntry {
   // Point-to-point calls ("send", "recv", "sendrecv"): the other ends, by
   // rank in MPI's world, and the tags; -1 for a direction the call lacks.
   int dest = -1, source = -1, send_tag = -1, recv_tag = -1;
+  // A request's span ("iallreduce") and the waits on it share its id (from 1,
+  // per process; 0 for every other entry). completed_by: what saw the
+  // request complete: "wait", "test", "progress" (the kit's own poll,
+  // CommAccess::progress) or "destroyed" (its destructor, a failure).
+  long request = 0;
+  std::string completed_by;
 };
 
 namespace ledger {
@@ -131,20 +144,24 @@ void begin_case();
 // case: "waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad",
 // or what it did: "after 2 collectives on dp_comm". Safe from another thread.
 std::string state();
-// The point-to-point call this rank waits in, as data for the roll-call's
-// record (the runner finds cycles in it): the other ends by their rank in
-// MPI's world, -1 where the call has no such end. False if it waits in none.
-struct PointToPointWait {
-  std::string op;  // "send", "recv", "sendrecv"
+// The call of the communicator this rank waits in, as data for the
+// roll-call's record (the runner tells a cycle of sends, a tag mismatch and
+// a message nobody takes from it): a point-to-point call's other ends by
+// their rank in MPI's world, -1 where the call has no such end (a
+// collective, or Request::wait, has none). False if it waits in no call.
+struct WaitingCall {
+  std::string op;  // "send", "recv", "sendrecv", a collective ("allreduce", ...), or "wait" (a request)
   int to = -1, send_tag = -1, from = -1, recv_tag = -1;
 };
-bool point_to_point_wait(PointToPointWait& out);
+bool waiting_call(WaitingCall& out);
 // A collective as a CallLog keeps it.
 struct LoggedCall {
-  std::string kind;  // as LedgerEntry::kind
+  std::string kind;  // as LedgerEntry::kind, or a request's end: "waited" (wait() saw it complete) or
+                     // "tested" (a test() returned true)
   long count;        // as LedgerEntry::count; a point-to-point call's: the elements it sends (a recv's: receives)
   std::string comm;  // the communicator's name at the time
   int dest = -1, source = -1;  // point-to-point: the other ends, by rank on comm
+  long request = 0;  // "iallreduce", "waited", "tested": the request's id (LedgerEntry::request)
 };
 // While one lives, every collective this process makes is appended to it:
 // the tests check a call's traffic with it (ZeRO-3 moves exactly what stage

@@ -21,14 +21,20 @@ void require_divides(int mp_size, int dim, const char* what) {
 
 }  // namespace
 
-FullWeights initial_weights(std::uint64_t seed) {
+LayerWeights mlp_weights(const std::vector<int>& dims, std::uint64_t seed) {
+  if (dims.size() < 2) throw std::invalid_argument("mlp_weights: a model needs at least 2 sizes");
   Rng rng(seed);
-  FullWeights w;
-  w.w1 = rng.normal_matrix(kFeatures, kHidden, 1.0 / std::sqrt(static_cast<double>(kFeatures)));
-  w.b1 = Matrix::Zero(1, kHidden);
-  w.w2 = rng.normal_matrix(kHidden, kClasses, 1.0 / std::sqrt(static_cast<double>(kHidden)));
-  w.b2 = Matrix::Zero(1, kClasses);
-  return w;
+  LayerWeights weights;
+  for (size_t k = 0; k + 1 < dims.size(); ++k) {
+    weights.w.push_back(rng.normal_matrix(dims[k], dims[k + 1], 1.0 / std::sqrt(static_cast<double>(dims[k]))));
+    weights.b.push_back(Matrix::Zero(1, dims[k + 1]));
+  }
+  return weights;
+}
+
+FullWeights initial_weights(std::uint64_t seed) {
+  LayerWeights drawn = mlp_weights({kFeatures, kHidden, kClasses}, seed);
+  return {std::move(drawn.w[0]), std::move(drawn.b[0]), std::move(drawn.w[1]), std::move(drawn.b[1])};
 }
 
 FCLayer::FCLayer(Communicator& world, const ParallelConfig& config, bool fc1, int in_dim, int out_dim,

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "func_impl.h"
 #include "layer_profiler.h"
@@ -77,6 +78,16 @@ struct FullWeights {
   Matrix w1, b1, w2, b2;
 };
 FullWeights initial_weights(std::uint64_t seed);
+
+// The weights of an MLP of any sizes (dims[0] inputs, dims.back() classes),
+// drawn as initial_weights draws the assignment's (which is the case dims =
+// 784, 256, 10): layer k's W (dims[k], dims[k+1]) normal with standard
+// deviation 1/sqrt(dims[k]), its b (1, dims[k+1]) zero. The extension parts'
+// models start from it.
+struct LayerWeights {
+  std::vector<Matrix> w, b;
+};
+LayerWeights mlp_weights(const std::vector<int>& dims, std::uint64_t seed);
 
 // The 784-256-10 MLP of the assignment, split per `config` over `world`.
 // Every configuration starts from the same full weights (drawn from `seed`)

@@ -42,6 +42,7 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   l.comm = h.name;
   l.function = function ? function : "";
   l.members = &h.members;
+  l.request = op == kIallreduce ? ++l.requests : 0;
   if (l.tracing) l.since = steady_seconds();
   auto& slot = l.per_comm[h.id];
   slot.name = h.name;
@@ -50,13 +51,14 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   else
     slot.collectives = h.calls;
   ++l.recorded;
-  for (auto* log : l.logs) log->push_back({kOpNames[op], count, h.name, peers.dest, peers.source});
+  for (auto* log : l.logs) log->push_back({kOpNames[op], count, h.name, peers.dest, peers.source, l.request});
 }
 
 // The call in flight as an entry; the caller holds the ledger's lock.
 LedgerEntry entry_of(const Ledger& l, double start, double end) {
   LedgerEntry e;
   e.kind = kOpNames[l.op];
+  e.collective = l.op != kWait;
   e.seq = l.seq;
   e.count = l.count;
   e.reduction = l.reduction == kNoReduction ? "" : kReductionNames[l.reduction];
@@ -76,7 +78,8 @@ void note_end(double start, double end, std::uint64_t bytes) {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   l.active = false;
-  if (l.tracing && end > 0) {  // a call that failed before MPI saw it never ran
+  // A request's span runs from its start to its completion: kept then (request_completed).
+  if (l.tracing && end > 0 && l.request == 0) {  // a call that failed before MPI saw it never ran
     LedgerEntry e = entry_of(l, start, end);
     e.bytes = bytes;
     l.kept.push_back(std::move(e));
@@ -95,7 +98,93 @@ void note_refused(const char* why) {
   l.kept.push_back(std::move(e));
 }
 
+// The open CallLogs get one more event; the caller holds the ledger's lock.
+void log_event(Ledger& l, const char* kind, const Request::State& s) {
+  for (auto* log : l.logs) log->push_back({kind, s.count, s.comm, -1, -1, s.id});
+}
+
 }  // namespace
+
+std::string request_text(const Request::State& s) {
+  std::string text = std::string(kOpNames[s.op]) + " #" + std::to_string(s.seq) + " on " + s.comm + " (" +
+                     plural(s.count, "element") + ")";
+  return s.function.empty() ? text : text + ", started in " + s.function;
+}
+
+void request_started(Request::State& s) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  s.id = l.request;
+  s.op = l.op;
+  s.seq = l.seq;
+  s.count = l.count;
+  s.reduction = l.reduction;
+  s.comm = l.comm;
+  s.function = l.function;
+  if (l.members) s.members = *l.members;
+  l.pending.push_back(&s);
+}
+
+void request_completed(Request::State& s, const char* by) {
+  const double now = steady_seconds();
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  s.complete = true;
+  l.pending.erase(std::remove(l.pending.begin(), l.pending.end(), &s), l.pending.end());
+  if (!l.tracing) return;
+  LedgerEntry e;
+  e.kind = kOpNames[s.op];
+  e.seq = s.seq;
+  e.count = s.count;
+  e.reduction = s.reduction == kNoReduction ? "" : kReductionNames[s.reduction];
+  e.comm = s.comm;
+  e.function = s.function;
+  e.ranks = s.members;
+  e.start = s.start;
+  e.end = now;
+  e.bytes = s.bytes;
+  e.request = s.id;
+  e.completed_by = by;
+  l.kept.push_back(std::move(e));
+}
+
+void request_claimed(Request::State& s, const char* how) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  s.claimed = true;
+  log_event(l, how, s);
+}
+
+WaitingFor::WaitingFor(const Request::State& s) : s_(s), start_(steady_seconds()) {
+  const char* function = ledger::function_now_signal_safe();
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = true;
+  l.op = kWait;
+  l.seq = s.seq;
+  l.count = s.count;
+  l.reduction = s.reduction;
+  l.peers = {};
+  l.request = 0;
+  l.comm = s.comm;
+  l.function = function ? function : "";
+  l.members = &s.members;
+  l.since = start_;
+  l.waiting_for = &s;
+}
+
+WaitingFor::~WaitingFor() {
+  const double end = steady_seconds();
+  g_collective_seconds += end - start_;
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.active = false;
+  l.waiting_for = nullptr;
+  if (!l.tracing) return;
+  LedgerEntry e = entry_of(l, start_, end);
+  e.request = s_.id;
+  l.kept.push_back(std::move(e));
+}
 
 Ledger& the_ledger() {
   static Ledger ledger;

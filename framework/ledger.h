@@ -14,10 +14,15 @@
 
 namespace dtrain::comm_detail {
 
-enum OpCode : std::int64_t { kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier, kSend, kRecv, kSendrecv };
-inline constexpr const char* kOpNames[] = {"",      "allreduce", "allgather", "reduce_scatter", "split",
-                                           "barrier", "send",     "recv",      "sendrecv"};
-inline bool is_point_to_point(OpCode op) { return op >= kSend; }
+enum OpCode : std::int64_t {
+  kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier, kSend, kRecv, kSendrecv, kIallreduce, kWait
+};
+inline constexpr const char* kOpNames[] = {"",        "allreduce", "allgather", "reduce_scatter", "split", "barrier",
+                                           "send",    "recv",      "sendrecv",  "iallreduce",     "wait"};
+inline bool is_point_to_point(OpCode op) { return op >= kSend && op <= kSendrecv; }
+// The calls every rank of a communicator makes at the same point of its
+// sequence, which the agreement check compares.
+inline bool is_collective(std::int64_t op) { return (op >= kAllreduce && op <= kBarrier) || op == kIallreduce; }
 
 // The other end of a point-to-point call, by rank on its communicator; -1
 // for the direction a call does not have (a send has no source).
@@ -30,6 +35,32 @@ inline constexpr std::int64_t kNoReduction = -1;
 
 inline std::string plural(long n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
+}  // namespace dtrain::comm_detail
+
+namespace dtrain {
+
+// A request in flight and what started it (comm_request.cpp): the ledger
+// lists it from its start until the kit sees it complete, for the
+// roll-call, the trace and the message of a request dropped unwaited.
+struct Request::State {
+  MPI_Request mpi = MPI_REQUEST_NULL;
+  long id = 0;               // LedgerEntry::request
+  bool complete = false;     // MPI said so (in wait, test or the kit's progress)
+  bool claimed = false;      // the owner saw it complete (wait, or a test that returned true)
+  comm_detail::OpCode op = comm_detail::kIallreduce;
+  long seq = 0, count = 0;
+  std::int64_t reduction = comm_detail::kNoReduction;
+  std::string comm;          // the communicator's name when it started
+  std::string function;      // the student function that started it, or ""
+  std::vector<int> members;  // the communicator's, by rank in MPI's world
+  double start = 0;          // steady_seconds() when it started
+  std::uint64_t bytes = 0;
+};
+
+}  // namespace dtrain
+
+namespace dtrain::comm_detail {
+
 // What the ledger holds, for ledger.cpp, which writes it, and
 // ledger_state.cpp, which tells it in the roll-call.
 struct Ledger {
@@ -41,6 +72,7 @@ struct Ledger {
   long seq = 0, count = 0;
   std::int64_t reduction = kNoReduction;
   Peers peers;  // a point-to-point call's other ends, by rank on its communicator
+  long request = 0;  // an iallreduce's: the id of the request it starts
   std::string comm;
   std::string function;
   const std::vector<int>* members = nullptr;  // the handle's, alive while the call lasts
@@ -54,6 +86,11 @@ struct Ledger {
   std::vector<LedgerEntry> kept;
   std::uint64_t recorded = 0;
   std::vector<std::vector<ledger::LoggedCall>*> logs;  // the open CallLogs' (a test's, and a rule check's inside it)
+  // The requests started and not yet seen complete, oldest first, and the
+  // one this rank waits for now (in Request::wait), if any.
+  std::vector<Request::State*> pending;
+  const Request::State* waiting_for = nullptr;
+  long requests = 0;  // the last request id given
 };
 
 Ledger& the_ledger();
@@ -92,6 +129,33 @@ class Call {
   bool timed_;
   bool finished_ = false;
   double start_ = 0;
+};
+
+// "iallreduce #3 on comm (66 elements), started in FUNCTION": a request as
+// the roll-call and the messages name it.
+std::string request_text(const Request::State& s);
+
+// The request s, just started by the Call that is still in flight: the
+// ledger lists it, and its start goes to the open CallLogs.
+void request_started(Request::State& s);
+// The kit has seen s complete, through `by` ("wait", "test", "progress",
+// "destroyed"): the ledger lists it no more, and keeps its span when tracing.
+void request_completed(Request::State& s, const char* by);
+// Its owner saw it complete (wait, or a test that returned true): to the open CallLogs.
+void request_claimed(Request::State& s, const char* how);
+
+// While one lives, this rank waits in Request::wait for s: the roll-call
+// says so, and the trace keeps the span (as a "wait" entry) when tracing.
+class WaitingFor {
+ public:
+  explicit WaitingFor(const Request::State& s);
+  ~WaitingFor();
+  WaitingFor(const WaitingFor&) = delete;
+  WaitingFor& operator=(const WaitingFor&) = delete;
+
+ private:
+  const Request::State& s_;
+  double start_;
 };
 
 }  // namespace dtrain::comm_detail

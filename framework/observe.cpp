@@ -2,6 +2,7 @@
 #include "observe.h"
 
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace dtrain {
@@ -11,7 +12,7 @@ ObservationSink g_sink = nullptr;
 RuleSink g_rule_sink = nullptr;
 }
 
-void set_rule_sink(RuleSink sink) { g_rule_sink = sink; }
+RuleSink set_rule_sink(RuleSink sink) { return std::exchange(g_rule_sink, sink); }
 bool under_test() { return g_rule_sink != nullptr; }
 
 void rule_broken(const std::string& what) {

@@ -1,7 +1,7 @@
 // observe.h: the evidence a case leaves for the judge. The test harness
-// installs a sink; the student-call wrappers (student_calls.h,
-// extension_calls.h) hand it what each student function returned. The judge
-// (kit/judge.py), a process that runs no student code, compares that
+// installs a sink; the student-call wrappers (student_calls.h, and each
+// extension part's calls header) hand it what each student function
+// returned. The judge (kit/judge.py), a process that runs no student code, compares that
 // evidence with values recorded from the reference: no process that runs
 // student code decides that a case passed. Outside the test harness (the
 // trainers) there is no sink and observing costs a branch.
@@ -30,7 +30,7 @@ void observe(const std::string& label, std::initializer_list<double> values);  /
 // harness's sink fails the running case with `what`; without one (a trainer)
 // it throws std::runtime_error(what).
 using RuleSink = void (*)(const std::string& what);
-void set_rule_sink(RuleSink sink);
+RuleSink set_rule_sink(RuleSink sink);  // returns the one it replaces
 void rule_broken(const std::string& what);
 bool under_test();  // a rule sink is installed
 

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "comm_runtime.h"
+#include "layers.h"
 #include "pipeline_runtime.h"
-#include "random.h"
 
 namespace dtrain {
 
@@ -149,15 +149,8 @@ std::vector<int> pipeline_dims(int stages) {
 }
 
 PipelineWeights pipeline_weights(const std::vector<int>& dims, std::uint64_t seed) {
-  if (dims.size() < 2) throw std::invalid_argument("pipeline_weights: a model needs at least 2 sizes");
-  Rng rng(seed);
-  PipelineWeights weights;
-  weights.dims = dims;
-  for (size_t k = 0; k + 1 < dims.size(); ++k) {
-    weights.w.push_back(rng.normal_matrix(dims[k], dims[k + 1], 1.0 / std::sqrt(static_cast<double>(dims[k]))));
-    weights.b.push_back(Matrix::Zero(1, dims[k + 1]));
-  }
-  return weights;
+  LayerWeights drawn = mlp_weights(dims, seed);
+  return {dims, std::move(drawn.w), std::move(drawn.b)};
 }
 
 PipelineStage PipelineAccess::make(int stage, const PipelineWeights& weights, const Matrix& x, const Labels& y,

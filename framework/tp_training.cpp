@@ -40,11 +40,7 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
   LayerTraffic before1, before2;
   LoopSteps steps;
   steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
-    Iteration done{};
-    {
-      const ledger::Phase phase("forward");
-      done.loss = model.forward(xb, yb);
-    }
+    Iteration done = forward_pass(model, xb, yb);
     {
       const ledger::Phase phase("backward");
       model.backward();
@@ -54,7 +50,6 @@ TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x
       const ledger::Phase phase("optimizer");
       model.sgd_step(done.lr);
     }
-    done.accuracy = model.accuracy();
     result.losses.push_back(done.loss);
     return done;
   };

@@ -54,7 +54,9 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
     nlohmann::json args = {{"function", e.function}};
     std::string name = e.kind;
     const double start_us = (e.start - g_clock.seconds) * 1e6, end_us = (e.end - g_clock.seconds) * 1e6;
-    const bool p2p = point_to_point(e), call = p2p || e.collective;
+    // A request runs beside the rank's other spans (it overlaps them): its own track, tid 1.
+    const bool request = e.request != 0 && e.collective, waiting = e.kind == "wait";
+    const bool p2p = point_to_point(e), call = p2p || e.collective || waiting;
     if (call) {
       args["op"] = e.kind;
       args["bytes"] = e.bytes;
@@ -86,15 +88,26 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
         name = "MISMATCH: " + name + " (ranks disagree)";
       }
     }
+    if (request) {
+      args["request"] = e.request;
+      args["completed_by"] = e.completed_by;
+      name = "request: " + name + " (from its start to the kit's seeing it complete, by " + e.completed_by + ")";
+    }
+    if (waiting) {
+      args["op"] = "wait";
+      args["request"] = e.request;
+      args["seq"] = e.seq;
+      name = "wait for " + e.comm + "'s #" + std::to_string(e.seq);
+    }
     if (call && e.pending) {
       args["pending"] = true;
       name += " (still waiting when stopped)";
     }
     events.push_back({{"name", name},
-                      {"cat", p2p ? "p2p" : e.collective ? "collective" : "phase"},
+                      {"cat", p2p ? "p2p" : request ? "request" : waiting ? "wait" : e.collective ? "collective" : "phase"},
                       {"ph", "X"},
                       {"pid", rank},
-                      {"tid", 0},
+                      {"tid", request ? 1 : 0},
                       {"ts", start_us},
                       {"dur", std::max(0.0, end_us - start_us)},
                       {"args", args}});

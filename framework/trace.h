@@ -9,7 +9,11 @@
 // the case carries args.pending. A point-to-point call is a span of category
 // "p2p" (args.dest, args.source and their tags, by rank in MPI's world), and
 // each message a pair of flow events, "s" at its send and "f" at its recv,
-// sharing an id: a viewer draws the arrow.
+// sharing an id: a viewer draws the arrow. A request (iallreduce) is a span
+// of category "request" on its rank's second track (tid 1), from its start
+// to the moment the kit saw it complete (args.request, args.completed_by:
+// "wait", "test" or "progress"); the time a rank was blocked in its wait()
+// is a span of category "wait" on the rank's own track.
 //
 // Times are microseconds on one clock: every rank of a host reads the host's
 // steady clock, and each other host's offset from rank 0's host is measured

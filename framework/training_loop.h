@@ -9,6 +9,7 @@
 #include <functional>
 #include <vector>
 
+#include "comm_runtime.h"
 #include "idx_dataset.h"
 #include "random.h"
 #include "tensor.h"
@@ -55,6 +56,19 @@ struct LoopRecord {
 struct Iteration {
   double loss, accuracy, lr;
 };
+
+// How every trainer's step begins: the forward pass (a span of the trace),
+// and the batch's loss and accuracy.
+template <typename Model>
+Iteration forward_pass(Model& model, const Matrix& xb, const Labels& yb) {
+  Iteration done{};
+  {
+    const ledger::Phase phase("forward");
+    done.loss = model.forward(xb, yb);
+  }
+  done.accuracy = model.accuracy();
+  return done;
+}
 
 // What a loop does besides walking the data: one training iteration on a
 // batch (forward, backward, optimizer), the evaluation after each epoch (0

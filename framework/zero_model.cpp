@@ -92,12 +92,7 @@ ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_l
   std::uint64_t bytes_before = 0;
   LoopSteps steps;
   steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
-    Iteration done{};
-    {
-      const ledger::Phase phase("forward");
-      done.loss = model.forward(xb, yb);
-    }
-    done.accuracy = model.accuracy();
+    Iteration done = forward_pass(model, xb, yb);
     model.zero_grad();
     {
       const ledger::Phase phase("backward");

@@ -25,10 +25,10 @@ def main(argv) -> int:
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     try:
         module = importlib.import_module(COMMANDS[argv[0]])
-    except ModuleNotFoundError as e:  # an extension part's command, in a kit without them
+    except ModuleNotFoundError as e:  # an extension part's command, in a copy that does not hold the part
         if e.name != COMMANDS[argv[0]]:
             raise
-        print(f"python3 -m kit {argv[0]}: this copy of the kit has no extension parts")
+        print(f"python3 -m kit {argv[0]}: this copy of the kit does not hold the extension part of this command")
         return 2
     return module.main(argv[1:])
 

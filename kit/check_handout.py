@@ -20,26 +20,30 @@ SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore
            "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
            "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
 # The Makefile's staff-only regions, which the handout's Makefile leaves out,
-# and its extension parts' regions, which it leaves out when they are off.
+# and each extension part's regions, which it leaves out when the course
+# does not grade the part (the key follows the colon).
 STAFF_BEGIN = "# ---- staff only: staff/dist.py leaves this out of the students' handout ----"
 STAFF_END = "# ---- end of staff only ----"
-EXTENSION_BEGIN = "# ---- extension parts: staff/dist.py leaves this out of the handout when they are off ----"
-EXTENSION_END = "# ---- end of extension parts ----"
+EXTENSION_BEGIN = "# ---- extension part: "
+EXTENSION_END = "# ---- end of extension part ----"
 
 
-def students_makefile(text: str, with_extensions: bool = True) -> Tuple[str, Set[str]]:
-    """The Makefile as students get it: each staff-only region cut (and each
-    extension region, without the extensions), the marker lines dropped, and
-    the targets the cut regions defined dropped from .PHONY. Returns it and
-    those targets."""
-    regions = {STAFF_BEGIN: (STAFF_END, True), EXTENSION_BEGIN: (EXTENSION_END, not with_extensions)}
+def students_makefile(text: str, graded=None) -> Tuple[str, Set[str]]:
+    """The Makefile as students get it: each staff-only region cut, and each
+    region of an extension part that `graded` (keys; None: all of them)
+    leaves out, the marker lines dropped, and the targets the cut regions
+    defined dropped from .PHONY. Returns it and those targets."""
     out, cut, open_end, cutting = [], set(), None, False
     for line in text.splitlines(keepends=True):
         bare = line.rstrip("\n")
-        if bare in regions:
+        if bare == STAFF_BEGIN or (bare.startswith(EXTENSION_BEGIN) and bare.endswith(" ----")):
             if open_end:
                 raise ValueError(f"Makefile: a region opens inside another: {bare}")
-            open_end, cutting = regions[bare]
+            if bare == STAFF_BEGIN:
+                open_end, cutting = STAFF_END, True
+            else:
+                key = bare[len(EXTENSION_BEGIN):-len(" ----")]
+                open_end, cutting = EXTENSION_END, graded is not None and key not in graded
         elif bare in (STAFF_END, EXTENSION_END):
             if bare != open_end:
                 raise ValueError(f"Makefile: a region ends that never opened: {bare}")

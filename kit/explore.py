@@ -10,6 +10,7 @@ checked against the ring formula of framework/include/comm.h.
 """
 import argparse
 import csv
+import importlib
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ import time
 from typing import Dict, List, NamedTuple, Optional
 
 from kit import gnuplot
+from kit.parts import built_parts
 from kit.paths import KITRUN, build_dir
 
 FEATURES, HIDDEN, CLASSES = 784, 256, 10
@@ -170,6 +172,51 @@ def run(c: Config, build: str, impl: str, out: str, train_rows: int, test_rows: 
         return None
     with open(report) as f:
         return json.load(f)
+
+
+# ---- what the extension parts' panels share (kit/explore_pipeline.py, kit/explore_ddp.py) ----
+
+def run_panel_program(cmd: List[str], stem: str, what: str, key: str, problems: List[str]) -> Optional[Dict]:
+    """Runs one program of a panel under kitrun (cmd: the program and its
+    flags), its output in STEM.log and its report in STEM.json; returns the
+    report's `key` member, or None after a line (and a problem) naming
+    `what` as failed."""
+    with open(stem + ".log", "w") as f:
+        proc = subprocess.run([KITRUN] + cmd + ["--report", stem + ".json"], stdout=f, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    if proc.returncode != 0 or not os.path.exists(stem + ".json"):
+        print(f"  {what}: failed (exit status {proc.returncode}); see {stem}.log")
+        problems.append(f"{what} failed")
+        return None
+    with open(stem + ".json") as f:
+        return json.load(f)[key]
+
+
+def series_files(rows: List[Dict], png: str, group: str, groups, order: str, line) -> Dict:
+    """A chart's data, one gnuplot file per value of rows' `group` member
+    (PNG's base.VALUE.dat), its rows in the order of their `order` member,
+    each written as line(row); returns value -> file."""
+    paths = {}
+    for value in groups:
+        paths[value] = f"{os.path.splitext(png)[0]}.{value}.dat"
+        with open(paths[value], "w") as f:
+            for r in sorted((r for r in rows if r[group] == value), key=lambda r: r[order]):
+                f.write(line(r) + "\n")
+    return paths
+
+
+def finish_panel(rows: List[Dict], out: str, name: str, draw) -> None:
+    """Writes a panel's rows as OUT/NAME.csv (the columns that are no
+    lists) and draws OUT/NAME.png with draw(rows, png), saying where."""
+    with open(os.path.join(out, f"{name}.csv"), "w") as f:
+        keys = [k for k in rows[0] if not isinstance(rows[0][k], list)] if rows else []
+        f.write(",".join(keys) + "\n")
+        for r in rows:
+            f.write(",".join(str(r[k]) for k in keys) + "\n")
+    png = os.path.join(out, f"{name}.png")
+    problem = draw(rows, png) if rows else "no run finished; no chart drawn"
+    print(f"explore: {problem}" if problem else f"{name} table: {os.path.join(out, name + '.csv')}\n"
+                                                 f"{name} chart: {png}")
 
 
 def chart(rows: List[Dict], out: str) -> Optional[str]:
@@ -334,15 +381,15 @@ def main(argv: List[str]) -> int:
     print(f"\n{len(rows)} of {len(CONFIGS)} runs finished in {time.monotonic() - started:.0f} s; "
           f"{len(rows) - mismatches} of {len(rows)} match comm.h's formula")
     print(f"table: {csv_path}\nscale: {os.path.join(out, 'scale.csv')}" + (f"\nchart: {png}" if png else ""))
-    # Part 12's panel, where the build has it (an extension part).
-    pipeline_problems = []
-    if os.path.exists(os.path.join(args.build, args.impl, "pipeline_train")):
-        from kit import explore_pipeline
-        pipeline_problems = explore_pipeline.panel(args.build, args.impl, out)
+    # The panels of the extension parts this copy holds (graded or not).
+    panel_problems = []
+    for part in built_parts():
+        if part.adds.explore:
+            panel_problems += importlib.import_module(f"kit.{part.adds.explore}").panel(args.build, args.impl, out)
     if len(rows) != len(CONFIGS):
         return 1
     if args.check is not None:
-        problems = check_rows(rows, args.check, mismatches) + pipeline_problems
+        problems = check_rows(rows, args.check, mismatches) + panel_problems
         for p in problems:
             print(f"check failed: {p}")
         if problems:

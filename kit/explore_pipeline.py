@@ -13,13 +13,11 @@ pipeline of equal stages, which is what the formula describes. This model's
 stages are not equal (784x256 first, 256x10 last): its bubble is set against
 the schedule played out with its stages' measured times.
 """
-import json
 import os
-import subprocess
 from typing import Dict, List, Optional
 
 from kit import gnuplot
-from kit.paths import KITRUN
+from kit.explore import finish_panel, run_panel_program, series_files
 
 STAGES = 4 if (os.cpu_count() or 1) >= 4 else 2
 MICRO_BATCHES = (1, 2, 4, 8, 16)
@@ -27,18 +25,11 @@ SCHEDULES = ("gpipe", "1f1b")
 CORES_NOTE = "" if STAGES == 4 else f" (not 4: this machine has {os.cpu_count()} cores)"
 
 
-def run(build: str, impl: str, out: str, schedule: str, m: int) -> Optional[Dict]:
-    report = os.path.join(out, f"pipeline-{schedule}-m{m}.json")
-    log = os.path.join(out, f"pipeline-{schedule}-m{m}.log")
-    cmd = [KITRUN, "-n", str(STAGES), os.path.join(build, impl, "pipeline_train"), "--schedule", schedule,
-           "--micro_batches", str(m), "--num_train_samples", "1200", "--num_test_samples", "200", "--report", report]
-    with open(log, "w") as f:
-        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    if proc.returncode != 0 or not os.path.exists(report):
-        print(f"  pipeline {schedule} M={m}: failed (exit status {proc.returncode}); see {log}")
-        return None
-    with open(report) as f:
-        return json.load(f)["pipeline"]
+def run(build: str, impl: str, out: str, schedule: str, m: int, problems: List[str]) -> Optional[Dict]:
+    cmd = ["-n", str(STAGES), os.path.join(build, impl, "pipeline_train"), "--schedule", schedule,
+           "--micro_batches", str(m), "--num_train_samples", "1200", "--num_test_samples", "200"]
+    return run_panel_program(cmd, os.path.join(out, f"pipeline-{schedule}-m{m}"), f"pipeline {schedule} M={m}",
+                             "pipeline", problems)
 
 
 def row_of(p: Dict) -> Dict:
@@ -51,16 +42,12 @@ def row_of(p: Dict) -> Dict:
 
 
 def chart(rows: List[Dict], png: str) -> Optional[str]:
-    base = os.path.splitext(png)[0]
-    paths = {}
-    for schedule in SCHEDULES:
-        paths[schedule] = f"{base}.{schedule}.dat"
-        with open(paths[schedule], "w") as f:
-            for r in sorted((r for r in rows if r["schedule"] == schedule), key=lambda r: r["micro_batches"]):
-                kib_per_stash = r["stage0_stash_kib"] / max(1, r["stash_micro_batches"][0])
-                f.write(f"{r['micro_batches']} {r['bubble_measured']} {r['bubble_played']} {r['bubble_formula']} "
-                        f"{r['stage0_stash_kib']} {r['stash_formula'][0] * kib_per_stash} "
-                        f"{r['bubble_equal_stages']}\n")
+    def line(r: Dict) -> str:
+        kib_per_stash = r["stage0_stash_kib"] / max(1, r["stash_micro_batches"][0])
+        return (f"{r['micro_batches']} {r['bubble_measured']} {r['bubble_played']} {r['bubble_formula']} "
+                f"{r['stage0_stash_kib']} {r['stash_formula'][0] * kib_per_stash} {r['bubble_equal_stages']}")
+
+    paths = series_files(rows, png, "schedule", SCHEDULES, "micro_batches", line)
     g, f1 = paths["gpipe"], paths["1f1b"]
     script = f"""
 set terminal pngcairo size 1400,1000 font ",11" noenhanced
@@ -99,14 +86,9 @@ def panel(build: str, impl: str, out: str) -> List[str]:
     failed run, a stash count off its formula)."""
     print(f"\nPipeline parallelism (Part 12): K = {STAGES} stages, both schedules, M in "
           f"{', '.join(map(str, MICRO_BATCHES))}", flush=True)
-    rows, problems = [], []
-    for schedule in SCHEDULES:
-        for m in MICRO_BATCHES:
-            p = run(build, impl, out, schedule, m)
-            if p is None:
-                problems.append(f"pipeline {schedule} M={m} failed")
-                continue
-            rows.append(row_of(p))
+    problems: List[str] = []
+    reports = [run(build, impl, out, schedule, m, problems) for schedule in SCHEDULES for m in MICRO_BATCHES]
+    rows = [row_of(p) for p in reports if p is not None]
     print(f"  {'schedule':<8} {'M':>3} {'step ms':>8}   {'bubble: equal stages':>20} {'formula':>8}   "
           f"{'this MLP':>8} {'played':>7}   {'stash: stage 0 KiB':>18}  micro-batches per stage (formula)")
     for r in rows:
@@ -120,13 +102,5 @@ def panel(build: str, impl: str, out: str) -> List[str]:
     print("  bubble: the share of a step the busiest stage idles; equal stages: pipeline_train's pipeline of equal "
           "layers, as the formula assumes; this MLP: 784-256-...-10, with its schedule played out from its stages' "
           "measured times and free messages")
-    with open(os.path.join(out, "pipeline.csv"), "w") as f:
-        keys = [k for k in rows[0] if not isinstance(rows[0][k], list)] if rows else []
-        f.write(",".join(keys) + "\n")
-        for r in rows:
-            f.write(",".join(str(r[k]) for k in keys) + "\n")
-    png = os.path.join(out, "pipeline.png")
-    problem = chart(rows, png) if rows else "no run finished; no chart drawn"
-    print(f"explore: {problem}" if problem else f"pipeline table: {os.path.join(out, 'pipeline.csv')}\n"
-                                                 f"pipeline chart: {png}")
+    finish_panel(rows, out, "pipeline", chart)
     return problems

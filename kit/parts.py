@@ -1,41 +1,82 @@
-"""The one table of graded parts, and the kit's other facts about its cases.
+"""The one table of graded parts, and the kit's other facts about its cases,
+with the course's configuration: which extension parts it grades, which
+MPI its builds use, and what this copy of the kit holds.
 
 `make test-partN`, `make test`, CTest, the grader, the test binary and the
-staff tools all read it; change points, cases, rank counts, time limits or
-files here and nowhere else.
+staff tools all read it; change points, cases, rank counts, time limits,
+files or the configuration here and nowhere else.
   - CMake runs `python3 -m kit.parts --cmake FILE --cpp FILE` when it
-    configures: the part keys, the student files and the test sources for
-    the build, and each run's rank count and per-case time limit for the
-    test binary (a case runs on as many ranks as the run that selects it).
+    configures: the part keys, the sources and programs of the parts this
+    copy holds, the student files and the test sources for the build, and
+    each run's rank count and per-case time limit for the test binary (a
+    case runs on as many ranks as the run that selects it).
+  - The Makefile reads `python3 -m kit.parts --make`: the default MPI and
+    what this copy holds. Neither looks for files to find out.
   - A part's points are split evenly over its cases; hidden cases are
     suites whose names start with "Hidden", selected by their own runs.
 
-  python3 -m kit.parts            prints the table
+  python3 -m kit.parts            prints the table and the configuration
 """
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Dict, List, Tuple
 
-# The files a student edits and hands in (in handin order): three, and the
-# extension parts' two when the course grades them (IMPL_FILES, below).
+# The files a student edits and hands in (in handin order): three, and each
+# graded extension part's own (IMPL_FILES, below).
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
-RING, PIPELINE = "ring_collectives.cpp", "pipeline_parallel.cpp"
+RING, PIPELINE, DDP = "ring_collectives.cpp", "pipeline_parallel.cpp", "ddp_buckets.cpp"
 
-# The course's switch for the extension parts (SPEC §6: ring collectives and
-# pipeline parallelism). Off: the original assignment, ten parts and 150
-# points, and nothing of the extensions in the handout. On: twelve parts and
-# 200 points everywhere. KIT_EXTENSIONS=1 (or 0) overrides it for one command.
-EXTENSIONS_ON = False
+# ---- the course's configuration (SPEC §7); staff/dist.py writes these three lines into each cut ----
+# The extension parts this copy holds, each graded (True: in every output, the
+# handout and make handin) or not (False: built and run by make test-partN
+# here, left out of a cut). KIT_EXTENSIONS overrides the graded ones for one
+# command: 1 (all), 0 (none), or a list of keys (part11_ring,part13_ddp).
+EXTENSIONS = {"part11_ring": False, "part12_pipeline": False, "part13_ddp": False}
+# The MPI a build uses unless MPI=... (make) or KIT_MPI says otherwise: "openmpi" or "mpich".
+MPI = "openmpi"
+# What this copy holds beyond a student's handout: "reference" (the
+# solution), "grader" (grader/ with its hidden cases), "staff" (staff/, the
+# kit's self-test).
+HOLDS = ("reference", "grader", "staff")
+# ---- end of the course's configuration ----
+MPIS = ("openmpi", "mpich")
+HOLDINGS = ("reference", "grader", "staff")
 
 
-def extensions_on() -> bool:
-    text = os.environ.get("KIT_EXTENSIONS", "")
-    if text not in ("", "0", "1"):
-        raise SystemExit(f"KIT_EXTENSIONS must be 0 or 1, got {text!r}")
-    return EXTENSIONS_ON if text == "" else text == "1"
+@dataclass(frozen=True)
+class Configuration:
+    """The configuration one command runs under: the table's lines above,
+    with KIT_EXTENSIONS and KIT_MPI applied."""
+    graded: Tuple[str, ...]  # the extension parts graded, in the table's order
+    held: Tuple[str, ...]    # the extension parts this copy holds (built, whether graded or not)
+    mpi: str
+    holds: Tuple[str, ...]
+
+
+def configuration() -> Configuration:
+    held = tuple(EXTENSIONS)
+    text = os.environ.get("KIT_EXTENSIONS", "").strip()
+    if text == "":
+        graded = tuple(k for k in held if EXTENSIONS[k])
+    elif text in ("0", "1"):
+        graded = held if text == "1" else ()
+    else:
+        # A key, or its number alone: part13 stands for part13_ddp.
+        asked = {k.strip(): [h for h in held if h == k.strip() or h.startswith(k.strip() + "_")]
+                 for k in text.split(",") if k.strip()}
+        unknown = [k for k, found in asked.items() if not found]
+        if unknown:
+            raise SystemExit(f"KIT_EXTENSIONS must be 1, 0 or a list of extension parts this copy holds "
+                             f"({', '.join(held) or 'none'}), got {', '.join(unknown)}")
+        graded = tuple(k for k in held if any(k in found for found in asked.values()))
+    mpi = os.environ.get("KIT_MPI") or MPI
+    if mpi not in MPIS:
+        raise SystemExit(f"KIT_MPI must be one of {', '.join(MPIS)}, got {mpi!r}")
+    return Configuration(graded, held, mpi, tuple(HOLDS))
+
 
 # Time limits, in seconds.
 CASE_SECONDS = 5.0            # one case, unless its run says otherwise: a deadlock is stopped after this
@@ -88,6 +129,23 @@ class Run:
 
 
 @dataclass(frozen=True)
+class Adds:
+    """What an extension part adds to the kit besides its student files and
+    public tests, so that a build holds its sources only where the
+    configuration holds the part, and a cut leaves them out with it."""
+    framework: Tuple[str, ...] = ()   # sources of the kit's library (framework/)
+    programs: Tuple[str, ...] = ()    # programs/<name>.cpp, built against each implementation
+    unit_tests: Tuple[str, ...] = ()  # sources of the framework's unit tests (one process, no MPI)
+    hidden: Tuple[str, ...] = ()      # its hidden cases (grader/hidden/)
+    other: Tuple[str, ...] = ()       # its headers, test helpers and commands
+    explore: str = ""                 # its panel of `make explore`: a module of kit/ with panel(build, impl, out)
+
+    def paths(self) -> Tuple[str, ...]:
+        return self.framework + tuple(f"programs/{p}.cpp" for p in self.programs) + self.unit_tests + \
+            self.hidden + self.other
+
+
+@dataclass(frozen=True)
 class Part:
     key: str
     title: str
@@ -99,7 +157,8 @@ class Part:
     # Case globs that gate the part: if one of them fails, the part scores 0
     # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
     gates: Tuple[str, ...] = ()
-    extension: bool = False      # graded only with the extensions on (extensions_on)
+    extension: bool = False      # graded only where the configuration says so (EXTENSIONS)
+    adds: Adds = field(default_factory=Adds)
 
     def public_runs(self) -> Tuple[Run, ...]:
         return tuple(r for r in self.runs if not r.hidden)
@@ -118,6 +177,10 @@ class Part:
         return [c for c, ok in results.items() if self.owns(c) and not ok
                 and any(fnmatchcase(c, g) for g in self.gates)]
 
+    def own_paths(self) -> List[str]:
+        """Every file of the tree that only this extension part uses."""
+        return [f"student/{f}" for f in self.files] + list(self.tests) + list(self.adds.paths())
+
 
 def matches(gtest_filter: str, case: str) -> bool:
     """gtest's filter syntax: positive patterns, then '-' and negative ones."""
@@ -131,11 +194,12 @@ def hidden(run: Run, ranks: int) -> Run:
     return Run("Hidden" + run.filter, ranks, run.case_seconds, run.job_seconds, hidden=True)
 
 
-def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), extension=False) -> Part:
-    """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one per run)."""
+def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None) -> Part:
+    """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one
+    per run); an extension part when it says what it adds to the kit."""
     runs = tuple(runs)
     return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
-                tuple(files), tuple(tests), tuple(gates), extension)
+                tuple(files), tuple(tests), tuple(gates), adds is not None, adds or Adds())
 
 
 def test_file(name: str) -> str:
@@ -166,29 +230,40 @@ ALL_PARTS: List[Part] = [
          [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9"),
     # The extension parts: one suite per rank count (a case runs on its run's ranks).
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
-         [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11", extension=True),
+         [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11",
+         adds=Adds(programs=("ring_timing",), hidden=("grader/hidden/hidden_ring.cpp",),
+                   other=("framework/include/ring_collectives.h", "framework/ring_calls.h", "tests/ring_checks.h",
+                          "kit/ring.py"))),
     part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
-         [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12", extension=True),
+         [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12",
+         adds=Adds(framework=("framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp"),
+                   programs=("pipeline_train",), unit_tests=("tests/test_pipeline_schedule.cpp",),
+                   hidden=("grader/hidden/hidden_pipeline.cpp",),
+                   other=("framework/include/pipeline_parallel.h", "framework/pipeline_runtime.h",
+                          "framework/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"),
+                   explore="explore_pipeline")),
+    part("part13_ddp", "gradient buckets and overlap", 20, [Run(f"Part13Ddp{n}.*", n) for n in (1, 2, 4)],
+         [1, 2, 4], [DDP], [test_file("test_part13_ddp.cpp")], "Part 13",
+         adds=Adds(framework=("framework/ddp_model.cpp",), programs=("ddp_train", "request_progress"),
+                   hidden=("grader/hidden/hidden_ddp.cpp",),
+                   other=("framework/include/ddp.h", "framework/ddp_model.h", "framework/ddp_calls.h",
+                          "tests/ddp_checks.h", "kit/explore_ddp.py"),
+                   explore="explore_ddp")),
 ]
+if not set(EXTENSIONS) <= {p.key for p in ALL_PARTS if p.extension}:
+    raise SystemExit(f"kit/parts.py: EXTENSIONS names {sorted(EXTENSIONS)}, not all of them extension parts of the "
+                     "table")
 
-# What only the extension parts use, besides their student files and tests:
-# the handout leaves it out while they are off.
-EXTENSION_FILES = ("framework/include/ring_collectives.h", "framework/include/pipeline_parallel.h",
-                   "framework/pipeline_runtime.h", "framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp",
-                   "framework/extension_calls.h",
-                   "tests/ring_checks.h", "tests/pipeline_checks.h", "tests/test_pipeline_schedule.cpp",
-                   "programs/pipeline_train.cpp", "programs/ring_timing.cpp", "kit/ring.py", "kit/explore_pipeline.py")
+CONFIGURATION = configuration()
 
 
-def extension_paths() -> List[str]:
-    """Every file of the tree that only the extension parts use."""
-    parts = [p for p in ALL_PARTS if p.extension]
-    return list(EXTENSION_FILES) + [f"student/{f}" for p in parts for f in p.files] + \
-        [t for p in parts for t in p.tests]
+def extension_paths(keys) -> List[str]:
+    """Every file of the tree that only the extension parts `keys` use."""
+    return [f for p in ALL_PARTS if p.extension and p.key in keys for f in p.own_paths()]
 
 
-# The graded parts: the extensions only when they are on.
-PARTS: List[Part] = [p for p in ALL_PARTS if not p.extension or extensions_on()]
+# The graded parts: the assignment's, and the extension parts the configuration grades.
+PARTS: List[Part] = [p for p in ALL_PARTS if not p.extension or p.key in CONFIGURATION.graded]
 TOTAL_POINTS = sum(p.points for p in PARTS)
 IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys([FUNC, SPLIT, ZERO] + [f for p in PARTS for f in p.files]))
 
@@ -197,20 +272,18 @@ IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys([FUNC, SPLIT, ZERO] + [f for p
 KIT_CHECKS: Dict[str, Run] = {"training_agreement": Run("KitTrainingAgreement.*", 4),
                               "zero_accounting": Run("KitZeroAccounting.*", 4),
                               "point_to_point": Run("KitPointToPoint.*", 4),
+                              "requests": Run("KitRequests.*", 2),
                               "syscall_filter": Run("KitSyscallFilter.*", 1),
                               "memory_budget": Run("KitMemoryBudget.*", 1)}
 KIT_TESTS: Tuple[str, ...] = (test_file("test_kit_training_agreement.cpp"), test_file("test_kit_zero_accounting.cpp"),
-                              test_file("test_kit_point_to_point.cpp"), test_file("test_kit_syscall_filter.cpp"),
-                              test_file("test_kit_memory_budget.cpp"))
+                              test_file("test_kit_point_to_point.cpp"), test_file("test_kit_requests.cpp"),
+                              test_file("test_kit_syscall_filter.cpp"), test_file("test_kit_memory_budget.cpp"))
 
 
 def built_parts() -> List[Part]:
-    """The parts a build of this tree compiles, graded or not: every part
-    whose student files and test sources are here (the handout, cut with the
-    extensions off, holds none of theirs)."""
-    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return [p for p in ALL_PARTS if all(os.path.isfile(os.path.join(top, "student", f)) for f in p.files)
-            and all(os.path.isfile(os.path.join(top, t)) for t in p.tests)]
+    """The parts a build of this copy compiles, graded or not: the
+    assignment's, and every extension part the configuration holds."""
+    return [p for p in ALL_PARTS if not p.extension or p.key in CONFIGURATION.held]
 
 
 def built_files() -> Tuple[str, ...]:
@@ -223,8 +296,8 @@ def all_runs() -> List[Run]:
 
 
 def find(keys: List[str]) -> List[Part]:
-    """Parts by key, graded or not (`make test-part11` runs with the
-    extensions off too); 'part8' stands for both of its halves."""
+    """Parts by key, graded or not (`make test-part11` runs it ungraded too);
+    'part8' stands for both of its halves."""
     chosen: List[Part] = []
     parts = built_parts()
     for key in keys:
@@ -245,18 +318,44 @@ def make_keys() -> List[str]:
     return keys
 
 
-# ---- what CMake reads when it configures ----
+# ---- what CMake and the Makefile read ----
 
 def cmake_text() -> str:
+    """The build's lists, from the parts table and the configuration."""
     tests: List[str] = []
     for f in [t for p in built_parts() for t in p.tests] + list(KIT_TESTS):
         if f not in tests:
             tests.append(f)
-    return ("# Generated from kit/parts.py when CMake configures; edit the table, not this file.\n"
-            f"set(KIT_PART_KEYS {' '.join(p.key for p in built_parts())})\n"
-            f"set(KIT_IMPL_FILES {' '.join(built_files())})\n"
-            f"set(KIT_PART_TEST_SOURCES {' '.join(tests)})\n"
-            f"set(KIT_SELF_CHECKS {' '.join(f'{n}={r.filter}={r.ranks}' for n, r in KIT_CHECKS.items())})\n")
+    held = [p for p in built_parts() if p.extension]
+    hidden = ["grader/hidden/hidden_cases.cpp"] + [h for p in held for h in p.adds.hidden] \
+        if "grader" in CONFIGURATION.holds else []
+
+    def cmake_list(name: str, items) -> str:
+        return f"set({name} {' '.join(items)})\n"
+
+    def cmake_bool(name: str, on: bool) -> str:
+        return f"set({name} {'ON' if on else 'OFF'})\n"
+
+    return ("# Generated from kit/parts.py when CMake configures; edit the table, not this file.\n" +
+            cmake_list("KIT_PART_KEYS", [p.key for p in built_parts()]) +
+            cmake_list("KIT_IMPL_FILES", built_files()) +
+            cmake_list("KIT_PART_TEST_SOURCES", tests) +
+            cmake_list("KIT_HIDDEN_SOURCES", hidden) +
+            cmake_list("KIT_EXTENSION_FRAMEWORK", [f for p in held for f in p.adds.framework]) +
+            cmake_list("KIT_EXTENSION_PROGRAMS", [f for p in held for f in p.adds.programs]) +
+            cmake_list("KIT_EXTENSION_UNIT_TESTS", [f for p in held for f in p.adds.unit_tests]) +
+            cmake_list("KIT_SELF_CHECKS", [f"{n}={r.filter}={r.ranks}" for n, r in KIT_CHECKS.items()]) +
+            # The staff's check of a cut that grades some extension parts and not another.
+            f"set(KIT_SOME_EXTENSIONS {','.join(p.key for i, p in enumerate(held) if i != 1 or len(held) < 2)})\n" +
+            f"set(KIT_DEFAULT_MPI {MPI})\n" +
+            cmake_bool("KIT_HOLDS_REFERENCE", "reference" in CONFIGURATION.holds) +
+            cmake_bool("KIT_HOLDS_STAFF", "staff" in CONFIGURATION.holds))
+
+
+def make_text() -> str:
+    """The Makefile's variables (it includes them from build/kit-config.mk)."""
+    return ("# Generated from kit/parts.py by make; edit the table, not this file.\n"
+            f"KIT_DEFAULT_MPI := {MPI}\nKIT_HOLDS := {','.join(HOLDS)}\n")
 
 
 def cpp_text() -> str:
@@ -299,16 +398,24 @@ def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cmake", metavar="FILE", help="write the CMake variables")
     ap.add_argument("--cpp", metavar="FILE", help="write the test binary's table of runs")
+    ap.add_argument("--make", action="store_true", help="print the Makefile's variables (a makefile)")
     args = ap.parse_args(argv)
     if args.cmake:
         write_if_changed(args.cmake, cmake_text())
     if args.cpp:
         write_if_changed(args.cpp, cpp_text())
-    if not (args.cmake or args.cpp):
+    if args.make:
+        sys.stdout.write(make_text())
+    if not (args.cmake or args.cpp or args.make):
         for p in PARTS:
             runs = ", ".join(f"{r.filter} on {r.ranks}" + (" (hidden)" if r.hidden else "") for r in p.runs)
             print(f"{p.key:<15} {p.points:>3}  {p.title:<22} {'/'.join(p.files):<30} {runs}")
         print(f"{'total':<15} {TOTAL_POINTS:>3}")
+        c = CONFIGURATION
+        off = [k for k in c.held if k not in c.graded]
+        print(f"extension parts graded: {', '.join(c.graded) or 'none'}" +
+              (f"; held, not graded: {', '.join(off)}" if off else "") +
+              f"; MPI {c.mpi}; this copy holds {', '.join(c.holds) or 'no more than the handout'}")
     return 0
 
 

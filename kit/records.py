@@ -51,7 +51,7 @@ class Records:
     plans: List[Dict] = field(default_factory=list)
     results: List[Dict] = field(default_factory=list)
     failures: Dict[str, List[Dict]] = field(default_factory=dict)  # case -> {"rank", "message"} (failures, aborts)
-    rollcalls: Dict[str, Dict[int, Dict]] = field(default_factory=dict)  # case -> rank -> {"state", "seconds"}
+    rollcalls: Dict[str, Dict[int, Dict]] = field(default_factory=dict)  # case -> rank -> {"state", "seconds", "phase", "wait"}
     values: Dict[str, Dict[Tuple[str, int], Observed]] = field(default_factory=dict)  # case -> (label, rank) -> value
     doubled: Dict[str, int] = field(default_factory=dict)  # case -> value records seen twice for one (label, rank)
     malformed: int = 0  # lines that are no record of the format (or past the limits above)
@@ -81,9 +81,16 @@ def _well_formed(record) -> bool:
     return True
 
 
+# The calls a roll-call's "wait" may name (framework/ledger.h's), and where a rank may be in its case.
+CALLS = ("send", "recv", "sendrecv", "allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce",
+         "wait")
+POINT_TO_POINT = ("send", "recv", "sendrecv")
+PHASES = ("running", "finished", "failed")
+
+
 def _wait(wait) -> Optional[Dict]:
-    """A roll-call's point-to-point wait (records.h), or None."""
-    if not isinstance(wait, dict) or wait.get("op") not in ("send", "recv", "sendrecv"):
+    """A roll-call's call in flight (records.h), or None."""
+    if not isinstance(wait, dict) or wait.get("op") not in CALLS:
         return None
     ends = ("to", "send_tag", "from", "recv_tag")
     if not all(isinstance(wait.get(k), int) and not isinstance(wait.get(k), bool) for k in ends):
@@ -120,8 +127,10 @@ def parse(lines) -> Records:
             mine[key] = Observed(record["rows"], record["cols"], record["stride"],
                                  [None if v is None else float(v) for v in record["values"]])
         elif kind == ROLLCALL:
+            phase = record.get("phase")
             out.rollcalls.setdefault(case, {})[record["rank"]] = {
-                "state": record["state"], "seconds": float(record["seconds"]), "wait": _wait(record.get("wait"))}
+                "state": record["state"], "seconds": float(record["seconds"]),
+                "phase": phase if phase in PHASES else None, "wait": _wait(record.get("wait"))}
         else:
             text = record["message"] if kind == RANK_FAILURE else record["why"]
             out.failures.setdefault(case, []).append({"rank": record["rank"], "message": text})

@@ -45,8 +45,8 @@ def bus_bandwidth(row: Dict) -> float:
 def run(build: str, impl: str, ranks: int, out: str) -> Optional[List[Dict]]:
     program = os.path.join(build, impl, "ring_timing")
     if not os.path.exists(program):
-        print(f"kit ring: {program} is not built: this build has no Part 11 (an extension part; "
-              f"KIT_EXTENSIONS=1 make build builds it)")
+        print(f"kit ring: {program} is not built: make build builds it where this copy holds Part 11 "
+              f"(kit/parts.py, EXTENSIONS)")
         return None
     log = os.path.join(out, f"ring-n{ranks}.log")
     proc = subprocess.run([KITRUN, "-n", str(ranks), program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -8,7 +8,9 @@ One row per rank, on one clock (each host's steady clock, shifted by the
 host's measured offset from rank 0's host). Wide pale bars are the phases of
 training (forward, backward, optimizer, evaluate); the narrow bars on them
 are the collectives, labelled with operation, reduction and element count
-where there is room. A collective ends on no rank before its last rank has
+where there is room. A request (an iallreduce) runs on a thin lane below its
+rank, from its start to the moment the kit saw it complete; a wait() for
+one is a call on the rank's row. A collective ends on no rank before its last rank has
 come: the thin front part of a bar is time that rank waited for the others,
 and the rank without one is the one they waited for. A call the ranks
 disagreed on is outlined in magenta (MISMATCH), and the call a rank still
@@ -36,9 +38,12 @@ from typing import Dict, List, Optional, Tuple
 
 from kit import gnuplot
 
-PHASE_COLORS = {"forward": "#88ccee", "backward": "#44aa99", "optimizer": "#ddcc77", "evaluate": "#dddddd"}
+PHASE_COLORS = {"forward": "#88ccee", "backward": "#44aa99", "optimizer": "#ddcc77", "evaluate": "#dddddd",
+                "finish": "#cc99bb", "compute": "#44aa99"}
 OP_COLORS = {"allreduce": "#cc3311", "allgather": "#0077bb", "reduce_scatter": "#aa4499", "split": "#333333",
-             "barrier": "#333333", "send": "#ee7733", "recv": "#882255", "sendrecv": "#997700"}
+             "barrier": "#333333", "send": "#ee7733", "recv": "#882255", "sendrecv": "#997700",
+             "iallreduce": "#ee3377", "wait": "#555555"}
+REQUEST_LANE = 0.46  # a request runs beside the rank's calls and phases: on a thin lane below its row
 ARROW_COLOR = "#444444"  # a point-to-point message, from its send to its recv
 MISMATCH_COLOR, PENDING_COLOR = "#ee00cc", "#ff0000"
 SLACK_US = 200.0
@@ -102,8 +107,14 @@ def point_to_point(e: Dict) -> bool:
     return e.get("cat") == "p2p"
 
 
+def request(e: Dict) -> bool:
+    """A request's span (iallreduce): from its start to the kit's seeing it complete."""
+    return e.get("cat") == "request"
+
+
 def communication(e: Dict) -> bool:
-    return collective(e) or point_to_point(e)
+    """A call the rank was in: a collective, a point-to-point call, or a wait for a request."""
+    return collective(e) or point_to_point(e) or e.get("cat") == "wait"
 
 
 def messages(trace_events: List[Dict]) -> List[Tuple[int, float, int, float]]:
@@ -123,7 +134,7 @@ def calls(events: List[Dict]) -> List[List[Dict]]:
     per_key: Dict[tuple, Dict[int, List[Dict]]] = defaultdict(lambda: defaultdict(list))
     for e in events:
         a = e.get("args", {})
-        if collective(e) and "ranks" in a:
+        if (collective(e) or request(e)) and "ranks" in a:
             # The ranks of a refused call disagree on its operation or count, not on its place.
             what = ("refused",) if "mismatch" in a else (a["op"], a["elements"])
             per_key[(tuple(a["ranks"]), a["seq"]) + what][e["pid"]].append(e)
@@ -187,6 +198,12 @@ def summary(events: List[Dict], other: Optional[Dict] = None) -> List[str]:
             lines.append(f"rank {r}: {len(p2p)} point-to-point call{'s' if len(p2p) != 1 else ''}, "
                          f"{sum(e['dur'] for e in p2p) / 1000:.1f} ms, "
                          f"{sum(e['args'].get('bytes', 0) for e in p2p) / 2**20:.2f} MiB sent")
+        requests = [e for e in events if e["pid"] == r and request(e)]
+        if requests:
+            waited = sum(e["dur"] for e in events if e["pid"] == r and e.get("cat") == "wait") / 1000
+            lines.append(f"rank {r}: {len(requests)} request{'s' if len(requests) != 1 else ''} (iallreduce), "
+                         f"{sum(e['dur'] for e in requests) / 1000:.1f} ms in flight, {waited:.1f} ms of it "
+                         f"blocked in wait(), {sum(e['args'].get('bytes', 0) for e in requests) / 2**20:.2f} MiB")
     return lines
 
 
@@ -281,8 +298,11 @@ def panel(events: List[Dict], window: Optional[Tuple[float, float]], arrivals: D
         hi = max(hi, lo + 1e-4)
         rows.append(f"{(lo + hi) / 2:.4f} {y} {lo:.4f} {hi:.4f} {y - half} {y + half} 0x{color[1:]}")
 
-    for e in sorted(shown, key=communication):  # phases first, communication on top
+    for e in sorted(shown, key=lambda e: (communication(e), request(e))):  # phases first, calls and requests on top
         start, end = e["ts"], e["ts"] + e["dur"]
+        if request(e):
+            box(start, end, e["pid"] + REQUEST_LANE, 0.04, OP_COLORS["iallreduce"])
+            continue
         if not communication(e):
             box(start, end, e["pid"], 0.4, PHASE_COLORS.get(e["name"], "#bbbbbb"))
             continue
@@ -336,10 +356,13 @@ def draw(events: List[Dict], png: str, sent: List[Tuple[int, float, int, float]]
             paths.append((path, bool(lines)))
         data_files.append(paths)
     present = {e["name"] for e in events} | {e["args"].get("op") for e in events if communication(e)}
+    if any(request(e) for e in events):
+        present.add("a request (iallreduce), its start to its completion, below its rank")
     keys = ", ".join(f'NaN with boxes lc rgb "{c}" title "{n}"' for n, c in
                      [(n, c) for n, c in PHASE_COLORS.items() if n in present] +
                      [(op, OP_COLORS[op]) for op in ("allreduce", "allgather", "reduce_scatter", "send", "recv",
-                                                     "sendrecv") if op in present] +
+                                                     "sendrecv", "wait") if op in present] +
+                     [(k, OP_COLORS["iallreduce"]) for k in present if k.startswith("a request")] +
                      [("split, barrier", OP_COLORS["split"])] * bool({"split", "barrier"} & present))
     if sent:
         keys += f', NaN with vectors lc rgb "{ARROW_COLOR}" title "a message, send to recv"'

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "cli.h"
-#include "extension_calls.h"
+#include "pipeline_calls.h"
 #include "pipeline_runtime.h"
 #include "program_main.h"
 #include "run_report.h"
@@ -76,16 +76,6 @@ double summed(Communicator& world, double mine) {
   v(0) = mine;
   world.allreduce(v, total);
   return total(0);
-}
-
-// Every rank's values, on every rank: row r is rank r's.
-std::vector<std::vector<double>> from_every_rank(Communicator& world, const std::vector<double>& mine) {
-  Vector v = Eigen::Map<const Vector>(mine.data(), static_cast<Eigen::Index>(mine.size()));
-  Vector all(v.size() * world.size());
-  world.allgather(v, all);
-  std::vector<std::vector<double>> out;
-  for (int r = 0; r < world.size(); ++r) out.emplace_back(all.data() + r * v.size(), all.data() + (r + 1) * v.size());
-  return out;
 }
 
 // The bubble of `steps` steps of `schedule`, measured from the ledger's spans: each stage's forward and backward time

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "cli.h"
 #include "comm_runtime.h"
@@ -122,6 +123,17 @@ inline TrainOptions training_options(const TrainingFlags& f, Progress& progress,
     progress.update(epoch, it, per_epoch, loss, acc, lr);
   };
   return options;
+}
+
+// Every rank's values, on every rank: row r is rank r's (a collective of
+// the world: the trainers' measurements after training).
+inline std::vector<std::vector<double>> from_every_rank(Communicator& world, const std::vector<double>& mine) {
+  Vector v = Eigen::Map<const Vector>(mine.data(), static_cast<Eigen::Index>(mine.size()));
+  Vector all(v.size() * world.size());
+  world.allgather(v, all);
+  std::vector<std::vector<double>> out;
+  for (int r = 0; r < world.size(); ++r) out.emplace_back(all.data() + r * v.size(), all.data() + (r + 1) * v.size());
+  return out;
 }
 
 // The whole main of a training program: MPI's scope, the world, and `run`

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "cli.h"
-#include "extension_calls.h"
+#include "ring_calls.h"
 #include "program_main.h"
 
 using namespace dtrain;

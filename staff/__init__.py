@@ -2,11 +2,13 @@
 run from the kit's top as python3 -m staff.NAME.
 
   bench                `make bench`: speed figures and their targets
-  dist                 `make handout`, `make autograder`: the distributions
+  dist                 `make handout`: the students' handout, cut and verified
+  bundles              `make autograder`: each grading platform's bundle
+  platforms            `make check-platforms`: the bundles' images, handins graded at each platform's limits
   hidden_data          `make hidden-data`: records the hidden cases' expected values
   mutants              CTest's `mutants`: known bugs that must lose exactly their parts
-  check_readme         CI: runs every command of README.md
-  add_part             CI: follows the README's "Add a part" recipe in a scratch copy
+  check_readme         CI: runs every command of README.md and docs/
+  add_part             CI: follows docs/course-staff.md's "Add a part" recipe in a scratch copy
   repeat_check         CI: the whole suite again and again on correct code, half beside CPU hogs
   student_loop_as_user CI: the student loop as an unprivileged user, on a clean clone
   multihost            CTest's `multihost`: training across two network-namespace hosts

@@ -1,11 +1,11 @@
-"""Follows the README's recipe "Add a part" in a scratch copy of the kit, and
+"""Follows the recipe "Add a part" of docs/course-staff.md in a scratch copy of the kit, and
 checks that the new part shows everywhere a part shows: `make test`'s
 table, the stubs' message, the grader's report, the Autolab line, the
 Gradescope JSON, and the handout cut. CTest runs it (staff/add_part).
 
   python3 -m staff.add_part [--keep DIR]
 
-The toy part, part13, sums a matrix over the ranks. The recipe may touch
+The toy part, part14, sums a matrix over the ranks. The recipe may touch
 only the files in RECIPE_FILES; the check fails if it needed any other.
 """
 import argparse
@@ -22,17 +22,17 @@ from typing import List
 from kit.parts import TOTAL_POINTS
 from kit.paths import KIT_DIR
 
-KEY, POINTS, TITLE, SECTION = "part13", 5, "toy sum", "Part 13"
-RECIPE_FILES = {"kit/parts.py", "tests/test_part13_toy.cpp", "student/func_impl.cpp", "reference/func_impl.cpp",
+KEY, POINTS, TITLE, SECTION = "part14", 5, "toy sum", "Part 14"
+RECIPE_FILES = {"kit/parts.py", "tests/test_part14_toy.cpp", "student/func_impl.cpp", "reference/func_impl.cpp",
                 "grader/hidden/hidden_cases.cpp", "handout/README.md"}
 SKIPPED = {".git", "build", "dist", "__pycache__", "handin.tar"}
 
 DECLARATION = "namespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm);  // (B, D) -> (B, D)\n}\n"
 EDITS = {
     # 1. the table row
-    "kit/parts.py": ("\n]\n\n# What only the extension parts use",
-                     f'\n    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part13Toy.*", 2)], [4], [FUNC],\n'
-                     f'         [test_file("test_part13_toy.cpp")], "{SECTION}"),\n]\n\n# What only the extension parts use'),
+    "kit/parts.py": ("\n]\nif not set(EXTENSIONS)",
+                     f'\n    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part14Toy.*", 2)], [4], [FUNC],\n'
+                     f'         [test_file("test_part14_toy.cpp")], "{SECTION}"),\n]\nif not set(EXTENSIONS)'),
     # 3. the stub and the solution
     "student/func_impl.cpp": None, "reference/func_impl.cpp": None,
     # 4. a hidden case
@@ -41,7 +41,7 @@ EDITS = {
     "handout/README.md": ("\n## Debugging\n",
                           f"\n## {SECTION} — {TITLE} ({POINTS} points)\n\n"
                           "Implement `toy_sum` in `func_impl.cpp`: every rank passes a matrix and gets the sum "
-                          "over the ranks. Test it with `make test-part13`.\n\n## Debugging\n"),
+                          "over the ranks. Test it with `make test-part14`.\n\n## Debugging\n"),
 }
 APPENDED = {
     "student/func_impl.cpp": "\nnamespace dtrain {\nMatrix toy_sum([[maybe_unused]] const Matrix& x, "
@@ -50,17 +50,17 @@ APPENDED = {
     "reference/func_impl.cpp": "\nnamespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm) {\n"
                                "  Matrix total(x.rows(), x.cols());\n  comm.allreduce(x, total, Op::Sum);\n"
                                "  return total;\n}\n}  // namespace dtrain\n",
-    "grader/hidden/hidden_cases.cpp": "\n" + DECLARATION + "\nTEST(HiddenPart13Toy, FourRanksSumTheirNumbers) {\n"
+    "grader/hidden/hidden_cases.cpp": "\n" + DECLARATION + "\nTEST(HiddenPart14Toy, FourRanksSumTheirNumbers) {\n"
                                       "  const Matrix got = dtrain::toy_sum(arange(1, 3, 10.0 * rank()), world());\n"
                                       "  EXPECT_MATRIX_NEAR(got, mat(1, 3, {60, 64, 68}));\n}\n",
 }
 # 2. the test file
-TEST_FILE = ("// Part 13, the toy part of the README's recipe. Two ranks.\n//   make test-part13\n"
+TEST_FILE = ("// Part 14, the toy part of the README's recipe. Two ranks.\n//   make test-part14\n"
              "#include \"func_impl.h\"\n#include \"kit_test.h\"\n\nusing namespace kit;\n\n" + DECLARATION +
-             "\nTEST(Part13Toy, TwoRanksSumTheirRows) {\n"
+             "\nTEST(Part14Toy, TwoRanksSumTheirRows) {\n"
              "  const Matrix got = dtrain::toy_sum(arange(2, 2, 4.0 * rank()), world());\n"
              "  EXPECT_MATRIX_NEAR(got, mat(2, 2, {4, 6, 8, 10}));\n}\n\n"
-             "TEST(Part13Toy, TheSumHasTheInputsShape) {\n"
+             "TEST(Part14Toy, TheSumHasTheInputsShape) {\n"
              "  EXPECT_EQ(dtrain::toy_sum(arange(3, 1), world()).rows(), 3);\n}\n")
 
 
@@ -89,7 +89,7 @@ def follow_recipe(kit: str) -> None:
         text += APPENDED.get(path, "")
         with open(full, "w") as f:
             f.write(text)
-    with open(os.path.join(kit, "tests", "test_part13_toy.cpp"), "w") as f:
+    with open(os.path.join(kit, "tests", "test_part14_toy.cpp"), "w") as f:
         f.write(TEST_FILE)
 
 
@@ -127,9 +127,9 @@ def checks(kit: str) -> List[str]:
     solved = make(kit, problems, "test", "IMPL=reference")
     expect(solved, rf"^{KEY}: {POINTS} / {POINTS} points", "make test IMPL=reference")
     expect(solved, rf"^total: {total} / {total} points$", "make test IMPL=reference")
-    stubs = make(kit, problems, "test-part13")
-    expect(stubs, rf"^{KEY}: 0 / {POINTS} points", "make test-part13 (stubs)")
-    expect(stubs, r"toy_sum is not implemented yet \(handout: Part 13\)", "make test-part13 (stubs)")
+    stubs = make(kit, problems, "test-part14")
+    expect(stubs, rf"^{KEY}: 0 / {POINTS} points", "make test-part14 (stubs)")
+    expect(stubs, r"toy_sum is not implemented yet \(handout: Part 14\)", "make test-part14 (stubs)")
     graded = make(kit, problems, "hidden-data")  # the judge's values for the new cases, then grade-reference
     expect(graded, rf"^{KEY}\s+{POINTS} / {POINTS}\s+3/3\s+{TITLE}$", "the grader's report (2 public + 1 hidden case)")
     autolab = json.loads(graded.strip().splitlines()[-1]) if graded.strip() else {}
@@ -155,8 +155,8 @@ def checks(kit: str) -> List[str]:
             names = tar.getnames()
             readme = tar.extractfile("dtrain-kit/README.md").read().decode()
             stub = tar.extractfile("dtrain-kit/student/func_impl.cpp").read().decode()
-        if "dtrain-kit/tests/test_part13_toy.cpp" not in names:
-            problems.append("the handout lacks tests/test_part13_toy.cpp")
+        if "dtrain-kit/tests/test_part14_toy.cpp" not in names:
+            problems.append("the handout lacks tests/test_part14_toy.cpp")
         if f"## {SECTION}" not in readme or "throw NotImplemented(\"toy_sum\"" not in stub:
             problems.append("the handout lacks the new section or the new stub")
         if any("/reference/" in n or "/staff/" in n for n in names):

@@ -28,8 +28,8 @@ import tarfile
 import zipfile
 from typing import Dict, List
 
-from kit.parts import IMPL_FILES, extensions_on
-from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_parts
+from kit.parts import IMPL_FILES, configuration, extension_paths
+from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_configuration
 
 PLATFORMS = os.path.join("grader", "platforms")
 # The seconds each platform gives a grading by default, and the share the
@@ -40,9 +40,13 @@ GRADESCOPE_BUDGET = 540
 
 
 def kit_files() -> Dict[str, bytes]:
-    """The bundles' copy of the kit: name -> content, the course's switch in kit/parts.py."""
-    files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER)}
-    files["kit/parts.py"] = shipped_parts(extensions_on()).encode()
+    """The bundles' copy of the kit: name -> content, without the files of
+    the extension parts the course does not grade, and kit/parts.py holding
+    the course's configuration as it is for this command."""
+    course = configuration()
+    left_out = set(extension_paths([k for k in course.held if k not in course.graded]))
+    files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER) if f not in left_out}
+    files["kit/parts.py"] = shipped_configuration("autograder").encode()
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name] + b"\0")

@@ -3,8 +3,8 @@ none can rot.
 
   python3 -m staff.check_readme            (CI runs it from .ci/run, before make check)
 
-Every line of a ```sh block is a command; `# ...` comments are dropped. Three
-exceptions, all printed:
+Every line of a ```sh block is a command, run once however many documents
+show it; `# ...` comments are dropped. Three exceptions, all printed:
   - `make check` and `make check-platforms` are stages of .ci/run of their
     own, so they are not run twice (a command skipped so must be in .ci/run);
   - the student loop runs on the solution (IMPL=reference is appended to a
@@ -76,8 +76,13 @@ def main(argv) -> int:
     env = dict(os.environ, CI=os.environ.get("CI", "true"))
     with open(os.path.join(KIT, CI_SCRIPT)) as f:
         ci = f.read()
+    seen = set()
     try:
         for command in (c for doc in documents() for c in commands(doc)):
+            if command in seen:
+                print(f"-- ran already: {command}", flush=True)
+                continue
+            seen.add(command)
             tail = command.split("&&")[-1].strip()
             if tail in SKIPPED:
                 if not re.search(rf"^\s*{re.escape(tail)}\s*$", ci, re.MULTILINE):

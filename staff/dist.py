@@ -20,10 +20,10 @@ import sys
 import tarfile
 import tempfile
 import time
-from typing import List
+from typing import List, Optional
 
 from kit.check_handout import SHIPPED, files_under, students_makefile
-from kit.parts import ALL_PARTS, IMPL_FILES, TOTAL_POINTS, extension_paths, extensions_on
+from kit.parts import ALL_PARTS, CONFIGURATION, IMPL_FILES, MPI, TOTAL_POINTS, configuration, extension_paths
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
@@ -68,44 +68,56 @@ def run(cmd, cwd, timeout=900, env=None) -> subprocess.CompletedProcess:
 OWN_SWITCH = {k: v for k, v in os.environ.items() if k != "KIT_EXTENSIONS"}
 
 
-# The handout's text of an extension part lies between these lines, and
-# what only the original assignment says (three files) between the second
-# pair; the cut keeps the one that fits the course and drops the markers.
-EXTENSION_BEGIN, EXTENSION_END = "<!-- extension part -->", "<!-- end of extension part -->"
-ORIGINAL_BEGIN, ORIGINAL_END = "<!-- without the extension parts -->", "<!-- end of without the extension parts -->"
+# The handout's text (README, feedback.txt) marks what depends on the
+# extension parts the course grades: a part's own text, what only a course
+# that grades some extension part says, and what only one that grades none
+# says. The cut keeps the regions that fit the course and drops the markers.
+PART_BEGIN, PART_END = "<!-- extension part: ", "<!-- end of extension part -->"
+ANY_BEGIN, ANY_END = "<!-- extension parts -->", "<!-- end of extension parts -->"
+NONE_BEGIN, NONE_END = "<!-- without the extension parts -->", "<!-- end of without the extension parts -->"
 
 
-def for_the_course(text: str, with_extensions: bool) -> str:
-    """The handout's text (README, feedback.txt) as the course hands it out."""
-    keep = {EXTENSION_BEGIN: with_extensions, ORIGINAL_BEGIN: not with_extensions}
-    ends = {EXTENSION_END: EXTENSION_BEGIN, ORIGINAL_END: ORIGINAL_BEGIN}
-    out, inside = [], None
-    for line in text.splitlines(keepends=True):
+def for_the_course(text: str, graded) -> str:
+    """The handout's text as a course that grades the extension parts
+    `graded` (keys) hands it out."""
+    out, inside, keep = [], None, True
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
         bare = line.strip()
-        if bare in keep:
+        opens = {ANY_BEGIN: (ANY_END, bool(graded)), NONE_BEGIN: (NONE_END, not graded)}.get(bare)
+        if bare.startswith(PART_BEGIN) and bare.endswith(" -->"):
+            opens = (PART_END, bare[len(PART_BEGIN):-len(" -->")] in graded)
+        if opens:
             if inside:
-                raise SystemExit(f"dist: '{bare}' opens inside '{inside}'")
-            inside = bare
-        elif bare in ends:
-            if inside != ends[bare]:
-                raise SystemExit(f"dist: '{bare}' ends a region that never opened")
-            inside = None
-        elif inside is None or keep[inside]:
+                raise SystemExit(f"dist: line {number}: '{bare}' opens inside a region that ends with '{inside}'")
+            inside, keep = opens
+        elif bare in (PART_END, ANY_END, NONE_END):
+            if inside != bare:
+                raise SystemExit(f"dist: line {number}: '{bare}' ends a region that never opened")
+            inside, keep = None, True
+        elif keep:
             out.append(line)
     if inside:
-        raise SystemExit(f"dist: '{inside}' never ends")
+        raise SystemExit(f"dist: a region that ends with '{inside}' never ends")
     return "".join(out)
 
 
-def shipped_parts(with_extensions: bool) -> str:
-    """kit/parts.py with the course's switch as it is for this cut, so that
-    the copy's make handin, make test and grader agree with it even when the
-    cut was made under KIT_EXTENSIONS."""
+def shipped_configuration(cut: str, mpi: Optional[str] = None) -> str:
+    """kit/parts.py as a cut holds it: the extension parts the course grades
+    now (the table's, or KIT_EXTENSIONS's), all on, and no other; the MPI
+    `mpi` (default: the configuration's); and what the cut holds beyond the
+    handout ("handout": nothing; "autograder": the grader). So the copy's
+    make handin, make test and grader agree with the cut, whatever
+    KIT_EXTENSIONS made it."""
+    holds = {"handout": (), "autograder": ("grader",)}[cut]
+    graded = configuration().graded
     with open(os.path.join(KIT, "kit", "parts.py")) as f:
         text = f.read()
-    text, n = re.subn(r"^EXTENSIONS_ON = (True|False)$", f"EXTENSIONS_ON = {with_extensions}", text, flags=re.M)
-    if n != 1:
-        raise SystemExit("dist: kit/parts.py has no line 'EXTENSIONS_ON = True' or '= False'")
+    lines = {"EXTENSIONS": "{" + ", ".join(f"{k!r}: True" for k in graded).replace("'", '"') + "}",
+             "MPI": f'"{mpi or MPI}"', "HOLDS": "(" + "".join(f'"{h}", ' for h in holds).rstrip(" ") + ")"}
+    for name, value in lines.items():
+        text, n = re.subn(rf"^{name} = .*$", f"{name} = {value}", text, flags=re.M)
+        if n != 1:
+            raise SystemExit(f"dist: kit/parts.py has no line '{name} = ...' (the course's configuration)")
     return text
 
 
@@ -113,9 +125,9 @@ def shipped_parts(with_extensions: bool) -> str:
 MADE = ("Makefile", "handout/README.md", "feedback.txt", "kit/parts.py", "tests/expected_values.txt")
 
 
-def public_values(with_extensions: bool) -> str:
+def public_values() -> str:
     """The judge's public values (kit/judge.py) for the parts the cut has."""
-    left_out = [p for p in ALL_PARTS if p.extension and not with_extensions]
+    left_out = [p for p in ALL_PARTS if p.extension and p.key not in CONFIGURATION.graded]
     with open(os.path.join(KIT, "tests", "expected_values.txt")) as f:
         lines = f.readlines()
     return "".join(l for l in lines if not any(p.owns(l.split()[1]) for p in left_out if len(l.split()) > 1))
@@ -123,28 +135,29 @@ def public_values(with_extensions: bool) -> str:
 
 def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    on = extensions_on()
-    files = files_of(COMMON)
-    if not on:  # the original assignment: nothing of parts 11 and 12
-        files = [f for f in files if f not in set(extension_paths())]
+    graded = CONFIGURATION.graded
+    # Nothing of an extension part the course does not grade.
+    left_out = set(extension_paths([k for k in CONFIGURATION.held if k not in graded]))
+    files = [f for f in files_of(COMMON) if f not in left_out]
     with open(os.path.join(KIT, "handout", "README.md")) as f:
-        readme = for_the_course(f.read(), on)
+        readme = for_the_course(f.read(), graded)
     with open(os.path.join(KIT, "feedback.txt")) as f:
-        feedback = for_the_course(f.read(), on)
+        feedback = for_the_course(f.read(), graded)
     with open(os.path.join(KIT, "Makefile")) as f:
         # Students get the Makefile without its staff-only targets (grade,
         # handout, check, ...), which need what the handout doesn't hold.
-        makefile, cut = students_makefile(f.read(), on)
+        makefile, cut = students_makefile(f.read(), graded)
     with tarfile.open(out, "w:gz") as tar:
         add_tree(tar, [f for f in files if f not in MADE], "dtrain-kit")
         add_text(tar, "dtrain-kit/Makefile", makefile.encode())
         add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
-        add_text(tar, "dtrain-kit/kit/parts.py", shipped_parts(on).encode())
-        add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values(on).encode())
+        add_text(tar, "dtrain-kit/kit/parts.py", shipped_configuration("handout").encode())
+        add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values().encode())
         for name in ("README.md", "handout/README.md"):
             add_text(tar, f"dtrain-kit/{name}", readme.encode())
     print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
-    print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files; extension parts {'on' if on else 'off'})")
+    print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files; extension parts graded: "
+          f"{', '.join(graded) or 'none'})")
     return verify_handout(out) if verify else 0
 
 
@@ -156,6 +169,13 @@ def verify_handout(tarball: str) -> int:
         for name in names:
             if "reference" in name.split("/") or name.startswith("dtrain-kit/grader"):
                 problems.append(f"ships {name}")
+        # Nothing of an extension part the course does not grade: no file, no section.
+        readme = tar.extractfile("dtrain-kit/README.md").read().decode()
+        for part in (p for p in ALL_PARTS if p.extension and p.key not in CONFIGURATION.graded):
+            problems += [f"ships {f} of {part.key}, which the course does not grade" for f in part.own_paths()
+                         if f"dtrain-kit/{f}" in names]
+            if re.search(rf"^#+ {re.escape(part.handout)}\b", readme, re.M):
+                problems.append(f"the README has a section {part.handout!r} ({part.key}), which the course does not grade")
         for member in tar.getmembers():
             if member.isfile() and member.name.endswith(".cpp") and "/student/" in member.name:
                 text = tar.extractfile(member).read().decode()

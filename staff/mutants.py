@@ -223,7 +223,8 @@ MUTANTS: List[Mutant] = [
     Mutant("GPipe with its backwards in reverse order", "pipeline_parallel.cpp",
            "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
            "  for (int mb = m - 1; mb >= 0; --mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
-           ("part12_pipeline",), says=(r"stage \d+'s calls",)),
+           ("part12_pipeline",), says=(r"stage \d+'s calls differ from the GPipe schedule's at position \d+: it ran "
+                                       r"B\d+, the schedule runs B\d+ there\n +ran: +(\.\.\. )?[FB\d \[\]]+",)),
     Mutant("1F1B with one forward too many before the first backward", "pipeline_parallel.cpp",
            "std::min(l.stage.num_stages - l.stage.stage - 1, m)", "std::min(l.stage.num_stages - l.stage.stage, m)",
            ("part12_pipeline",)),
@@ -242,6 +243,45 @@ MUTANTS: List[Mutant] = [
            "    comm.send(gx, stage.stage - 1, sent_mb);\n    comm.recv(x, stage.stage - 1, mb);",
            ("part12_pipeline",), says=(r"ranks [\d >-]+: a cycle of sends",
                                        r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)"), hangs=True),
+    # Only GPipe's backwards: each case it hangs costs its whole limit.
+    Mutant("GPipe sending each gradient with the next micro-batch's tag", "pipeline_parallel.cpp",
+           "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
+           "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb + 1);\n}",
+           ("part12_pipeline",), says=(r"rank \d+ sends to rank \d+ with tag \d+, but rank \d+ waits for tag \d+ from "
+                                       r"rank \d+: the tags differ",), hangs=True),
+    Mutant("buckets closed at the cap rather than past it", "ddp_buckets.cpp",
+           "filled + n > cap_elems", "filled + n >= cap_elems", ("part13_ddp",),
+           says=(r"plan_buckets\(sizes \{6, 2, 4, 2, 3, 1\}, cap 6\): bucket 0 holds parameters \{5, 4\}, "
+                 r"expected \{5, 4, 3\}",
+                 r"bucket 0 \(parameters \{5, 4, 3\}\) holds 6 elements, but the iallreduce started for it in "
+                 r"grad_ready\(4\) reduces 4")),
+    Mutant("a blocking allreduce per bucket", "ddp_buckets.cpp",
+           "b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);", "s.comm.allreduce(b.send, b.sum, Op::Sum);",
+           ("part13_ddp",), says=(r"grad_ready\(\d+\) called allreduce on comm, a blocking collective",)),
+    Mutant("a bucket started before all its gradients arrived", "ddp_buckets.cpp",
+           "if (++b.arrived == b.params.size())", "if (++b.arrived == 1)", ("part13_ddp",),
+           says=(r"bucket 0 \(parameters \{5, 4, 3\}\) started its iallreduce in grad_ready\(5\), before the "
+                 r"gradients of parameters \{4, 3\} arrived",)),
+    Mutant("every bucket reduced in finish (no overlap)", "ddp_buckets.cpp",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n}\n\n"
+           "void GradientBuckets::finish(const std::vector<Vector*>& grads) {\n  State& s = *state;\n",
+           "  ++b.arrived;\n}\n\nvoid GradientBuckets::finish(const std::vector<Vector*>& grads) {\n"
+           "  State& s = *state;\n  for (State::Bucket& b : s.buckets) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
+           ("part13_ddp",), says=(r"bucket 0 \(parameters \{5, 4, 3\}\) started its iallreduce in finish, after "
+                                  r"backward had produced every gradient",)),
+    Mutant("an averaged gradient written back to the wrong parameter", "ddp_buckets.cpp",
+           "const size_t p = static_cast<size_t>(b.params[i]);",
+           "const size_t p = static_cast<size_t>(b.params[(i + 1) % b.params.size()]);", ("part13_ddp",),
+           says=(r"parameter \d+'s averaged gradient \(grads\[\d+\]\) (has \d+ elements|differs at element)",)),
+    Mutant("finish that never waits for the last bucket", "ddp_buckets.cpp",
+           "    b.request.wait();\n", "    if (&b != &s.buckets.back()) b.request.wait();\n", ("part13_ddp",),
+           says=(r"a Request was destroyed before anyone waited for it: iallreduce #\d+ on comm \(\d+ elements\), "
+                 r"started in GradientBuckets::grad_ready",
+                 r"the iallreduce started in grad_ready\(0\) \(bucket \d+\) was not waited by the end of finish")),
+    Mutant("correct: every request tested in grad_ready, so that it moves on", "ddp_buckets.cpp",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n"
+           "  for (State::Bucket& other : s.buckets) other.request.test();\n", ()),
 ]
 
 

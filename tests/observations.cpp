@@ -49,12 +49,13 @@ void sink(const std::string& label, long rows, long cols, const double* values) 
 
 void install_sinks(bool with_values) {
   if (with_values) dtrain::set_observation_sink(sink);
-  // A broken ZeRO rule fails the running case, said once per case however
-  // many calls break it (a training case makes thousands).
+  // A broken rule (ZeRO's memory and traffic, a request dropped unwaited)
+  // fails the running case, said once per case however many calls break
+  // it (a training case makes thousands).
   dtrain::set_rule_sink([](const std::string& what) {
     if (++g_rules_broken > kRuleMessagesPerCase) return;
     std::string text = what;
-    if (g_rules_broken == kRuleMessagesPerCase) text += "\n(later calls of this case that break a ZeRO rule are not listed)";
+    if (g_rules_broken == kRuleMessagesPerCase) text += "\n(later calls of this case that break a rule of the kit are not listed)";
     // No file and line: the rule is the kit's, not a line of the test.
     ::testing::internal::AssertHelper(::testing::TestPartResult::kNonFatalFailure, nullptr, -1, text.c_str()) =
         ::testing::Message();

@@ -6,11 +6,12 @@
 // calls, the micro-batches it held at once, and the messages on each link.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "comm_runtime.h"
-#include "extension_calls.h"
+#include "pipeline_calls.h"
 #include "kit_test.h"
 #include "pipeline_runtime.h"
 
@@ -35,6 +36,35 @@ inline Labels batch_y() {
   return y;
 }
 
+// The calls one stage ran against its schedule's: the first that differs
+// (its position, what ran there, what the schedule runs there), and both
+// sequences shown short around it; "" if they are the same.
+inline std::string order_difference(const std::vector<std::string>& ran, const std::vector<std::string>& want,
+                                    Schedule schedule, int k) {
+  if (ran == want) return "";
+  size_t at = 0;
+  while (at < ran.size() && at < want.size() && ran[at] == want[at]) ++at;
+  const char* name = schedule == Schedule::GPipe ? "GPipe" : "1F1B";
+  std::string why = "stage " + std::to_string(k) + "'s calls differ from the " + name + " schedule's at position " +
+                    std::to_string(at) + ": ";
+  if (at < ran.size() && at < want.size())
+    why += "it ran " + ran[at] + ", the schedule runs " + want[at] + " there";
+  else if (at < want.size())
+    why += "it stopped after " + std::to_string(ran.size()) + " calls, the schedule runs " + want[at] + " next";
+  else
+    why += "it ran " + ran[at] + " after the schedule's last call";
+  // A window around the difference, the call itself in brackets.
+  auto shown = [&](const std::vector<std::string>& calls) {
+    constexpr size_t kBefore = 3, kAfter = 3;
+    const size_t from = at > kBefore ? at - kBefore : 0, to = std::min(calls.size(), at + kAfter + 1);
+    std::string text = from > 0 ? "... " : "";
+    for (size_t i = from; i < to; ++i) text += (i == at ? "[" + calls[i] + "]" : calls[i]) + " ";
+    if (at >= calls.size()) text += "[end] ";
+    return text + (to < calls.size() ? "..." : "(end)");
+  };
+  return why + "\n  ran:      " + shown(ran) + "\n  schedule: " + shown(want);
+}
+
 inline void check_step(Schedule schedule, int m) {
   Communicator& comm = world();
   const int stages = comm.size(), k = comm.rank();
@@ -52,7 +82,9 @@ inline void check_step(Schedule schedule, int m) {
   const dtrain::SequentialGradients whole = dtrain::sequential_gradients(weights, x, y);
   EXPECT_MATRIX_NEAR(PipelineAccess::grad_w(stage), whole.w[static_cast<size_t>(k)]);
   EXPECT_MATRIX_NEAR(PipelineAccess::grad_b(stage), whole.b[static_cast<size_t>(k)]);
-  EXPECT_EQ(PipelineAccess::calls(stage), dtrain::schedule_calls(schedule, stages, k, m)) << "stage " << k << "'s calls";
+  const std::string order = order_difference(PipelineAccess::calls(stage), dtrain::schedule_calls(schedule, stages, k, m),
+                                             schedule, k);
+  if (!order.empty()) ADD_FAILURE() << order;
   EXPECT_EQ(PipelineAccess::peak_stashes(stage), dtrain::stash_formula(schedule, stages, k, m)) << "micro-batches stage " << k << " held at once";
   EXPECT_EQ(PipelineAccess::stashes(stage), 0) << "every forward has its backward";
   EXPECT_EQ(to_next, k + 1 < stages ? m : 0) << "activations sent to stage " << k + 1;

@@ -78,11 +78,11 @@ std::string rollcall_wait(const std::string& op, int to, int send_tag, int from,
 }
 
 std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
-                     const std::string& wait_json) {
+                     const std::string& wait_json, const std::string& phase) {
   char timing[32];
   std::snprintf(timing, sizeof timing, "%.1f", seconds);
   return rollcall_prefix(name) + std::to_string(rank) + ",\"state\":" + json_string(state) + ",\"seconds\":" + timing +
-         (wait_json.empty() ? "" : ",\"wait\":" + wait_json) + "}";
+         ",\"phase\":" + json_string(phase) + (wait_json.empty() ? "" : ",\"wait\":" + wait_json) + "}";
 }
 
 std::string abort_prefix(const std::string& name, int rank) {

@@ -33,9 +33,14 @@
 //   rollcall      every rank of a case its watchdog stops (a hang): what the
 //                 rank was doing, from its collective ledger, and how long the
 //                 case had run. No rank ends the job before all have answered.
-//                 {"event":"rollcall","case":C,"rank":R,"state":S,"seconds":T}
-//                 S is for people; a rank waiting in a point-to-point call
-//                 also says so as data, which the runner reads for cycles:
+//                 {"event":"rollcall","case":C,"rank":R,"state":S,"seconds":T,"phase":P}
+//                 S is for people. P is where the rank was in the case:
+//                 "running" (its body), "finished" (its body done, waiting for
+//                 the others) or "failed". A rank waiting in a call of the
+//                 communicator also says which as data, a point-to-point one
+//                 with its other ends (world ranks, -1 for none), which the
+//                 runner reads for its diagnoses (a cycle of sends, a tag
+//                 mismatch, a message nobody takes):
 //                 ...,"wait":{"op":"send","to":1,"send_tag":0,"from":-1,"recv_tag":-1}}
 //
 // tests/test_records.cpp writes one record of every kind, and
@@ -59,7 +64,7 @@ std::string value(const std::string& name, int rank, const std::string& label, l
 std::string rank_failure(const std::string& name, int rank, const std::string& message);
 // wait_json: "" or the object of the "wait" member (rollcall_wait).
 std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
-                     const std::string& wait_json = "");
+                     const std::string& wait_json = "", const std::string& phase = "running");
 std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag);
 // What every rollcall record of case `name` starts with, up to its rank.
 std::string rollcall_prefix(const std::string& name);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "comm_runtime.h"
-#include "extension_calls.h"
+#include "ring_calls.h"
 #include "kit_test.h"
 
 namespace kit {

@@ -37,7 +37,8 @@ TEST(Records, BuildEachKind) {
   EXPECT_EQ(records::abort_prefix("A.b", 1) + "hung" + records::kAbortSuffix,
             "{\"event\":\"abort\",\"case\":\"A.b\",\"rank\":1,\"why\":\"hung\"}\n");
   EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04),
-            "{\"event\":\"rollcall\",\"case\":\"A.b\",\"rank\":0,\"state\":\"s\",\"seconds\":5.0}");
+            "{\"event\":\"rollcall\",\"case\":\"A.b\",\"rank\":0,\"state\":\"s\",\"seconds\":5.0,"
+            "\"phase\":\"running\"}");
   EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04).rfind(records::rollcall_prefix("A.b"), 0), 0u);
 }
 
@@ -60,9 +61,12 @@ TEST(Records, WriteEveryKindForTheRunner) {
       << records::result("Suite." + kAwkward, false, 0.125, {{0, kAwkward}, {7, "second"}}) << "\n"
       << records::rank_failure("Suite.One", 5, kAwkward) << "\n"
       << records::abort_prefix("Suite.One", 6) << "crashed with SIGSEGV" << records::kAbortSuffix
-      << records::rollcall("Suite.One", 2, "waiting in allreduce #3 on dp_comm (2 elements)", 5.04) << "\n"
+      << records::rollcall("Suite.One", 2, "waiting in allreduce #3 on dp_comm (2 elements)", 5.04,
+                           records::rollcall_wait("allreduce", -1, -1, -1, -1)) << "\n"
       << records::rollcall("Suite.One", 3, "waiting in send to rank 1 (tag 4)", 5.0,
-                           records::rollcall_wait("send", 1, 4, -1, -1)) << "\n";
+                           records::rollcall_wait("send", 1, 4, -1, -1)) << "\n"
+      << records::rollcall("Suite.One", 1, "finished the case after 1 collective on world", 5.0, "", "finished")
+      << "\n";
   ASSERT_TRUE(out.good()) << "cannot write " << path;
 }
 

@@ -151,12 +151,13 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
   // Before answering: once every rank has answered, the job may end at any moment.
   if (!job().trace_dir.empty())
     dtrain::write_trace_part(job().trace_dir + "/" + case_ + ".rank" + std::to_string(rank) + ".json", rank);
-  // A point-to-point wait goes with it as data: the runner looks for cycles.
-  dtrain::ledger::PointToPointWait wait;
+  // The call it waits in and where it is in the case go with it as data: the runner diagnoses from them.
+  dtrain::ledger::WaitingCall wait;
   std::string wait_json;
-  if (!failed_ && !body_done_ && dtrain::ledger::point_to_point_wait(wait))
+  if (!failed_ && !body_done_ && dtrain::ledger::waiting_call(wait))
     wait_json = records::rollcall_wait(wait.op, wait.to, wait.send_tag, wait.from, wait.recv_tag);
-  write_record(records::rollcall(case_, rank, mine, elapsed, wait_json));
+  const char* phase = failed_ ? "failed" : body_done_ ? "finished" : "running";
+  write_record(records::rollcall(case_, rank, mine, elapsed, wait_json, phase));
   if (job().results_path.empty()) {  // run bare (KIT_BARE=1): no runner will show the roll-call
     std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", rank, case_.c_str(), elapsed, mine.c_str());
     if (rank == 0)

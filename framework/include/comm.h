@@ -29,6 +29,13 @@
 // with one small extra collective; if they disagree, every rank throws
 // CollectiveMismatch naming each rank's call, and MPI never sees the
 // mismatched call. That check is neither counted nor timed.
+//
+// Non-blocking calls (iallreduce) return a Request. The ledger records when
+// each one starts (where the agreement check applies, as for any
+// collective) and when the kit sees it complete (wait, or a test that
+// returns true). In between, Open MPI and MPICH move its data only inside
+// their calls (any call of a communicator, test(), wait()), not while the
+// rank computes.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +54,32 @@ enum class Op { Sum, Min, Max };
 class CollectiveMismatch : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A non-blocking call in flight. Move-only; a default one holds no call
+// (wait() returns at once, test() is true). Its source and destination must
+// stay alive and untouched until it completes. Destroying (or assigning
+// over) a request that was never waited, or tested to completion, fails the
+// case, naming the call that started it; the kit then waits for it, so
+// that MPI never writes into freed memory.
+class Request {
+ public:
+  Request() noexcept;
+  Request(Request&& other) noexcept;
+  Request& operator=(Request&& other) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  void wait();  // returns once the destination holds the result
+  bool test();  // true once complete (then as wait()); never blocks
+
+  struct State;  // opaque: the MPI request and what the ledger knows of it (ledger.h)
+
+ private:
+  explicit Request(std::unique_ptr<State> state) noexcept;
+  friend class Communicator;
+  std::unique_ptr<State> state_;
 };
 
 class Communicator {
@@ -73,6 +106,14 @@ class Communicator {
   void allreduce(const Vector& src, Vector& dst, Op op = Op::Sum);
   void allgather(const Vector& src, Vector& dst);
   void reduce_scatter(const Vector& src, Vector& dst, Op op = Op::Sum);
+
+  // The allreduce, started and left running: dst holds the result once the
+  // request completes. A collective like the others (every rank starts it
+  // at the same point of the communicator's sequence, with the same count
+  // and reduction), counted as allreduce is.
+  Request iallreduce(const Vector& src, Vector& dst, Op op = Op::Sum);  // dst.size() == src.size()
+  // A temporary src would be gone before the allreduce reads it: refused when compiling.
+  Request iallreduce(const Vector&& src, Vector& dst, Op op = Op::Sum) = delete;
 
   // Point-to-point, for the extension parts. Blocking and synchronous: a send
   // returns only once the matching recv has begun, so a cycle of sends

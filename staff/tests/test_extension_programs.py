@@ -1,6 +1,8 @@
 """The extension parts' programs: pipeline_train (Part 12: training, the
-bubble from the ledger's spans, the stashes under both schedules, its trace)
-and the ring timing behind `make mpi-demo CASE=ring` (Part 11), on the
+bubble from the ledger's spans, the stashes under both schedules, its trace),
+the ring timing behind `make mpi-demo CASE=ring` (Part 11), ddp_train (Part
+13: the three ways of averaging, measured from the ledger's spans, its
+trace) and request_progress (`make mpi-demo CASE=progress`), on the
 reference; the stubs' programs stop with the part's message.
 
   python3 -m pytest staff/tests/test_extension_programs.py -q      (after `make build`)
@@ -17,12 +19,17 @@ from kit.paths import KIT_DIR, KITRUN, build_dir
 SHORT = ["--num_train_samples", "1200", "--num_test_samples", "200"]
 
 
-def pipeline_train(tmp_path, ranks, *flags, impl="reference"):
+def trainer(program, tmp_path, ranks, *flags, impl="reference"):
+    """A short run of one of the extension parts' trainers: its output, and its report (None without one)."""
     report = tmp_path / "report.json"
-    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, "pipeline_train"), *SHORT,
+    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, program), *SHORT,
                            "--report", str(report), *flags],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     return proc, (json.loads(report.read_text()) if report.exists() else None)
+
+
+def pipeline_train(tmp_path, ranks, *flags, impl="reference"):
+    return trainer("pipeline_train", tmp_path, ranks, *flags, impl=impl)
 
 
 def test_pipeline_train_reports_the_bubble_and_both_schedules_stashes(tmp_path):
@@ -99,3 +106,66 @@ def test_the_ring_timing_on_the_stubs_names_the_part(tmp_path):
                           text=True, timeout=300)
     assert proc.returncode == 1, proc.stdout
     assert "naive_allreduce is not implemented" in proc.stdout, proc.stdout
+
+
+def ddp_train(tmp_path, ranks, *flags, impl="reference"):
+    return trainer("ddp_train", tmp_path, ranks, *flags, impl=impl)
+
+
+def test_ddp_train_measures_three_ways_of_averaging(tmp_path):
+    proc, report = ddp_train(tmp_path, 2, "--bucket_kb", "256")
+    assert proc.returncode == 0, proc.stdout
+    d = report["ddp"]
+    # 784-256-256-10: W1 b1 W2 b2 W3 b3; 256 KiB hold 32768 elements: b3, W3 and b2 share bucket 0.
+    assert d["parameters"] == [784 * 256, 256, 256 * 256, 256, 2560, 10]
+    assert d["plan"] == [[5, 4, 3], [2], [1], [0]] and d["trained"] == "buckets_at_once"
+    ways = d["ways"]
+    assert ways["per_parameter"]["allreduces_per_step"] == 6
+    assert ways["buckets_after"]["allreduces_per_step"] == ways["buckets_at_once"]["allreduces_per_step"] == 4
+    # Allreduces that start after backward's last layer, or block, lie inside none of its computing.
+    assert ways["per_parameter"]["overlap_share"] == ways["buckets_after"]["overlap_share"] == 0
+    assert all(0 <= w["overlap_share"] <= 1 and w["step_seconds"] > 0 for w in ways.values()), ways
+    assert report["test_accuracy"] > 0.5, report
+    for line in ("steps each way", "no buckets: a blocking allreduce per parameter", "rank 0's buckets", "Test Acc:"):
+        assert line in proc.stdout, proc.stdout
+
+
+def test_ddp_train_without_overlap_and_on_the_stubs(tmp_path):
+    proc, report = ddp_train(tmp_path, 2, "--bucket_kb", "0", "--no-overlap")
+    assert proc.returncode == 0, proc.stdout
+    assert report["ddp"]["trained"] == "buckets_after" and len(report["ddp"]["plan"]) == 6
+    proc, _ = ddp_train(tmp_path, 2, impl="student")
+    assert proc.returncode == 1 and "is not implemented" in proc.stdout and "Part 13" in proc.stdout, proc.stdout
+    proc, _ = ddp_train(tmp_path, 2, "--bucket_kb", "-1")
+    assert proc.returncode == 2 and "--bucket_kb >= 0" in proc.stdout, proc.stdout
+
+
+def test_a_traced_ddp_run_shows_each_request_beside_backward(tmp_path):
+    path = tmp_path / "trace.json"
+    proc, _ = ddp_train(tmp_path, 2, "--trace", str(path))
+    assert proc.returncode == 0, proc.stdout
+    events, _ = trace.load(str(path))
+    for rank in (0, 1):
+        requests = [e for e in events if e["pid"] == rank and trace.request(e)]
+        # 20 steps (1200 rows, batches of 60) of 4 buckets, each request on its own track.
+        assert len(requests) == 80 and all(e["tid"] == 1 for e in requests), len(requests)
+        assert {e["args"]["completed_by"] for e in requests} <= {"wait", "test", "progress"}
+    drawn = subprocess.run([sys.executable, "-m", "kit", "trace", str(path), "--check-overlap"], cwd=KIT_DIR,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert drawn.returncode == 0 and "80 requests (iallreduce)" in drawn.stdout, drawn.stdout
+
+
+def test_request_progress_measures_each_way_of_waiting(tmp_path):
+    path = tmp_path / "progress.json"
+    proc = subprocess.run([KITRUN, "-n", "2", os.path.join(build_dir(), "reference", "request_progress"),
+                           "--repeats", "2", "--compute_ms", "10", "--trace", str(path)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert "at once" in proc.stdout and "after computing with test()" in proc.stdout, proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines() if line.strip().split(" ")[0] in ("1000", "100000",
+                                                                                                "1000000")]
+    assert [r[0] for r in rows] == ["1000", "100000", "1000000"] and all(len(r) == 4 for r in rows), proc.stdout
+    events, _ = trace.load(str(path))
+    # One traced run of each mode, of the largest size: three requests a rank, two of them beside a computing span.
+    assert sorted(len([e for e in events if e["pid"] == r and trace.request(e)]) for r in (0, 1)) == [3, 3]
+    assert len([e for e in events if e["pid"] == 0 and e["name"] == "compute"]) == 2

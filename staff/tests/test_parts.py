@@ -60,17 +60,66 @@ def test_the_time_scale_only_shortens_limits(monkeypatch):
     assert table.limit(table.STARTUP_SECONDS) == table.STARTUP_SECONDS
 
 
-def test_the_extension_switch(monkeypatch):
+def test_each_extension_part_has_its_own_switch(monkeypatch):
     import importlib
     try:
-        for value, points, keys, files in (("0", 150, 10, 3), ("1", 200, 12, 5)):
+        for value, points, keys, files in (("0", 150, 10, 3), ("1", 220, 13, 6), ("part13", 170, 11, 4),
+                                           ("part11_ring,part13_ddp", 190, 12, 5)):
             monkeypatch.setenv("KIT_EXTENSIONS", value)
             t = importlib.reload(table)
             assert (t.TOTAL_POINTS, len(t.PARTS), len(t.IMPL_FILES)) == (points, keys, files), value
-            assert {"part11_ring", "part12_pipeline"} <= {p.key for p in t.built_parts()}
-        monkeypatch.setenv("KIT_EXTENSIONS", "yes")
-        with pytest.raises(SystemExit, match="KIT_EXTENSIONS must be 0 or 1"):
-            importlib.reload(table)
+            # The staff's copy holds (and builds) every extension part, graded or not.
+            assert {"part11_ring", "part12_pipeline", "part13_ddp"} <= {p.key for p in t.built_parts()}
+        for bad in ("yes", "part14", "part11_ring,ring"):
+            monkeypatch.setenv("KIT_EXTENSIONS", bad)
+            with pytest.raises(SystemExit, match="KIT_EXTENSIONS must be 1, 0 or a list of extension parts"):
+                importlib.reload(table)
     finally:
         monkeypatch.delenv("KIT_EXTENSIONS")
         importlib.reload(table)
+
+
+def test_every_file_of_an_extension_part_is_its_own_and_exists():
+    seen = {}
+    for part in (p for p in table.ALL_PARTS if p.extension):
+        for path in part.own_paths():
+            assert os.path.isfile(os.path.join(KIT_DIR, path)), (part.key, path)
+            assert seen.setdefault(path, part.key) == part.key, f"{path} belongs to {seen[path]} and {part.key}"
+
+
+def load_configuration(text: str, tmp_path, name: str):
+    """A copy's kit/parts.py, loaded as a module of its own."""
+    import importlib.util
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
+    from staff import dist
+    monkeypatch.setenv("KIT_EXTENSIONS", "part13_ddp")
+    texts = dist.shipped_configuration("handout"), dist.shipped_configuration("autograder", "mpich")
+    monkeypatch.delenv("KIT_EXTENSIONS")  # a copy runs under its own configuration
+    handout, bundle = (load_configuration(t, tmp_path, n) for t, n in zip(texts, ("handout_parts", "bundle_parts")))
+    for copy in (handout, bundle):
+        assert copy.CONFIGURATION.held == copy.CONFIGURATION.graded == ("part13_ddp",)
+        assert copy.TOTAL_POINTS == 170
+        cmake = copy.cmake_text()
+        assert "framework/ddp_model.cpp" in cmake and "pipeline" not in cmake and "ring" not in cmake
+        assert "set(KIT_HOLDS_REFERENCE OFF)" in cmake and "set(KIT_HOLDS_STAFF OFF)" in cmake
+    assert "set(KIT_HIDDEN_SOURCES )" in handout.cmake_text()
+    assert "set(KIT_HIDDEN_SOURCES grader/hidden/hidden_cases.cpp grader/hidden/hidden_ddp.cpp)" in bundle.cmake_text()
+    assert "KIT_DEFAULT_MPI := openmpi\nKIT_HOLDS := \n" in handout.make_text()
+    assert "KIT_DEFAULT_MPI := mpich\nKIT_HOLDS := grader\n" in bundle.make_text()
+    assert "set(KIT_DEFAULT_MPI mpich)" in bundle.cmake_text()
+
+
+def test_nothing_looks_for_files_to_learn_the_configuration():
+    with open(os.path.join(KIT_DIR, "CMakeLists.txt")) as f:
+        assert "EXISTS" not in f.read()
+    with open(os.path.join(KIT_DIR, "Makefile")) as f:
+        text = f.read()
+    assert "test -d" not in text and "kit_mpi.txt" not in text

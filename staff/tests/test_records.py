@@ -42,10 +42,15 @@ def test_every_kind_round_trips(tmp_path):
     assert got.failures == {"Suite.One": [{"rank": 5, "message": AWKWARD},
                                           {"rank": 6, "message": "crashed with SIGSEGV"}]}
     assert got.rollcalls == {"Suite.One": {2: {"state": "waiting in allreduce #3 on dp_comm (2 elements)",
-                                               "seconds": 5.0, "wait": None},
+                                               "seconds": 5.0, "phase": "running",
+                                               "wait": {"op": "allreduce", "to": -1, "send_tag": -1, "from": -1,
+                                                        "recv_tag": -1}},
                                            3: {"state": "waiting in send to rank 1 (tag 4)", "seconds": 5.0,
+                                               "phase": "running",
                                                "wait": {"op": "send", "to": 1, "send_tag": 4, "from": -1,
-                                                        "recv_tag": -1}}}}
+                                                        "recv_tag": -1}},
+                                           1: {"state": "finished the case after 1 collective on world",
+                                               "seconds": 5.0, "phase": "finished", "wait": None}}}
     assert set(records.FIELDS) == {records.PLAN, records.VALUE, records.RESULT, records.RANK_FAILURE,
                                    records.ABORT, records.ROLLCALL}
 

@@ -1,12 +1,13 @@
-"""The roll-call of a hung case: ranks in one state share a line, and ranks
-that wait on one another in point-to-point calls are named as a cycle. The
-cycle is found in the waits the roll-call's records carry as data
-(tests/records.h: "wait"); the states are text for people, as the ledger
-writes them (framework/ledger_state.cpp), and nothing reads them back.
+"""The roll-call of a hung case: ranks in one state share a line, and what
+the ranks waiting in point-to-point calls wait for is named: a tag
+mismatch, a cycle, a message nobody takes. The diagnoses come from the
+data the roll-call's records carry (tests/records.h: "wait" and "phase");
+the states are text for people, as the ledger writes them
+(framework/ledger_state.cpp), and nothing reads them back.
 
   python3 -m pytest staff/tests/test_roll_call.py -q
 """
-from kit.jobs import roll_call, waiting_cycle
+from kit.jobs import point_to_point_diagnosis, roll_call, waiting_cycle
 
 
 def send(to, tag):
@@ -34,31 +35,69 @@ def test_two_ranks_that_both_send_first_are_a_cycle_of_sends():
                          "(one of them must receive first, or use sendrecv)")
 
 
+def cycle_of(ends):
+    return waiting_cycle(ends)[0]
+
+
 def test_receives_and_mixed_calls_name_their_own_cycle():
-    assert "a cycle of receives" in waiting_cycle({0: recv(1, 0), 1: recv(0, 0)})
-    mixed = waiting_cycle({0: send(1, 0), 1: recv(2, 0), 2: sendrecv(0, 0, 1, 0)})
+    assert "a cycle of receives" in cycle_of({0: recv(1, 0), 1: recv(0, 0)})
+    mixed = cycle_of({0: send(1, 0), 1: recv(2, 0), 2: sendrecv(0, 0, 1, 0)})
     assert mixed.startswith("  ranks 0 -> 1 -> 2 -> 0: a cycle of point-to-point calls")
 
 
 def test_ranks_are_followed_by_their_world_rank():
     # The ledger gives the other ends by their rank in MPI's world, whatever communicator the call is on.
-    assert waiting_cycle({4: send(6, 0), 6: send(4, 0)}).startswith("  ranks 4 -> 6 -> 4: a cycle of sends")
+    assert cycle_of({4: send(6, 0), 6: send(4, 0)}).startswith("  ranks 4 -> 6 -> 4: a cycle of sends")
 
 
 def test_a_peer_that_takes_part_in_the_message_is_no_cycle():
     # Rank 1's sendrecv receives what rank 0 sends: rank 0's send returns, then its recv.
-    assert waiting_cycle({0: send(1, 0), 1: sendrecv(0, 1, 0, 0)}) is None
-    # The same, with the tags crossed: neither message is the one the other waits for.
-    assert "a cycle of point-to-point calls" in waiting_cycle({0: send(1, 0), 1: sendrecv(0, 1, 0, 5)})
+    assert cycle_of({0: send(1, 0), 1: sendrecv(0, 1, 0, 0)}) is None
 
 
 def test_no_cycle_when_the_wait_ends_at_a_rank_doing_something_else():
-    assert waiting_cycle({0: send(1, 0), 1: None, 2: None}) is None
-    assert waiting_cycle({0: None, 1: None}) is None
+    assert cycle_of({0: send(1, 0)}) is None
+    assert cycle_of({}) is None
+
+
+def answer(wait=None, phase="running", state="(text)"):
+    return {"state": state, "seconds": 5.0, "phase": phase, "wait": wait}
+
+
+def test_a_message_sent_with_another_tag_is_a_tag_mismatch_never_a_cycle():
+    # A pipeline's stage 1 sent its gradient with the next micro-batch's tag.
+    lines = point_to_point_diagnosis({0: answer(recv(1, 0)), 1: answer(send(0, 1))})
+    assert lines == ["  rank 1 sends to rank 0 with tag 1, but rank 0 waits for tag 0 from rank 1: the tags differ"]
+    # The same inside a sendrecv, whose send goes elsewhere and waits too: still no cycle.
+    lines = point_to_point_diagnosis({0: answer(send(1, 0)), 1: answer(sendrecv(0, 1, 0, 5))})
+    assert "  rank 0 sends to rank 1 with tag 0, but rank 1 waits for tag 5 from rank 0: the tags differ" in lines
+    assert not [line for line in lines if "cycle" in line]
+
+
+def test_a_real_cycle_of_sends_keeps_its_message():
+    text = roll_call("KitPointToPoint.Anything", {0: answer(send(1, 0)), 1: answer(send(0, 0))})
+    assert text.endswith("ranks 0 -> 1 -> 0: a cycle of sends, each waiting for the next, so none ever returns "
+                         "(one of them must receive first, or use sendrecv)")
+    assert "the tags differ" not in text and "nobody" not in text
+
+
+def test_a_send_nobody_receives_says_what_its_target_does():
+    finished = point_to_point_diagnosis({0: answer(send(1, 3)), 1: answer(phase="finished")})
+    assert finished == ["  rank 0 sends to rank 1 (tag 3), which nobody receives: rank 1 finished the case"]
+    elsewhere = point_to_point_diagnosis({0: answer(send(1, 3)), 1: answer(recv(2, 0)), 2: answer(phase="finished")})
+    assert elsewhere[0] == "  rank 0 sends to rank 1 (tag 3), which nobody receives: rank 1 waits for rank 2 (tag 0)"
+    assert elsewhere[1] == ("  rank 1 waits for a message from rank 2 (tag 0), which nobody sends: "
+                            "rank 2 finished the case")
+    collective = point_to_point_diagnosis({0: answer(send(1, 3)), 1: answer({**recv(-1, -1), "op": "allreduce"})})
+    assert collective == ["  rank 0 sends to rank 1 (tag 3), which nobody receives: rank 1 waits in allreduce, a "
+                          "collective"]
+    assert point_to_point_diagnosis({0: answer(send(1, 3))}) == [
+        "  rank 0 sends to rank 1 (tag 3), which nobody receives: rank 1 did not answer the roll-call"]
 
 
 def test_a_state_that_reads_like_a_wait_is_no_wait():
     # Only the record's data counts: text that mimics the ledger's proves nothing.
     answers = {r: {"state": f"waiting in send to rank {1 - r} (tag 0) on world (2 elements)", "seconds": 1.0}
                for r in (0, 1)}
-    assert "cycle" not in roll_call("KitPointToPoint.Anything", answers)
+    text = roll_call("KitPointToPoint.Anything", answers)
+    assert "cycle" not in text and "nobody" not in text and "tags differ" not in text

@@ -1,0 +1,18 @@
+// The grader's hidden cases of Part 11 (never shipped to students): other
+// lengths than the public cases'. The checks are the public cases'
+// (tests/ring_checks.h).
+//   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='HiddenPart11Ring4.*'
+#include "ring_checks.h"
+
+using namespace kit;
+
+#define KIT_HIDDEN_RING_CASES(Suite)                                                       \
+  TEST(Suite, NaiveOfThreeBlocksAndTwo) { check_naive(3 * world().size() + 2); }         \
+  TEST(Suite, RingOfThreeBlocksAndTwo) { check_ring(3 * world().size() + 2); }           \
+  TEST(Suite, RingOfAnOddLength) { check_ring(4097); }
+
+KIT_HIDDEN_RING_CASES(HiddenPart11Ring1)
+KIT_HIDDEN_RING_CASES(HiddenPart11Ring2)
+KIT_HIDDEN_RING_CASES(HiddenPart11Ring3)
+KIT_HIDDEN_RING_CASES(HiddenPart11Ring4)
+KIT_HIDDEN_RING_CASES(HiddenPart11Ring8)

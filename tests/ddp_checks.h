@@ -1,0 +1,181 @@
+// ddp_checks.h: the checks of Part 13's cases, public and hidden.
+//
+// plan_buckets: the plan against the one written in the case.
+// GradientBuckets: a backward is played on every rank: grad_ready for the
+// parameters P-1 .. 0, then finish. Rank r's gradient of parameter p holds
+// 1000 (p+1) + i + 100 r + 7 s at element i in step s, so the average over n
+// ranks is 1000 (p+1) + i + 50 (n-1) + 7 s: a value says which parameter it
+// came from, whether it was averaged, and from which step. The ledger's
+// order of events (tests read it with a CallLog) says where each bucket's
+// iallreduce started and where it was waited: the overlap is checked there,
+// never by the clock.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "comm_runtime.h"
+#include "ddp_calls.h"
+#include "kit_test.h"
+
+namespace kit {
+
+using Plan = std::vector<std::vector<int>>;
+
+inline std::string text_of(const std::vector<int>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "}";
+}
+inline std::string text_of(const std::vector<long>& v) { return text_of(std::vector<int>(v.begin(), v.end())); }
+inline std::string text_of(const Plan& plan) {
+  std::string s;
+  for (const auto& bucket : plan) s += text_of(bucket);
+  return s.empty() ? "no bucket" : s;
+}
+
+// What plan_buckets returned differs from `want`: the first bucket that differs, then both plans.
+inline void check_plan(const std::vector<long>& elems, long cap, const Plan& want) {
+  const Plan got = dtrain::student::plan_buckets(elems, cap);
+  if (got == want) return;
+  std::ostringstream why;
+  why << "plan_buckets(sizes " << text_of(elems) << ", cap " << cap << "): ";
+  size_t b = 0;
+  while (b < got.size() && b < want.size() && got[b] == want[b]) ++b;
+  if (b < got.size() && b < want.size())
+    why << "bucket " << b << " holds parameters " << text_of(got[b]) << ", expected " << text_of(want[b]);
+  else
+    why << got.size() << " buckets, expected " << want.size();
+  why << "\n  plan:     " << text_of(got) << "\n  expected: " << text_of(want);
+  ADD_FAILURE() << why.str();
+}
+
+inline double local_grad(int step, int p, int r, long i) { return 1000.0 * (p + 1) + i + 100.0 * r + 7.0 * step; }
+inline double mean_grad(int step, int p, int n, long i) { return 1000.0 * (p + 1) + i + 50.0 * (n - 1) + 7.0 * step; }
+
+// One event of the ledger during a step: a call, or a request seen complete
+// by its owner, and the student call it happened in.
+struct StepEvent {
+  dtrain::ledger::LoggedCall call;
+  int during;  // the parameter of the grad_ready call it happened in; -1: in finish
+};
+
+inline std::string where(int during) {
+  return during < 0 ? std::string("finish") : "grad_ready(" + std::to_string(during) + ")";
+}
+
+// The order of events against the plan: exactly one iallreduce per bucket,
+// in the plan's order, each started in the grad_ready call that completes
+// its bucket; no other call; no wait() before finish; every request waited
+// by the end of finish. Returns what differs, one line each.
+inline std::vector<std::string> event_problems(const std::vector<long>& elems, const Plan& plan,
+                                               const std::vector<StepEvent>& events) {
+  std::vector<std::string> problems;
+  std::vector<const StepEvent*> starts;
+  std::vector<long> bucket_of_request;  // by the order of the starts
+  for (const StepEvent& e : events) {
+    const std::string& kind = e.call.kind;
+    if (kind == "iallreduce") {
+      starts.push_back(&e);
+    } else if (kind == "waited") {
+      if (e.during >= 0)
+        problems.push_back(where(e.during) + " waited for a request: backward stops there until the allreduce "
+                           "ends; wait for the requests in finish");
+    } else if (kind != "tested") {
+      problems.push_back(where(e.during) + " called " + kind + " on " + e.call.comm + (kind == "allreduce" ?
+                         ", a blocking collective: start each bucket's allreduce with iallreduce, so that "
+                         "backward goes on while it runs" : ": a bucket needs one iallreduce, nothing else"));
+    }
+  }
+  if (starts.size() != plan.size())
+    problems.push_back(std::to_string(starts.size()) + " iallreduce calls for " + std::to_string(plan.size()) +
+                       " buckets " + text_of(plan) + ": one per bucket");
+  for (size_t b = 0; b < starts.size() && b < plan.size(); ++b) {
+    const std::vector<int>& bucket = plan[b];
+    long size = 0;
+    for (int p : bucket) size += elems[static_cast<size_t>(p)];
+    const int completes = bucket.back();  // its last parameter in backward's order
+    const StepEvent& e = *starts[b];
+    const std::string name = "bucket " + std::to_string(b) + " (parameters " + text_of(bucket) + ")";
+    if (e.call.count != size) {
+      problems.push_back(name + " holds " + std::to_string(size) + " elements, but the iallreduce started for it in " +
+                         where(e.during) + " reduces " + std::to_string(e.call.count) + " (the plan differs?)");
+    } else if (e.during < 0) {
+      problems.push_back(name + " started its iallreduce in finish, after backward had produced every gradient: "
+                         "nothing overlaps; start it in grad_ready(" + std::to_string(completes) +
+                         "), the call that completes the bucket");
+    } else if (e.during > completes) {
+      std::vector<int> missing;
+      for (int p : bucket)
+        if (p < e.during) missing.push_back(p);
+      problems.push_back(name + " started its iallreduce in " + where(e.during) + ", before the gradients of " +
+                         "parameters " + text_of(missing) + " arrived: its sum misses them; start it in grad_ready(" +
+                         std::to_string(completes) + "), the call that completes the bucket");
+    } else if (e.during < completes) {
+      problems.push_back(name + " started its iallreduce in " + where(e.during) + ", after grad_ready(" +
+                         std::to_string(completes) + ") completed it: backward had already gone on without it");
+    }
+  }
+  for (size_t b = 0; b < starts.size(); ++b) {
+    bool claimed = false;
+    for (const StepEvent& e : events)
+      claimed = claimed || ((e.call.kind == "waited" || e.call.kind == "tested") && e.call.request == starts[b]->call.request);
+    if (!claimed)
+      problems.push_back("the iallreduce started in " + where(starts[b]->during) + " (bucket " + std::to_string(b) +
+                         ") was not waited by the end of finish (no wait(), no test() that returned true)");
+  }
+  return problems;
+}
+
+// `steps` backwards through one GradientBuckets on every rank of the case.
+inline void check_buckets(const std::vector<long>& elems, long cap, const Plan& plan, int steps = 2) {
+  Communicator& comm = world();
+  const int n = comm.size(), r = comm.rank(), params = static_cast<int>(elems.size());
+  dtrain::student::Buckets buckets = dtrain::student::make_buckets(elems, cap, comm);
+  for (int step = 0; step < steps; ++step) {
+    std::vector<Vector> grads, averaged;  // (P): what backward hands over; what finish writes back
+    std::vector<Vector*> out;
+    for (int p = 0; p < params; ++p) {
+      const long size = elems[static_cast<size_t>(p)];
+      grads.emplace_back(size);
+      for (long i = 0; i < size; ++i) grads.back()(i) = local_grad(step, p, r, i);
+      averaged.push_back(Vector::Constant(size, std::numeric_limits<double>::quiet_NaN()));
+    }
+    for (Vector& v : averaged) out.push_back(&v);
+    std::vector<StepEvent> events;
+    dtrain::ledger::CallLog log;
+    for (int p = params - 1; p >= 0; --p) {
+      dtrain::student::grad_ready(*buckets, comm, p, grads[static_cast<size_t>(p)]);
+      for (const auto& call : log.take()) events.push_back({call, p});
+    }
+    dtrain::student::finish(*buckets, comm, out);
+    for (const auto& call : log.take()) events.push_back({call, -1});
+    const std::vector<std::string> problems = event_problems(elems, plan, events);
+    std::string shown;
+    for (size_t i = 0; i < problems.size() && i < 4; ++i) shown += (i ? "\n" : "") + problems[i];
+    if (!problems.empty()) ADD_FAILURE() << "step " << step << ", plan " << text_of(plan) << ": " << shown;
+    for (int p = 0; p < params; ++p) {
+      const Vector& got = averaged[static_cast<size_t>(p)];
+      const long size = elems[static_cast<size_t>(p)];
+      if (got.size() != size) {
+        ADD_FAILURE() << "step " << step << ": parameter " << p << "'s averaged gradient (grads[" << p << "]) has "
+                      << got.size() << " elements, expected " << size;
+        continue;
+      }
+      // Equal to a plain allreduce's average, to 1e-12 of its size.
+      for (long i = 0; i < size; ++i) {
+        const double want = mean_grad(step, p, n, i);
+        if (std::abs(got(i) - want) <= 1e-12 * std::abs(want)) continue;
+        ADD_FAILURE() << "step " << step << ": parameter " << p << "'s averaged gradient (grads[" << p
+                      << "]) differs at element " << i << ": expected " << want << ", got " << got(i)
+                      << (std::abs(got(i) - n * want) <= 1e-9 * std::abs(n * want) ? " (the sum: not divided by the ranks?)" : "");
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace kit
