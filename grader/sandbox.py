@@ -200,9 +200,14 @@ class Sandbox:
         # binary holds the hidden expected values (build/ beside build-mpich/).
         builds = [os.path.join(self.kit_dir, n) for n in sorted(os.listdir(self.kit_dir))
                   if n.startswith("build") and os.path.isfile(os.path.join(self.kit_dir, n, "CMakeCache.txt"))]
+        # Besides the solution and the hidden cases: what quotes them (the
+        # staff's tools and their known bugs, the repository's history, CI).
         self.hidden_paths = [p for p in dict.fromkeys([os.path.join(self.kit_dir, "reference"),
                                                        os.path.join(self.kit_dir, "grader", "hidden"),
                                                        os.path.join(self.kit_dir, "dist"),
+                                                       os.path.join(self.kit_dir, "staff"),
+                                                       os.path.join(self.kit_dir, ".git"),
+                                                       os.path.join(self.kit_dir, ".ci"),
                                                        self.build_dir] + builds) if os.path.isdir(p)]
 
     def _make_dirs(self) -> None:
