@@ -38,6 +38,7 @@ std::atomic<std::int64_t> g_budget{0};
 std::atomic<bool> g_refused{false};
 std::atomic<std::int64_t> g_refused_held{0}, g_refused_asked{0};
 std::atomic<const char*> g_refused_function{""};
+std::atomic<bool> g_refused_by_system{false};
 
 std::size_t slot_of(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull % kSlots; }
 
@@ -72,18 +73,32 @@ void freed(void* p) {
 
 void tracker_linked() { g_linked.store(true); }
 
-bool admit(std::size_t bytes, std::int64_t live) {
-  const std::int64_t budget = g_budget.load(std::memory_order_relaxed);
-  if (budget <= 0 || live + static_cast<std::int64_t>(bytes) <= budget) return true;
-  const char* function = ledger::function_now_signal_safe();
-  if (function == nullptr) return true;  // the kit's own code: its needs are sized into the budget
+namespace {
+
+// Keeps the first refusal since the last take(); allocates nothing.
+void keep_refusal(std::size_t bytes, std::int64_t live, const char* function, bool by_system) {
   bool first = false;
   if (g_refused.compare_exchange_strong(first, true)) {
     g_refused_held.store(live);
     g_refused_asked.store(static_cast<std::int64_t>(bytes));
     g_refused_function.store(function);
+    g_refused_by_system.store(by_system);
   }
+}
+
+}  // namespace
+
+bool admit(std::size_t bytes, std::int64_t live) {
+  const std::int64_t budget = g_budget.load(std::memory_order_relaxed);
+  if (budget <= 0 || live + static_cast<std::int64_t>(bytes) <= budget) return true;
+  const char* function = ledger::function_now_signal_safe();
+  if (function == nullptr) return true;  // the kit's own code: its needs are sized into the budget
+  keep_refusal(bytes, live, function, false);
   return false;
+}
+
+void refused_by_system(std::size_t bytes, std::int64_t live) {
+  if (const char* function = ledger::function_now_signal_safe()) keep_refusal(bytes, live, function, true);
 }
 
 }  // namespace heap_hooks
@@ -100,6 +115,7 @@ Refusal peek() {
     r.held = g_refused_held.load();
     r.asked = g_refused_asked.load();
     r.function = g_refused_function.load();
+    r.by_system = g_refused_by_system.load();
   }
   return r;
 }

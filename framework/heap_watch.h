@@ -54,7 +54,10 @@ class LibraryAllocations {
 // student function runs, an allocation that would take the process's live
 // heap past the budget is refused: malloc returns null and `new` throws
 // std::bad_alloc. The first refusal is kept for the case's message. The
-// kit's own code, outside student functions, is never refused.
+// kit's own code, outside student functions, is never refused. Beside the
+// budget, the process has a limit on all its private memory (RLIMIT_DATA:
+// heap, mappings, thread stacks; platform::limit_private_memory): a block
+// the system refuses under it, in a student function, is kept the same way.
 namespace heap_budget {
 void set(std::int64_t bytes);  // 0: no budget (the trainers)
 std::int64_t bytes();
@@ -63,6 +66,7 @@ struct Refusal {
   std::int64_t held = 0;       // the live heap when it was refused
   std::int64_t asked = 0;      // the size of the refused block
   const char* function = "";  // the student function running then
+  bool by_system = false;      // refused by the system (the data limit), not by the budget
 };
 // The first refusal since the last call, which forgets it.
 Refusal take();
@@ -78,6 +82,9 @@ void tracker_linked();
 // Called by the malloc tracker before it allocates `bytes` more on top of
 // `live`: false refuses the block (heap_budget). Allocates nothing.
 bool admit(std::size_t bytes, std::int64_t live);
+// Called by the malloc tracker when glibc gave no block of `bytes` that the
+// budget had admitted: the system refused it.
+void refused_by_system(std::size_t bytes, std::int64_t live);
 }  // namespace heap_hooks
 
 }  // namespace dtrain

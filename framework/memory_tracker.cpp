@@ -35,8 +35,13 @@ void raise_to(std::atomic<std::int64_t>& mark, std::int64_t value) {
   }
 }
 
-void note_alloc(void* p) {
-  if (!p) return;
+// `asked`: the size glibc was asked for; a null for a real size is the
+// system's refusal (the process's data limit), kept for the case's message.
+void note_alloc(void* p, size_t asked) {
+  if (!p) {
+    if (asked != 0) dtrain::heap_hooks::refused_by_system(asked, g_live.load(std::memory_order_relaxed));
+    return;
+  }
   const std::int64_t size = static_cast<std::int64_t>(malloc_usable_size(p));
   dtrain::heap_hooks::allocated(p, static_cast<size_t>(size));
   const std::int64_t now = g_live.fetch_add(size) + size;
@@ -68,16 +73,16 @@ extern "C" {
 void* malloc(size_t n) {
   if (refused(n, g_live.load(std::memory_order_relaxed))) return nullptr;
   void* p = __libc_malloc(n);
-  note_alloc(p);
+  note_alloc(p, n);
   return p;
 }
 
 void* calloc(size_t count, size_t n) {
   size_t total = 0;
-  if (!__builtin_mul_overflow(count, n, &total) && refused(total, g_live.load(std::memory_order_relaxed)))
-    return nullptr;
+  const bool overflows = __builtin_mul_overflow(count, n, &total);
+  if (!overflows && refused(total, g_live.load(std::memory_order_relaxed))) return nullptr;
   void* p = __libc_calloc(count, n);
-  note_alloc(p);
+  note_alloc(p, overflows ? 0 : total);  // an impossible size is no refusal of the system's
   return p;
 }
 
@@ -88,9 +93,12 @@ void* realloc(void* old, size_t n) {
   note_free(old);
   void* p = __libc_realloc(old, n);
   if (p) {
-    note_alloc(p);
+    note_alloc(p, n);
   } else if (old && n != 0) {
-    note_alloc(old);  // the old block is still live
+    note_alloc(old, n);  // the old block is still live
+    dtrain::heap_hooks::refused_by_system(n, g_live.load(std::memory_order_relaxed));
+  } else {
+    note_alloc(p, n);
   }
   return p;
 }
@@ -101,9 +109,14 @@ void free(void* p) {
 }
 
 void* memalign(size_t alignment, size_t n) {
-  if (refused(n, g_live.load(std::memory_order_relaxed))) return nullptr;
+  // glibc finds an aligned block inside one of n + alignment bytes and may
+  // keep all of it (a mapped block keeps everything past its lead), so a
+  // block is admitted by that size: aligned_alloc(1 GiB, 64) is a 1 GiB ask.
+  size_t worst = 0;
+  if (__builtin_add_overflow(n, alignment, &worst)) worst = SIZE_MAX;
+  if (refused(worst, g_live.load(std::memory_order_relaxed))) return nullptr;
   void* p = __libc_memalign(alignment, n);
-  note_alloc(p);
+  note_alloc(p, n);
   return p;
 }
 

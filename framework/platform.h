@@ -42,6 +42,14 @@ std::vector<std::string> call_stack_lines();
 // the caller must say so, never go on silently.
 std::string restrict_system_calls(bool allow_opening_files);
 
+// From now on, this process's private memory (heap, private mappings and
+// thread stacks: what RLIMIT_DATA counts) may not grow past `bytes`, and
+// nothing in the process can raise the limit again. Below any lower limit
+// already set (the grader's sandbox sets the same one from outside).
+void limit_private_memory(long long bytes);
+// That limit now, for a message; -1 where there is none.
+long long private_memory_limit();
+
 // glibc's malloc tuning: blocks up to `mmap_threshold` come from the heap, and
 // up to `trim_threshold` of freed memory stays for reuse (layer_profiler.h).
 void tune_malloc(long mmap_threshold, long trim_threshold);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,6 +133,20 @@ class FilterProgram {
     ret(set_allows ? SECCOMP_RET_ALLOW : action);
     ret(set_allows ? action : SECCOMP_RET_ALLOW);
   }
+  // mmap: `action` for new executable memory, and for anonymous shared
+  // memory, which the data limit (RLIMIT_DATA) doesn't count; the rest is
+  // allowed.
+  void mmap_rule(unsigned action) {
+    add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(SYS_mmap), 0, 8));
+    load_argument(2);  // prot
+    add(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 0, 1));
+    ret(action);
+    load_argument(3);  // flags
+    add(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 0, 2));
+    add(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_SHARED, 0, 1));  // MAP_SHARED_VALIDATE has its bit too
+    ret(action);
+    ret(SECCOMP_RET_ALLOW);
+  }
   // The call `nr` is allowed only when argument `arg` equals `value`.
   void only_with(long nr, int arg, unsigned value, unsigned action) {
     add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(nr), 0, 4));
@@ -188,7 +203,9 @@ std::string restrict_system_calls(bool allow_opening_files) {
   f.only_with(SYS_rt_sigqueueinfo, 0, me, refused);
   f.only_with(SYS_rt_tgsigqueueinfo, 0, me, refused);
   // No new executable memory: code a handin writes into a buffer never runs.
-  f.by_bits(SYS_mmap, 2, PROT_EXEC, false, refused);
+  // No anonymous shared memory: all memory a rank takes is private, and so
+  // within its data limit (platform.h, limit_private_memory).
+  f.mmap_rule(refused);
   f.by_bits(SYS_mprotect, 2, PROT_EXEC, false, refused);
   f.by_bits(SYS_pkey_mprotect, 2, PROT_EXEC, false, refused);
   if (!allow_opening_files) {
@@ -247,6 +264,22 @@ std::string restrict_system_calls(bool allow_opening_files) {
   return std::string("seccomp(SECCOMP_SET_MODE_FILTER) failed: ") + std::strerror(errno) +
          (errno == EINVAL || errno == ENOSYS ? " (a kernel without seccomp filters or TSYNC, before 3.17)" : "");
 #endif
+}
+
+void limit_private_memory(long long bytes) {
+  rlimit now{};
+  if (::getrlimit(RLIMIT_DATA, &now) != 0) return;
+  const rlim_t wanted = static_cast<rlim_t>(bytes);
+  if (now.rlim_max != RLIM_INFINITY && now.rlim_max <= wanted) return;
+  // The hard limit too: raising it back takes a privilege no rank has.
+  const rlimit lower{std::min(now.rlim_cur, wanted), wanted};
+  ::setrlimit(RLIMIT_DATA, &lower);
+}
+
+long long private_memory_limit() {
+  rlimit now{};
+  if (::getrlimit(RLIMIT_DATA, &now) != 0 || now.rlim_cur == RLIM_INFINITY) return -1;
+  return static_cast<long long>(now.rlim_cur);
 }
 
 void tune_malloc(long mmap_threshold, long trim_threshold) {

@@ -306,7 +306,7 @@ def compile_files(g: Grading) -> bool:
             g.grade.notes.append(f"{name}: link-check failures only warned about (KIT_STATIC_CHECKS=warn)")
     # The results file lives where the job can write it but not replace it
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
-    g.launch = dict(prefix=g.sandbox.prefix() + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
+    g.launch = dict(prefix=g.sandbox.prefix(job=True) + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(g.hidden_values),
                     judges_cases=True, syscall_filter=os.environ.get("KIT_SYSCALL_FILTER") != "off",
                     deadline=g.deadline)

@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from kit import parts as table
 from kit.build import pch_dir
 from kit.processes import kill_all, processes
 
@@ -111,7 +112,11 @@ def namespaces_work() -> bool:
 
 
 _RLIMITS = {"cpu": resource.RLIMIT_CPU, "as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC,
-            "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE}
+            "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE, "data": resource.RLIMIT_DATA}
+# A test job's processes (the ranks, the launcher) also get the parts
+# table's data limit, set here outside the ranks: all of a rank's private
+# memory, whatever route it was taken by. The compiler needs far more.
+JOB_DATA_BYTES = table.RANK_DATA_LIMIT_MIB << 20
 
 
 def _within_hard(name: str, value: int) -> int:
@@ -358,15 +363,19 @@ class Sandbox:
         keep.update(HOME=self.run_dir, TMPDIR=self.run_dir, DTRAIN_STDOUT_IS_TTY="0")
         return keep
 
-    def prefix(self) -> List[str]:
-        """Put before a command to run it in the sandbox."""
+    def prefix(self, job: bool = False) -> List[str]:
+        """Put before a command to run it in the sandbox; `job`: a test job's
+        launcher, whose ranks also get the data limit."""
         # SIGKILL when the grader dies: no job outlives a killed grader.
         with_grader = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         limits = []
         if shutil.which("prlimit"):
             limit = {name: _within_hard(name, value) for name, value in LIMITS.items()}
             limits = ["prlimit", f"--cpu={limit['cpu']}", f"--as={limit['as']}", f"--fsize={limit['fsize']}",
-                      f"--core={limit['core']}"] + ([f"--nproc={limit['nproc']}"] if self.root else []) + ["--"]
+                      f"--core={limit['core']}"] + ([f"--nproc={limit['nproc']}"] if self.root else [])
+            if job:
+                limits.append(f"--data={_within_hard('data', JOB_DATA_BYTES)}")
+            limits.append("--")
         if not self.root:
             return with_grader + limits
         drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs",

@@ -92,6 +92,12 @@ QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck w
 # (`make check-platforms`); the reference's largest case, the hidden
 # training, holds 35 MiB at its peak, its data set included.
 RANK_HEAP_BUDGET_MIB = 64
+# Beside the heap: all of a rank's private memory (heap, private mappings,
+# thread stacks: the kernel's RLIMIT_DATA), set by the test program and by
+# the grader's sandbox. It stops memory taken around the heap's accounting
+# (a mapping of one's own); the reference's ranks need under 64 MiB of it,
+# so a handin at its heap budget keeps 64 MiB of room.
+RANK_DATA_LIMIT_MIB = RANK_HEAP_BUDGET_MIB + 64
 
 
 def time_scale() -> float:
@@ -377,6 +383,7 @@ inline constexpr TableRun kTableRuns[] = {{
 
 inline constexpr double kFailedGraceSeconds = {FAILED_GRACE_SECONDS!r};
 inline constexpr long long kRankHeapBudgetBytes = {RANK_HEAP_BUDGET_MIB}LL << 20;
+inline constexpr long long kRankDataLimitBytes = {RANK_DATA_LIMIT_MIB}LL << 20;
 
 }}  // namespace harness
 """

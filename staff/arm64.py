@@ -86,6 +86,19 @@ def step_binfmt() -> None:
     print("  binfmt: qemu-aarch64 enabled")
 
 
+def remove_tree(path: str) -> None:
+    """Removes a root made earlier, first unmounting whatever an interrupted
+    mmdebstrap or inroot left mounted inside it (deepest first)."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    inside = sorted((p for p in points if p == path or p.startswith(path + "/")), key=len, reverse=True)
+    for point in inside:
+        subprocess.run(["umount", "--lazy", point], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        raise StepFailed(f"root: could not remove {path} (still mounted inside? see findmnt | grep {path})")
+
+
 def step_root() -> None:
     wanted = " ".join(packages()) + "\n"
     marker = os.path.join(ROOT, ".kit-packages")
@@ -96,14 +109,20 @@ def step_root() -> None:
                 return
     except OSError:
         pass
-    shutil.rmtree(ROOT, ignore_errors=True)
+    # The root is made beside its place and moved there whole, so that a run
+    # killed halfway (mmdebstrap leaves /proc, /sys and /dev mounted in its
+    # target when it is killed) never leaves a half-made root for the next.
+    building = ROOT + ".new"
+    for path in (ROOT, building):
+        remove_tree(path)
     os.makedirs(os.path.dirname(ROOT), exist_ok=True)
     started = time.monotonic()
     out = run(["mmdebstrap", "--quiet", "--architectures=arm64", "--variant=apt",
-               "--include=" + ",".join(wanted.split()), "bookworm", ROOT])
+               "--include=" + ",".join(wanted.split()), "bookworm", building])
     expect("root", out, r"^\[exit 0\]")
-    with open(marker, "w") as f:
+    with open(os.path.join(building, ".kit-packages"), "w") as f:
         f.write(wanted)
+    os.rename(building, ROOT)
     print(f"  root: {ROOT} made in {time.monotonic() - started:.0f} s")
 
 

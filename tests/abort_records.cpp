@@ -14,6 +14,7 @@
 
 #include "call_context.h"
 #include "job.h"
+#include "parts_table.h"  // the data limit (kit/parts.py)
 #include "records.h"
 
 namespace harness {
@@ -115,10 +116,17 @@ void on_exit_inside_case() {
 }  // namespace
 
 void budget_refusal_text(char* out, std::size_t size, const dtrain::heap_budget::Refusal& refusal) {
-  char asked[24], held[24], budget[24];
+  char asked[24], held[24], budget[24], limit[24];
   mib(asked, sizeof asked, refusal.asked);
   mib(held, sizeof held, refusal.held);
   mib(budget, sizeof budget, dtrain::heap_budget::bytes());
+  mib(limit, sizeof limit, kRankDataLimitBytes);
+  if (refusal.by_system) {
+    join(out, size, {"out of memory: ", refusal.function, " asked for a block of ", asked, " MiB and the system "
+                     "refused it; a rank's private memory (its heap, mappings and thread stacks) may reach ", limit,
+                     " MiB, on every machine (handout: Memory)"});
+    return;
+  }
   join(out, size, {"over its memory budget: ", refusal.function, " asked for a block of ", asked, " MiB while the rank "
                    "held ", held, " MiB; a rank may hold ", budget, " MiB of heap at once, on every machine "
                    "(handout: Memory)"});

@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
 
   dtrain::keep_big_blocks_for_reuse();
   dtrain::heap_budget::set(kRankHeapBudgetBytes);  // the same on every machine (kit/parts.py)
+  dtrain::platform::limit_private_memory(kRankDataLimitBytes);
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
   install_sinks(job().results_fd >= 0);

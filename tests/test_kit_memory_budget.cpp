@@ -3,7 +3,14 @@
 //   tools/kitrun -n 1 build/reference/kit_tests --gtest_filter='KitMemoryBudget*'
 // Inside a student function, a block that would take the rank's heap past the
 // budget is refused (malloc's null, new's std::bad_alloc) and the refusal is
-// kept for the case's message; the kit's own code is never refused.
+// kept for the case's message; the kit's own code is never refused. Beside
+// it, the process's data limit (RANK_DATA_LIMIT_MIB) holds memory taken
+// around the heap, and the system's refusals are kept the same way.
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -14,6 +21,7 @@
 #include "heap_watch.h"
 #include "harness.h"  // the table of runs and the budget (kit/parts.py)
 #include "kit_test.h"
+#include "platform.h"
 
 TEST(KitMemoryBudget, RefusesABlockPastTheBudgetInsideAStudentFunction) {
   const long long budget = dtrain::heap_budget::bytes();
@@ -38,6 +46,55 @@ TEST(KitMemoryBudget, RefusesABlockPastTheBudgetInsideAStudentFunction) {
   EXPECT_NE(std::string(text).find("a rank may hold " + std::to_string(budget >> 20) + ".0 MiB"), std::string::npos)
       << text;
   EXPECT_FALSE(dtrain::heap_budget::take().happened) << "taking the refusal forgets it";
+}
+
+TEST(KitMemoryBudget, CountsAnAlignedBlockByItsAlignmentToo) {
+  // glibc keeps up to size + alignment bytes for an aligned block, so a
+  // small block with a huge alignment is a huge block.
+  const size_t budget = static_cast<size_t>(dtrain::heap_budget::bytes());
+  size_t huge = 1;
+  while (huge <= budget) huge <<= 1;  // the first power of two past the budget
+  {
+    dtrain::StudentScope scope("split_data");
+    EXPECT_EQ(std::aligned_alloc(huge, 64), nullptr) << "aligned_alloc(" << huge << ", 64) was given";
+    void* out = nullptr;
+    EXPECT_EQ(posix_memalign(&out, huge, 64), ENOMEM);
+    void* fine = std::aligned_alloc(64, 1 << 20);  // an ordinary alignment: still given
+    EXPECT_NE(fine, nullptr);
+    std::free(fine);
+  }
+  const dtrain::heap_budget::Refusal refusal = dtrain::heap_budget::take();
+  ASSERT_TRUE(refusal.happened);
+  EXPECT_EQ(refusal.asked, static_cast<long long>(huge + 64)) << "asked: the size and the alignment";
+}
+
+TEST(KitMemoryBudget, LimitsAllPrivateMemoryNotOnlyTheHeap) {
+  // A mapping of one's own goes around the heap's accounting; the process's
+  // data limit (RLIMIT_DATA) holds it too, and can't be raised again.
+  const long long limit = harness::kRankDataLimitBytes;
+  ASSERT_EQ(dtrain::platform::private_memory_limit(), limit) << "the test program sets the parts table's limit";
+  void* mapped = ::mmap(nullptr, static_cast<size_t>(limit), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  EXPECT_EQ(mapped, MAP_FAILED) << "a private mapping of the whole limit was given";
+  if (mapped != MAP_FAILED) ::munmap(mapped, static_cast<size_t>(limit));
+  rlimit raised{RLIM_INFINITY, RLIM_INFINITY};
+  EXPECT_NE(::setrlimit(RLIMIT_DATA, &raised), 0) << "the limit was raised again";
+
+  // A block the budget would admit (no budget here) but the system refuses
+  // is kept for the case's message as the system's refusal.
+  const std::int64_t budget = dtrain::heap_budget::bytes();
+  dtrain::heap_budget::set(0);
+  {
+    dtrain::StudentScope scope("zero_dp_stage3");
+    EXPECT_EQ(std::malloc(static_cast<size_t>(limit)), nullptr);
+  }
+  dtrain::heap_budget::set(budget);
+  const dtrain::heap_budget::Refusal refusal = dtrain::heap_budget::take();
+  ASSERT_TRUE(refusal.happened);
+  EXPECT_TRUE(refusal.by_system);
+  char text[400];
+  harness::budget_refusal_text(text, sizeof text, refusal);
+  EXPECT_EQ(std::string(text).rfind("out of memory: zero_dp_stage3 asked for a block of ", 0), 0u) << text;
+  EXPECT_NE(std::string(text).find("may reach " + std::to_string(limit >> 20) + ".0 MiB"), std::string::npos) << text;
 }
 
 TEST(KitMemoryBudget, NeverRefusesTheKitsOwnCode) {

@@ -103,3 +103,13 @@ TEST(KitSyscallFilter, MakesNoNewExecutableMemory) {
   EXPECT_EQ(failure_of(::mprotect(data, 4096, PROT_READ | PROT_EXEC)), kRefused);
   ::munmap(data, 4096);
 }
+
+TEST(KitSyscallFilter, MakesNoAnonymousSharedMemory) {
+  // Shared memory is outside the data limit (RLIMIT_DATA counts private
+  // memory only): a rank takes none of its own.
+  for (int shared : {MAP_SHARED, MAP_SHARED_VALIDATE}) {
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, shared | MAP_ANONYMOUS, -1, 0);
+    EXPECT_EQ(failure_of(p == MAP_FAILED ? -1 : 0), kRefused) << "flags " << (shared | MAP_ANONYMOUS);
+    if (p != MAP_FAILED) ::munmap(p, 4096);
+  }
+}
