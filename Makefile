@@ -53,9 +53,11 @@ PYTHON ?= $(shell tools/find_python)
 # What the course's configuration (kit/parts.py) tells make: the default MPI
 # (KIT_DEFAULT_MPI) and what this copy holds (KIT_HOLDS). Written by
 # Python whenever the table changes; make reads it again after writing it.
-KIT_CONFIG_MK = build/kit-config.mk
-build/kit-config.mk: kit/parts.py
-	@mkdir -p build && $(PYTHON) -m kit.parts --make > $@.tmp && mv $@.tmp $@
+# It goes in the build directory named in the environment (the dev
+# container's volume), else in build/: never in a checkout that keeps none.
+KIT_CONFIG_MK := $(or $(BUILD),build)/kit-config.mk
+$(KIT_CONFIG_MK): kit/parts.py
+	@mkdir -p $(dir $@) && $(PYTHON) -m kit.parts --make > $@.tmp && mv $@.tmp $@
 -include $(KIT_CONFIG_MK)
 
 # MPI=mpich builds against MPICH, in a build directory of its own; the

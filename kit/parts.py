@@ -359,7 +359,7 @@ def cmake_text() -> str:
 
 
 def make_text() -> str:
-    """The Makefile's variables (it includes them from build/kit-config.mk)."""
+    """The Makefile's variables (it includes them from kit-config.mk in the build directory)."""
     return ("# Generated from kit/parts.py by make; edit the table, not this file.\n"
             f"KIT_DEFAULT_MPI := {MPI}\nKIT_HOLDS := {','.join(HOLDS)}\n")
 
