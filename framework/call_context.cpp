@@ -15,6 +15,7 @@ namespace dtrain {
 
 namespace {
 
+std::atomic<std::uint64_t> g_call_serial{0};  // a new number on entering and on leaving a student call
 std::atomic<const char*> g_function{nullptr};  // read by the watchdog thread and signal handlers
 std::vector<ArgShape> g_args;                   // main thread only
 std::string g_thrown_from;                      // what an exception last left
@@ -34,6 +35,8 @@ std::string function_now() {
 }
 
 const char* function_now_signal_safe() { return g_function.load(); }
+
+std::uint64_t student_call_serial() { return g_call_serial.load(); }
 
 std::string arguments_now() {
   std::string out;
@@ -65,6 +68,7 @@ StudentScope::StudentScope(const char* function, Communicator* comm, const char*
       exceptions_at_start_(std::uncaught_exceptions()),
       comm_(comm_name ? comm : nullptr) {
   const LibraryAllocations bookkeeping;  // the kit's records, not the student function's
+  g_call_serial.fetch_add(1);
   outer_args_ = g_args;
   function_names().emplace(ledger::function_id(function), function);
   g_args.assign(args.begin(), args.end());
@@ -83,6 +87,7 @@ StudentScope::~StudentScope() {
     if (const std::string args = ledger::arguments_now(); !args.empty()) g_thrown_from += " (called with " + args + ")";
   }
   g_function.store(outer_function_);
+  g_call_serial.fetch_add(1);
   g_args = std::move(outer_args_);
   if (comm_) CommAccess::set_name(*comm_, outer_comm_name_);
 }

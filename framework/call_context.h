@@ -23,6 +23,9 @@ std::string function_now();
 std::string arguments_now();
 // The same name for a signal handler (no allocation); nullptr outside student code.
 const char* function_now_signal_safe();
+// A number that changes with every call into student code: two events with
+// the same number happened in one call.
+std::uint64_t student_call_serial();
 // The student function an exception last left (the innermost one), and the
 // arguments it had; empty if none since the last call. Reading it clears it.
 std::string take_thrown_from();

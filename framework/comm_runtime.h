@@ -162,6 +162,7 @@ struct LoggedCall {
   std::string comm;  // the communicator's name at the time
   int dest = -1, source = -1;  // point-to-point: the other ends, by rank on comm
   long request = 0;  // "iallreduce", "waited", "tested": the request's id (LedgerEntry::request)
+  int failed_tests = 0;  // "waited", "tested": the most test() calls that found it running within one student call
 };
 // While one lives, every collective this process makes is appended to it:
 // the tests check a call's traffic with it (ZeRO-3 moves exactly what stage

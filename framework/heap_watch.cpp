@@ -39,6 +39,7 @@ std::atomic<bool> g_refused{false};
 std::atomic<std::int64_t> g_refused_held{0}, g_refused_asked{0};
 std::atomic<const char*> g_refused_function{""};
 std::atomic<bool> g_refused_by_system{false};
+std::atomic<bool> g_everywhere{false};
 
 std::size_t slot_of(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull % kSlots; }
 
@@ -92,7 +93,10 @@ bool admit(std::size_t bytes, std::int64_t live) {
   const std::int64_t budget = g_budget.load(std::memory_order_relaxed);
   if (budget <= 0 || live + static_cast<std::int64_t>(bytes) <= budget) return true;
   const char* function = ledger::function_now_signal_safe();
-  if (function == nullptr) return true;  // the kit's own code: its needs are sized into the budget
+  if (function == nullptr) {
+    if (!g_everywhere.load(std::memory_order_relaxed)) return true;  // the kit's own code: sized into the budget
+    function = "(after the last case)";
+  }
   keep_refusal(bytes, live, function, false);
   return false;
 }
@@ -106,6 +110,7 @@ void refused_by_system(std::size_t bytes, std::int64_t live) {
 namespace heap_budget {
 
 void set(std::int64_t bytes) { g_budget.store(bytes); }
+void hold_everywhere() { g_everywhere.store(true); }
 std::int64_t bytes() { return g_budget.load(); }
 
 Refusal peek() {

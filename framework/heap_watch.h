@@ -60,6 +60,10 @@ class LibraryAllocations {
 // the system refuses under it, in a student function, is kept the same way.
 namespace heap_budget {
 void set(std::int64_t bytes);  // 0: no budget (the trainers)
+// From now on the budget holds for every allocation, the kit's own code's
+// too: after the last case, where only exit's work is left (a student's
+// static destructor or a thread left running would be outside any function).
+void hold_everywhere();
 std::int64_t bytes();
 struct Refusal {
   bool happened = false;

@@ -100,7 +100,7 @@ void note_refused(const char* why) {
 
 // The open CallLogs get one more event; the caller holds the ledger's lock.
 void log_event(Ledger& l, const char* kind, const Request::State& s) {
-  for (auto* log : l.logs) log->push_back({kind, s.count, s.comm, -1, -1, s.id});
+  for (auto* log : l.logs) log->push_back({kind, s.count, s.comm, -1, -1, s.id, s.most_failed_tests});
 }
 
 }  // namespace

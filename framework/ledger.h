@@ -55,6 +55,10 @@ struct Request::State {
   std::vector<int> members;  // the communicator's, by rank in MPI's world
   double start = 0;          // steady_seconds() when it started
   std::uint64_t bytes = 0;
+  // test() calls that found it still running: the most within one student
+  // call (a loop of them is a wait), and the call they were counted in.
+  int most_failed_tests = 0, failed_tests = 0;
+  std::uint64_t tests_serial = 0;
 };
 
 }  // namespace dtrain

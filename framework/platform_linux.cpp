@@ -147,6 +147,17 @@ class FilterProgram {
     ret(action);
     ret(SECCOMP_RET_ALLOW);
   }
+  // The call `nr` is allowed only when pointer argument `arg` is null (both
+  // of its 32-bit halves: an address can have a low half of zero).
+  void only_null(long nr, int arg, unsigned action) {
+    add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(nr), 0, 6));
+    load_argument(arg);
+    add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 3));
+    add(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, static_cast<unsigned>(offsetof(seccomp_data, args) + 8 * arg + 4)));
+    add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 1));
+    ret(SECCOMP_RET_ALLOW);
+    ret(action);
+  }
   // The call `nr` is allowed only when argument `arg` equals `value`.
   void only_with(long nr, int arg, unsigned value, unsigned action) {
     add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<unsigned>(nr), 0, 4));
@@ -206,6 +217,9 @@ std::string restrict_system_calls(bool allow_opening_files) {
   // No anonymous shared memory: all memory a rank takes is private, and so
   // within its data limit (platform.h, limit_private_memory).
   f.mmap_rule(refused);
+  // Limits may be read, never changed: a raised stack limit would hold
+  // memory that neither the heap budget nor the data limit counts.
+  f.only_null(SYS_prlimit64, 2, refused);
   f.by_bits(SYS_mprotect, 2, PROT_EXEC, false, refused);
   f.by_bits(SYS_pkey_mprotect, 2, PROT_EXEC, false, refused);
   if (!allow_opening_files) {
@@ -238,7 +252,7 @@ std::string restrict_system_calls(bool allow_opening_files) {
          SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register, SYS_bpf, SYS_perf_event_open,
          SYS_userfaultfd, SYS_keyctl, SYS_add_key, SYS_request_key, SYS_fanotify_init,
          // identity and the machine
-         SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setfsuid,
+         SYS_setrlimit, SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid, SYS_setfsuid,
          SYS_setfsgid, SYS_setgroups, SYS_capset, SYS_mount, SYS_umount2, SYS_mount_setattr, SYS_move_mount,
          SYS_open_tree, SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick, SYS_swapon, SYS_swapoff,
          SYS_reboot, SYS_kexec_load, SYS_kexec_file_load, SYS_init_module, SYS_finit_module,

@@ -269,6 +269,12 @@ MUTANTS: List[Mutant] = [
            "  State& s = *state;\n  for (State::Bucket& b : s.buckets) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
            ("part13_ddp",), says=(r"bucket 0 \(parameters \{5, 4, 3\}\) started its iallreduce in finish, after "
                                   r"backward had produced every gradient",)),
+    Mutant("a loop of test() in grad_ready until its bucket completes", "ddp_buckets.cpp",
+           "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
+           "  if (++b.arrived == b.params.size()) {\n    b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n"
+           "    while (!b.request.test()) {\n    }\n  }\n", ("part13_ddp",),
+           says=(r"the iallreduce started in grad_ready\(\d+\) \(bucket \d+\) was tested \d+ times in one call before it "
+                 r"completed: a loop of test\(\) is a wait",)),
     Mutant("an averaged gradient written back to the wrong parameter", "ddp_buckets.cpp",
            "const size_t p = static_cast<size_t>(b.params[i]);",
            "const size_t p = static_cast<size_t>(b.params[(i + 1) % b.params.size()]);", ("part13_ddp",),

@@ -176,6 +176,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kit_tests: syscall filter: off (%s)\n", unfiltered.c_str());
 
   const int gtest_status = RUN_ALL_TESTS();
+  dtrain::heap_budget::hold_everywhere();
   dtrain::CommAccess::rendezvous(meeting);  // ranks done early sleep here, not spin
   const long any_failed = dtrain::CommAccess::max_over_ranks(meeting, gtest_status != 0 ? 1 : 0);
   if (job().rank == 0 && job().results_fd < 0) {  // the runner prints one summary of its own

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -102,6 +103,14 @@ TEST(KitSyscallFilter, MakesNoNewExecutableMemory) {
   ASSERT_NE(data, MAP_FAILED);
   EXPECT_EQ(failure_of(::mprotect(data, 4096, PROT_READ | PROT_EXEC)), kRefused);
   ::munmap(data, 4096);
+}
+
+TEST(KitSyscallFilter, ReadsLimitsButChangesNone) {
+  rlimit stack{};
+  ASSERT_EQ(::getrlimit(RLIMIT_STACK, &stack), 0) << "reading a limit stays allowed";
+  EXPECT_EQ(failure_of(::setrlimit(RLIMIT_STACK, &stack)), kRefused);
+  EXPECT_EQ(failure_of(::prlimit(0, RLIMIT_STACK, &stack, nullptr)), kRefused);
+  EXPECT_EQ(failure_of(::syscall(SYS_setrlimit, RLIMIT_STACK, &stack)), kRefused);
 }
 
 TEST(KitSyscallFilter, MakesNoAnonymousSharedMemory) {
