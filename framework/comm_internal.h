@@ -101,6 +101,11 @@ void run_collective(const char* blocking_name, const char* start_name, Blocking 
   }
 }
 
+// MPI's handle of a request in flight, for the ledger's record of it
+// (ledger.h), which names no MPI type itself.
+using RawRequest = MPI_Request;
+inline RawRequest null_request() { return MPI_REQUEST_NULL; }
+
 }  // namespace comm_detail
 
 }  // namespace dtrain

@@ -43,7 +43,7 @@ namespace dtrain {
 // lists it from its start until the kit sees it complete, for the
 // roll-call, the trace and the message of a request dropped unwaited.
 struct Request::State {
-  MPI_Request mpi = MPI_REQUEST_NULL;
+  comm_detail::RawRequest mpi = comm_detail::null_request();
   long id = 0;               // LedgerEntry::request
   bool complete = false;     // MPI said so (in wait, test or the kit's progress)
   bool claimed = false;      // the owner saw it complete (wait, or a test that returned true)
