@@ -1,20 +1,20 @@
 """Runs test cases of the kit's test binary under MPI and gives one outcome
 per case, whatever the student code does.
 
-A job is one mpirun of the test binary. It appends records to a results
-file (tests/records.h): a plan, what student functions returned, a result
-per case, and, from any rank, its failures at once and an abort record when
-a case can't finish. When a job ends before its plan is done, the case in
-flight is failed with what the ranks recorded, and a new job runs the cases
-after it. Outcomes come only from that file, never from the program's
-output, and the file is evidence, never a verdict: with expected values
+A job is one mpirun of the test binary. Its ranks write records
+(tests/records.h), each through a channel of its own that this process
+drains as they arrive (kit/channels.py): a plan, what student functions
+returned, a result per case, and, from any rank, its failures at once and
+an abort record when a case can't finish. When a job ends before its plan
+is done, the case in flight is failed with what the ranks recorded, and a
+new job runs the cases after it. Outcomes come only from the records, never
+from the program's output, and the records are evidence, never a verdict: with expected values
 (`Launch.expected`, the grader's), the judge (kit/judge.py) decides every
 case, the list of cases is the judge's own, and a case the ranks never
 reported fails.
 """
 import os
 import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional
 
 from kit import host_limits
 from kit import judge
+from kit.channels import Channels
 from kit import parts as table
 from kit import records as rec
 from kit.paths import KITRUN
@@ -79,7 +80,7 @@ class Launch:
     prefix: List[str] = field(default_factory=lambda: [KITRUN])
     env: Optional[Dict[str, str]] = None
     capture: bool = False          # False: the job's output goes to ours
-    results_dir: Optional[str] = None  # where the job may write its results file
+    results_dir: Optional[str] = None  # where the job's record channels are made (the sandbox can reach it)
     cwd: Optional[str] = None
     after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
@@ -157,6 +158,7 @@ class OutputTap:
 
 
 def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
+    """`results`: the directory of the job's record channels."""
     cmd = launch.prefix + ["-n", str(launch.ranks), launch.binary,
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
     if launch.trace_dir:
@@ -179,7 +181,7 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
 OUT_OF_TIME = "the grading's time ran out"
 
 
-def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]:
+def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optional[str]:
     """Waits for the job to end; returns why it had to be stopped, or None.
     Besides the job's time limit, a job that writes no record for too long
     is stuck where no watchdog reaches (before main, or with the watchdog
@@ -196,10 +198,7 @@ def _wait(proc: subprocess.Popen, results: str, launch: Launch) -> Optional[str]
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
-        try:
-            size = os.lstat(results).st_size
-        except OSError:
-            size = last_size
+        size = channels.bytes
         if size != last_size:
             last_size, last_change = size, now
         if size == 0 and now - started > startup:
@@ -227,17 +226,15 @@ class Job:
 def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
     """Starts one job on the cases `gtest_filter` selects and waits for it;
     nothing the job started outlives it."""
-    fd, results = tempfile.mkstemp(prefix="kit-results-", suffix=".jsonl", dir=launch.results_dir)
-    os.close(fd)
-    if launch.results_dir:
-        os.chmod(results, 0o666)  # the sandbox user's job writes it, and its watchdog reads the roll-call back
+    channels = Channels(launch.results_dir, launch.ranks, shared=launch.results_dir is not None)
+    lines = None
     try:
         started = time.monotonic()
         oom_before = host_limits.oom_kills()
-        proc = _start(launch, gtest_filter, results)
+        proc = _start(launch, gtest_filter, channels.dir)
         tap = OutputTap(proc.stdout) if launch.capture else None
         tally.launches += 1
-        stopped = _wait(proc, results, launch)
+        stopped = _wait(proc, channels, launch)
         kill_session(proc)
         if launch.after_job:
             launch.after_job()
@@ -254,14 +251,17 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
             raise host_limits.ResourceFailure(
                 f"the MPI launcher was killed by signal {-proc.returncode} from outside the grader (the platform's "
                 f"time or memory limit?); {host_limits.RAISE['memory']}, or {host_limits.RAISE['time']}")
-        records = rec.read(results)
+        lines = channels.close()
+        records = rec.parse(lines)
         if tally.observed is not None:
             for case, values in records.values.items():
                 tally.observed.setdefault(case, {}).update(values)
-        if records.problem:
-            tally.integrity.append(records.problem)
+        if channels.dropped:
+            tally.integrity.append(f"the job wrote {channels.bytes} bytes of records, past the {rec.MAX_FILE_BYTES} "
+                                   "a job of the kit writes at most (written by code under test?); the rest was "
+                                   "not kept")
         if records.malformed:
-            tally.integrity.append(f"{records.malformed} line(s) of the results file were no record of the kit's "
+            tally.integrity.append(f"{records.malformed} line(s) the ranks wrote were no record of the kit's "
                                    "format (written by code under test?); they were ignored")
         for plan in records.plans:  # the harness's word, for the report: a job without the filter is noted
             state = str(plan.get("syscall_filter", "off: the test program does not say"))
@@ -269,10 +269,8 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
                 tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started)
     finally:
-        try:
-            os.unlink(results)
-        except OSError:
-            pass  # the job may have removed it; its cases then have no result
+        if lines is None:
+            channels.close()
 
 
 def rank_label(ranks: List[int]) -> str:

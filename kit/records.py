@@ -1,16 +1,21 @@
-"""Reads the results file the test binary writes; the format is defined in
+"""Reads the records the test binary's ranks write; the format is defined in
 tests/records.h, and this module follows it.
 
 Every record is evidence written by a process that runs student code, so
 none is a verdict: a result's "pass" only says the ranks' own checks found
 nothing, and the judge (kit/judge.py) decides a case with recorded values.
-The file is read as hostile input (kit/safe_read.py): opened without
-following links or blocking on a FIFO, only if it is a regular file of at
-most MAX_FILE_BYTES, then line by line with a length limit, and a line that does not parse (too deep, too
-long, not JSON, not a record) is counted as malformed, never raised.
+A job's records arrive through one channel per rank (kit/channels.py), so
+each line comes with the rank that wrote it: a record that names another
+rank, or a plan or result on any channel but rank 0's, is malformed. Every
+line is read as hostile input: a length limit, and a line that does not
+parse (too deep, too long, not JSON, not a record, a number out of its
+range) is counted as malformed, never raised. `read` reads a file of
+records the same way (the kit's own tests write one), through
+kit/safe_read.py.
 """
 import errno
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -26,7 +31,8 @@ FIELDS = {  # the members each kind must have, with their types (records.h)
     ROLLCALL: {"case": str, "rank": int, "state": str, "seconds": (int, float)},
 }
 # A whole job of the kit writes a few MB (256 values a record at most); a
-# file far past that was written by something else.
+# file far past that was written by something else (kit/channels.py keeps
+# the same bounds for a job's channels).
 MAX_FILE_BYTES = 16 << 20
 MAX_LINE_BYTES = 1 << 20
 # The harness writes at most 256 values a record (tests/observations.cpp), and
@@ -63,7 +69,19 @@ class Records:
         return [str(c) for c in self.plans[0]["cases"]] if self.plans else None
 
 
-def _well_formed(record) -> bool:
+# Each whole number of a record is within these (a rank, a shape, a
+# stride), and each time finite and under a day: nothing downstream meets a
+# number it can't print or compare.
+MAX_INT = 1 << 31
+MAX_SECONDS = 86400.0
+RANK_ZERO_ONLY = (PLAN, RESULT)
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _well_formed(record, rank: Optional[int] = None) -> bool:
     if not isinstance(record, dict):
         return False
     kind = record.get("event")
@@ -73,11 +91,22 @@ def _well_formed(record) -> bool:
         value = record.get(name)
         if not isinstance(value, kind_of) or isinstance(value, bool):
             return False
+        if isinstance(value, int) and not 0 <= value < MAX_INT:
+            return False
+        if isinstance(value, float) and not (math.isfinite(value) and 0 <= value <= MAX_SECONDS):
+            return False
+    if rank is not None and (record.get("rank", rank) != rank or (kind in RANK_ZERO_ONLY and rank != 0)):
+        return False  # another rank's name, or rank 0's word on another channel
     if kind == PLAN:
-        return all(isinstance(c, str) for c in record["cases"])
+        return all(isinstance(c, str) for c in record["cases"]) and record["ranks"] >= 1
     if kind == VALUE:
-        return (record["rows"] >= 0 and record["cols"] >= 0 and record["stride"] >= 1
-                and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in record["values"]))
+        return (record["stride"] >= 1
+                and all(v is None or _number(v) for v in record["values"]))
+    if kind == RESULT:
+        return all(isinstance(f, dict) and isinstance(f.get("message"), str)
+                   and (f.get("rank") is None or (isinstance(f.get("rank"), int) and not isinstance(f.get("rank"), bool)
+                                                  and 0 <= f["rank"] < MAX_INT))
+                   for f in record["failures"])
     return True
 
 
@@ -98,18 +127,30 @@ def _wait(wait) -> Optional[Dict]:
     return {"op": wait["op"], **{k: wait[k] for k in ends}}
 
 
+def _finite(v) -> Optional[float]:
+    """A value as the judge compares it: a finite float, or None (JSON's
+    null, an infinity or a NaN: no recorded value is any of those)."""
+    if v is None:
+        return None
+    x = float(v) if not isinstance(v, int) or abs(v) < (1 << 1000) else math.inf
+    return x if math.isfinite(x) else None
+
+
 def parse(lines) -> Records:
+    """Records from lines: text (a file's) or (rank, text) pairs (a job's
+    channels), each line bytes or str."""
     out = Records()
-    for line in lines:
+    for item in lines:
+        rank, line = item if isinstance(item, tuple) else (None, item)
         if len(line) > MAX_LINE_BYTES:
             out.malformed += 1
             continue
         try:
             record = json.loads(line)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError, UnicodeDecodeError):
             out.malformed += 1  # torn, foreign, or built to break the reader
             continue
-        if not _well_formed(record) or (record["event"] == VALUE and (
+        if not _well_formed(record, rank) or (record["event"] == VALUE and (
                 len(record["values"]) > MAX_VALUES_PER_RECORD or out.value_records >= MAX_VALUE_RECORDS)):
             out.malformed += 1
             continue
@@ -125,7 +166,7 @@ def parse(lines) -> Records:
             if key in mine:
                 out.doubled[case] = out.doubled.get(case, 0) + 1
             mine[key] = Observed(record["rows"], record["cols"], record["stride"],
-                                 [None if v is None else float(v) for v in record["values"]])
+                                 [_finite(v) for v in record["values"]])
         elif kind == ROLLCALL:
             phase = record.get("phase")
             out.rollcalls.setdefault(case, {})[record["rank"]] = {

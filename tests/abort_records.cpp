@@ -24,7 +24,7 @@ namespace {
 // What the handlers need, copied here before any case runs: plain data,
 // which a signal handler may read (job() is a function-local static).
 char g_abort_prefix[1024];  // records::abort_prefix of the running case
-char g_case_name[512];      // the same case, for a run by hand (no results file)
+char g_case_name[512];      // the same case, for a run by hand (no record channel)
 int g_results_fd = -1;
 int g_rank = 0;
 volatile sig_atomic_t g_in_case = 0;
@@ -63,7 +63,7 @@ void mib(char* out, std::size_t size, std::int64_t bytes) {
   join(out, size, {d});
 }
 
-// Async-signal-safe: only memcpy/strlen/write. With no results file (a run
+// Async-signal-safe: only memcpy/strlen/write. With no record channel (a run
 // by hand with KIT_BARE=1) the rank says it on stderr, since no runner will.
 void write_abort(const char* why) {
   char line[1400];

@@ -3,9 +3,10 @@
 // Run a part through make (`make test-part3`), or by hand:
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
 // Flags besides gtest's:
-//   --results=PATH          append the records of tests/records.h to PATH: evidence
-//                           for the part runner and the grader's judge, which
-//                           decide each case outside this process
+//   --results=DIR           write the records of tests/records.h to DIR/rank<r>, a
+//                           FIFO the runner made and reads (job.h): evidence for
+//                           the part runner and the grader's judge, which decide
+//                           each case outside this process
 //   --case-timeout=SECONDS  override every suite's per-case time limit
 //   --time-scale=F          multiply every per-case time limit by F (0 < F <= 1; kit.parts.time_scale)
 //   --trace-dir=DIR         write the Chrome trace of each failing case to
@@ -17,7 +18,7 @@
 //                           the plan record says "off". The runner passes it
 //                           unless it grades (kit/jobs.py, Launch.syscall_filter)
 //
-// Once MPI, the results file, the case plan and the case groups are set up,
+// Once MPI, the record channel, the case plan and the case groups are set up,
 // and before the first case runs, every rank refuses the system calls that
 // computing and MPI's open channels never need (platform.h,
 // restrict_system_calls): no file is opened, no process or program started,
@@ -27,8 +28,8 @@
 // A case of a run of n ranks in the parts table runs on ranks 0..n-1 of the job, so one job with enough ranks runs cases of every size; the
 // other ranks sleep meanwhile. After a case its ranks meet on a private
 // communicator and rank 0 prints and records the outcome, with each
-// failing rank's messages. A rank that fails writes its messages to the
-// results file at once, so they survive if the job has to be ended. A case
+// failing rank's messages. A rank that fails writes its messages to its
+// record channel at once, so they survive if the job has to be ended. A case
 // that does not finish in time (a rank waiting in a collective the others
 // never joined, usually) ends the job; a crash or exit() inside a case is
 // recorded too. The runner then starts the remaining cases in a new job.
@@ -36,11 +37,9 @@
 // The harness's files: case_plan.cpp (which cases, on which ranks),
 // case_listener.cpp (the per-case protocol), watchdog.cpp (time limits and
 // the roll-call), abort_records.cpp (crashes and exits), reaper.cpp (a
-// case's stray processes), job.cpp (this process's rank and results file),
-// records.cpp (the results file's records), observations.cpp (what student
+// case's stray processes), job.cpp (this process's rank, record channel and
+// roll-call board), records.cpp (the records), observations.cpp (what student
 // functions returned, for the judge).
-
-#include <fcntl.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -67,7 +66,7 @@ namespace {
 
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
-    std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=PATH] [--case-timeout=SECONDS] "
+    std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=DIR] [--case-timeout=SECONDS] "
                          "[--time-scale=F] [--cpus=N] [--trace-dir=DIR] [--no-syscall-filter]\n",
                  what.c_str());
   return 2;
@@ -82,13 +81,13 @@ int main(int argc, char** argv) {
   dtrain::Communicator meeting = dtrain::CommAccess::duplicate_world();
   job().rank = meeting.rank();
 
-  std::string results_path, trace_dir;
+  std::string results_dir, trace_dir;
   double timeout_override = 0, time_scale = 1;
   bool syscall_filter = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--results=", 0) == 0) {
-      results_path = arg.substr(10);
+      results_dir = arg.substr(10);
     } else if (arg.rfind("--trace-dir=", 0) == 0) {
       trace_dir = arg.substr(12);
     } else if (arg.rfind("--cpus=", 0) == 0) {
@@ -111,13 +110,8 @@ int main(int argc, char** argv) {
       return usage_error("unknown argument '" + arg + "'");
     }
   }
-  if (!results_path.empty()) {
-    // Read too: the watchdog reads the roll-call's answers back through it.
-    job().results_fd = ::open(results_path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (job().results_fd < 0)
-      return usage_error("cannot open --results file '" + results_path + "': " + std::strerror(errno));
-    job().results_path = results_path;
-  }
+  if (!results_dir.empty())
+    if (const std::string why = open_channel(results_dir, job().rank); !why.empty()) return usage_error(why);
   // Every collective of a case is checked against the other ranks' before
   // MPI sees it (comm.h), and kept for the trace of a failing case if asked.
   dtrain::ledger::set_checking(true);

@@ -16,7 +16,7 @@ namespace harness {
 namespace {
 
 // A case that trains calls forward thousands of times; its first calls are
-// the evidence, and they keep the results file small. The runner reads no
+// the evidence, and they keep the records small. The runner reads no
 // value record of more than kMaxElements values (kit/records.py).
 constexpr int kCallsPerLabel = 2;
 constexpr long kMaxElements = 256;

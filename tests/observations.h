@@ -1,5 +1,5 @@
 // observations.h: the harness's sink for framework/observe.h: what student
-// functions return goes to the results file as value records (records.h),
+// functions return goes to the runner as value records (records.h),
 // for the judge outside this process.
 #pragma once
 
@@ -7,7 +7,7 @@
 
 namespace harness {
 
-// with_values: a results file takes them (the runner's jobs); a run by hand
+// with_values: a record channel takes them (the runner's jobs); a run by hand
 // checks the rules all the same.
 void install_sinks(bool with_values);
 // Numbering starts again for each case: "forward#1" is a case's first forward.

@@ -68,10 +68,6 @@ std::string value(const std::string& name, int rank, const std::string& label, l
          std::to_string(cols) + ",\"stride\":" + std::to_string(stride) + ",\"values\":[" + list + "]}";
 }
 
-std::string rollcall_prefix(const std::string& name) {
-  return "{\"event\":\"rollcall\",\"case\":" + json_string(name) + ",\"rank\":";
-}
-
 std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag) {
   return "{\"op\":" + json_string(op) + ",\"to\":" + std::to_string(to) + ",\"send_tag\":" + std::to_string(send_tag) +
          ",\"from\":" + std::to_string(from) + ",\"recv_tag\":" + std::to_string(recv_tag) + "}";
@@ -81,25 +77,12 @@ std::string rollcall(const std::string& name, int rank, const std::string& state
                      const std::string& wait_json, const std::string& phase) {
   char timing[32];
   std::snprintf(timing, sizeof timing, "%.1f", seconds);
-  return rollcall_prefix(name) + std::to_string(rank) + ",\"state\":" + json_string(state) + ",\"seconds\":" + timing +
+  return "{\"event\":\"rollcall\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) + ",\"state\":" + json_string(state) + ",\"seconds\":" + timing +
          ",\"phase\":" + json_string(phase) + (wait_json.empty() ? "" : ",\"wait\":" + wait_json) + "}";
 }
 
 std::string abort_prefix(const std::string& name, int rank) {
   return "{\"event\":\"abort\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) + ",\"why\":\"";
-}
-
-int rollcall_rank(const std::string& line, const std::string& name) {
-  // By its fixed start, not by a JSON parser: a state may hold any bytes
-  // (json_string passes non-UTF-8 text through), and the line need not parse.
-  const std::string prefix = rollcall_prefix(name);
-  if (line.compare(0, prefix.size(), prefix) != 0) return -1;
-  size_t at = prefix.size();
-  long rank = 0;
-  for (; at < line.size() && line[at] >= '0' && line[at] <= '9' && rank < 1000000; ++at) rank = rank * 10 + (line[at] - '0');
-  const std::string next = ",\"state\":";
-  if (at == prefix.size() || line.compare(at, next.size(), next) != 0 || line.back() != '}') return -1;
-  return static_cast<int>(rank);
 }
 
 }  // namespace records

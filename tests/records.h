@@ -1,15 +1,17 @@
-// records.h: the format of the results file, the one channel from the test
-// binary (the harness's case_listener.cpp, watchdog.cpp and abort_records.cpp
-// write) to the runner (kit/records.py reads).
+// records.h: the format of the records, the one channel from the test binary
+// (the harness's case_listener.cpp, watchdog.cpp, abort_records.cpp and
+// observations.cpp write) to the runner (kit/jobs.py reads the channels,
+// kit/records.py the records).
 //
-// One JSON object per line. Each record is written with one write() to a file
-// opened with O_APPEND, so records of different ranks never share a line.
-// Every record is evidence, never a verdict: the runner (kit/jobs.py) and,
-// when grading, the judge (kit/judge.py) decide each case outside this
-// process, so a record written by code under test can at most fail a case
-// or offer a wrong value. "event" names the kind:
+// One JSON object per line. Each rank writes to a channel of its own, a FIFO
+// the runner made and drains as records arrive (job.h): a record leaves the
+// rank once, and the runner takes its rank from the channel, so a "rank"
+// member that names another rank is malformed. Every record is evidence,
+// never a verdict: the runner and, when grading, the judge (kit/judge.py)
+// decide each case outside this process, so a record written by code under
+// test can at most fail a case or offer a wrong value. "event" names the kind:
 //
-//   plan          rank 0, once per job before the first case
+//   plan          rank 0 (on no other channel), once per job before the first case
 //                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...],"syscall_filter":F}
 //                 F is "on", or "off: " and why (platform.h, restrict_system_calls),
 //                 for the report; the judge never needs it
@@ -18,7 +20,7 @@
 //                 at most 256 elements, every stride-th of a larger result
 //                 {"event":"value","case":C,"rank":R,"label":L,"rows":N,"cols":M,
 //                  "stride":S,"values":[...]}
-//   result        rank 0, after every case all its ranks finished: the ranks'
+//   result        rank 0 (on no other channel), after every case all its ranks finished: the ranks'
 //                 own checks (closed forms); a case with a recorded value
 //                 passes only if the judge agrees, and a second result for
 //                 a case fails it
@@ -32,7 +34,8 @@
 //                 {"event":"abort","case":C,"rank":R,"why":W}
 //   rollcall      every rank of a case its watchdog stops (a hang): what the
 //                 rank was doing, from its collective ledger, and how long the
-//                 case had run. No rank ends the job before all have answered.
+//                 case had run. No rank ends the job before all have answered
+//                 (each marks its answer on the roll-call board, job.h).
 //                 {"event":"rollcall","case":C,"rank":R,"state":S,"seconds":T,"phase":P}
 //                 S is for people. P is where the rank was in the case:
 //                 "running" (its body), "finished" (its body done, waiting for
@@ -66,12 +69,6 @@ std::string rank_failure(const std::string& name, int rank, const std::string& m
 std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
                      const std::string& wait_json = "", const std::string& phase = "running");
 std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag);
-// What every rollcall record of case `name` starts with, up to its rank.
-std::string rollcall_prefix(const std::string& name);
-// The rank of a rollcall record of case `name`, read from one line of the
-// results file; -1 if the line is another record, or not a whole one (a
-// record's kind is its start: a message that holds the text is no answer).
-int rollcall_rank(const std::string& line, const std::string& name);
 
 // An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
 // text without quotes, backslashes or control characters.

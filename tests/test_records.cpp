@@ -1,4 +1,4 @@
-// The results file's records (tests/records.h): one process, no MPI.
+// The records' builders (tests/records.h): one process, no MPI.
 //   build/framework_tests --gtest_filter='Records*'   (CTest: framework/units)
 // With KIT_RECORDS_OUT=PATH the last case also writes one record of every
 // kind to PATH; the staff suite
@@ -39,16 +39,6 @@ TEST(Records, BuildEachKind) {
   EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04),
             "{\"event\":\"rollcall\",\"case\":\"A.b\",\"rank\":0,\"state\":\"s\",\"seconds\":5.0,"
             "\"phase\":\"running\"}");
-  EXPECT_EQ(records::rollcall("A.b", 0, "s", 5.04).rfind(records::rollcall_prefix("A.b"), 0), 0u);
-}
-
-// The watchdog learns which ranks answered a roll-call by reading records,
-// so a message that merely holds a roll-call's text is no answer.
-TEST(Records, RollCallAnswersAreReadAsRecords) {
-  EXPECT_EQ(records::rollcall_rank(records::rollcall("A.b", 3, "waiting", 1.0), "A.b"), 3);
-  EXPECT_EQ(records::rollcall_rank(records::rollcall("A.bc", 3, "waiting", 1.0), "A.b"), -1);
-  EXPECT_EQ(records::rollcall_rank(records::rank_failure("A.b", 2, records::rollcall("A.b", 2, "s", 1.0)), "A.b"), -1);
-  EXPECT_EQ(records::rollcall_rank(records::rollcall_prefix("A.b") + "1", "A.b"), -1);  // not a whole record
 }
 
 TEST(Records, WriteEveryKindForTheRunner) {

@@ -1,10 +1,10 @@
 // watchdog.cpp: the case watchdog and its roll-call (watchdog.h).
 #include "watchdog.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,11 +22,12 @@ std::chrono::steady_clock::duration seconds_of(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// The results file through the descriptor main opened (read and append):
-// under the system-call filter this process can open no file.
-long results_size() {
-  struct stat st {};
-  return job().results_fd >= 0 && ::fstat(job().results_fd, &st) == 0 ? static_cast<long>(st.st_size) : 0;
+// A case's tag on the roll-call board: its name hashed (FNV-1a), never 0,
+// the board's "nobody answered yet".
+std::uint32_t board_tag(const std::string& name) {
+  std::uint32_t h = 2166136261u;
+  for (const unsigned char c : name) h = (h ^ c) * 16777619u;
+  return h | 1u;
 }
 
 }  // namespace
@@ -52,7 +53,6 @@ void Watchdog::arm(double seconds, const std::string& case_name, int ranks) {
   open_window(seconds);
   case_ = case_name;
   ranks_ = ranks;
-  read_from_ = results_size();
   answered_.clear();
   cv_.notify_all();
 }
@@ -113,23 +113,16 @@ bool Watchdog::due() {
   return could_run_ >= window_seconds_ || elapsed >= window_seconds_ * kMostStretch;  // could_run_ <= elapsed
 }
 
-// The ranks that answered this case's roll-call so far, read as records
-// from what was appended to the results file since the last look.
+// The ranks that answered this case's roll-call so far, from the board.
+// Each rank sets only its own slot, after its record is on its way; the
+// board decides nothing but when to stop waiting (the runner reads the
+// answers themselves from the records).
 const std::set<int>& Watchdog::answered() {
-  const long size = results_size();
-  if (size <= read_from_) return answered_;
-  std::string text(static_cast<size_t>(size - read_from_), '\0');
-  const ssize_t n = ::pread(job().results_fd, text.data(), text.size(), read_from_);
-  if (n <= 0) return answered_;
-  text.resize(static_cast<size_t>(n));
-  const size_t end = text.rfind('\n');
-  if (end == std::string::npos) return answered_;  // a record still being written
-  read_from_ += static_cast<long>(end + 1);
-  for (size_t at = 0; at < end;) {
-    const size_t eol = text.find('\n', at);
-    if (const int rank = records::rollcall_rank(text.substr(at, eol - at), case_); rank >= 0) answered_.insert(rank);
-    at = eol + 1;
-  }
+  std::uint32_t* board = job().board;
+  if (board == nullptr) return answered_;
+  const std::uint32_t tag = board_tag(case_);
+  for (int r = 0; r < std::min(ranks_, kBoardSlots); ++r)
+    if (__atomic_load_n(&board[r], __ATOMIC_ACQUIRE) == tag) answered_.insert(r);
   return answered_;
 }
 
@@ -158,7 +151,8 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
     wait_json = records::rollcall_wait(wait.op, wait.to, wait.send_tag, wait.from, wait.recv_tag);
   const char* phase = failed_ ? "failed" : body_done_ ? "finished" : "running";
   write_record(records::rollcall(case_, rank, mine, elapsed, wait_json, phase));
-  if (job().results_path.empty()) {  // run bare (KIT_BARE=1): no runner will show the roll-call
+  if (job().board != nullptr && rank < kBoardSlots) __atomic_store_n(&job().board[rank], board_tag(case_), __ATOMIC_RELEASE);
+  if (job().board == nullptr) {  // run bare (KIT_BARE=1): no runner will show the roll-call
     std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", rank, case_.c_str(), elapsed, mine.c_str());
     if (rank == 0)
       std::fprintf(stderr, "The job ends here, and the cases after this one do not run. tools/kitrun without "
@@ -168,7 +162,7 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
     cv_.wait_for(lock, std::chrono::seconds(1));
   }
   const auto give_up = Clock::now() + seconds_of(kRollCallWaitSeconds);
-  while (!job().results_path.empty() && static_cast<int>(answered().size()) < ranks_ && Clock::now() < give_up)
+  while (job().board != nullptr && static_cast<int>(answered().size()) < ranks_ && Clock::now() < give_up)
     cv_.wait_for(lock, std::chrono::duration<double>(kPollSeconds));
   std::_Exit(124);
 }

@@ -1,8 +1,8 @@
 // watchdog.h: each rank's watchdog over the running case. When the case runs
 // out of time (or, after this rank failed, out of its short grace), it calls
 // the roll: it records what this rank is doing (its ledger's state), and
-// every other rank of the case, which watches the results file, answers the
-// same way at once. Only when every rank of the case has answered (or
+// every other rank of the case, which watches the roll-call board (job.h),
+// answers the same way at once. Only when every rank of the case has answered (or
 // kRollCallWaitSeconds have passed) does a rank end the job, so no rank's
 // answer can be lost to the others ending first, whatever the load.
 #pragma once
@@ -64,7 +64,6 @@ class Watchdog {
   std::string case_;
   std::string failure_;  // the first line of this rank's first failure in the case
   int ranks_ = 1;
-  long read_from_ = 0;   // how far the results file was read for roll-call answers
   std::set<int> answered_;
   std::thread thread_;   // last: it starts in the constructor and runs loop()
 };

@@ -1,0 +1,120 @@
+"""The record channels of one test job: a FIFO per rank, read as records
+arrive (tests/job.h is the other end).
+
+A rank opens its own channel write-only before any student code runs, so
+it can neither read back nor rewrite what it wrote, nor write into another
+rank's: the rank of every line is the channel it came through. The
+channels are drained all the time, whatever arrives, so no rank ever
+blocks on a full pipe; past MAX_BYTES a job's lines are counted and
+dropped, not kept. Beside them lies the roll-call board, a small file each
+rank maps to mark that it answered a roll-call (watchdog.cpp); it decides
+nothing here.
+
+    channels = Channels(directory, ranks)   # before the job starts
+    ... the job runs; channels.bytes grows as records arrive ...
+    lines = channels.close()                # [(rank, line), ...] in arrival order
+"""
+import os
+import select
+import tempfile
+import threading
+from typing import List, Optional, Tuple
+
+from kit.records import MAX_FILE_BYTES as MAX_BYTES, MAX_LINE_BYTES
+
+BOARD_BYTES = 4096  # tests/job.h: kBoardSlots 32-bit slots
+
+
+class Channels:
+    def __init__(self, parent: Optional[str], ranks: int, shared: bool = False):
+        """Makes the job's channels in a new directory under `parent`;
+        `shared`: another user (the sandbox's) runs the job, so it may write
+        them, and nothing more."""
+        self.dir = tempfile.mkdtemp(prefix="kit-records-", dir=parent)
+        self.ranks = ranks
+        self.bytes = 0          # received, kept or not: the job's sign of life
+        self.dropped = 0        # bytes past MAX_BYTES, or in lines past MAX_LINE_BYTES
+        self.torn = 0           # channels whose last line the job's end cut off
+        self.lines: List[Tuple[int, bytes]] = []
+        self._partial = [bytearray() for _ in range(ranks)]
+        self._fds = {}
+        self._lock = threading.Lock()
+        for rank in range(ranks):
+            path = os.path.join(self.dir, f"rank{rank}")
+            os.mkfifo(path, 0o600)
+            if shared:
+                os.chmod(path, 0o622)  # others write; only we read
+            # Opened before the job: a rank's open never waits for a reader.
+            self._fds[os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)] = rank
+        board = os.path.join(self.dir, "rollcall")
+        fd = os.open(board, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.ftruncate(fd, BOARD_BYTES)
+        os.close(fd)
+        if shared:
+            os.chmod(board, 0o666)
+            os.chmod(self.dir, 0o711)
+        # A writer end of our own keeps each channel open between the ranks'
+        # opens and after their exits, so select never spins on end-of-file.
+        self._keep = [os.open(os.path.join(self.dir, f"rank{r}"), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                      for r in range(ranks)]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _take(self, fd: int) -> bool:
+        """Reads what one channel holds now; False when it holds nothing."""
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            return False
+        rank = self._fds[fd]
+        with self._lock:
+            self.bytes += len(chunk)
+            if self.bytes > MAX_BYTES:
+                self.dropped += len(chunk)
+                return True
+            buf = self._partial[rank]
+            buf += chunk
+            while True:
+                end = buf.find(b"\n")
+                if end < 0:
+                    break
+                line = bytes(buf[:end])
+                del buf[:end + 1]
+                if len(line) > MAX_LINE_BYTES:
+                    self.dropped += len(line)
+                else:
+                    self.lines.append((rank, line))
+            if len(buf) > MAX_LINE_BYTES:  # a line that never ends
+                self.dropped += len(buf)
+                buf.clear()
+        return True
+
+    def _run(self) -> None:
+        poller = select.poll()
+        for fd in self._fds:
+            poller.register(fd, select.POLLIN)
+        while not self._stop.is_set():
+            for fd, _ in poller.poll(50):
+                while self._take(fd):
+                    pass
+
+    def close(self) -> List[Tuple[int, bytes]]:
+        """Stops reading once what the job left in the pipes is read; the
+        complete lines, each with the rank whose channel it came through."""
+        self._stop.set()
+        self._thread.join(5)
+        for fd in self._fds:
+            while self._take(fd):
+                pass
+        for fd in list(self._fds) + self._keep:
+            os.close(fd)
+        for name in os.listdir(self.dir):
+            os.unlink(os.path.join(self.dir, name))
+        os.rmdir(self.dir)
+        with self._lock:
+            # A line the job's end cut off is no record: counted, not kept.
+            self.torn = sum(1 for b in self._partial if b)
+            return list(self.lines)
