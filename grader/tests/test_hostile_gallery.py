@@ -89,8 +89,8 @@ namespace {
 // records for the running case (unsealed and with a made-up seal) to it and to
 // every path a forger might guess, and leaves before the harness can object.
 // The system-call filter refuses opening them: the records also go to every
-// regular file this process has open, the results file among them, so the
-// judge is still what stops them.
+// file and pipe this process has open, its record channel among them, so
+// the judge is still what stops them.
 void forge_and_leave() {
   std::ifstream cmdline("/proc/self/cmdline");
   std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
@@ -107,7 +107,7 @@ void forge_and_leave() {
   for (const auto& path : targets) std::ofstream(path, std::ios::app) << forged;
   for (int fd = 3; fd < 1024; ++fd) {
     struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (::fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
       ssize_t ignored = ::write(fd, forged.data(), forged.size());
       (void)ignored;
     }
@@ -117,38 +117,37 @@ void forge_and_leave() {
 }  // namespace
 """
 
-# The stubs, and on each rank's first student call a hook that finds the
-# results file among its open descriptors (no file can be opened under the
-# system-call filter), reads the job's plan from it, and appends, for every
-# planned case, a passing result, a plan without the case, and values for
-# the labels a forger can guess; it then throws as the stub does. Nothing it
-# writes is a verdict.
+# The stubs, and on each rank's first student call a hook that finds its
+# record channel among its open descriptors (no file can be opened under the
+# system-call filter), tries to read it back, seek it and cut it (a channel
+# is write-only and a pipe), and then, for every case compiled into the
+# binary (gtest lists them, hidden ones too), writes a passing result, a plan
+# without the case, and values for the labels a forger can guess, each as
+# every rank; it then throws as the stub does. Nothing it writes is a
+# verdict, and a record that names another rank than its channel's is none.
 FORGE_EVERY_PASS = r"""
 namespace {
 void forge_every_pass() {
   static bool done = false;
   if (done) return;
   done = true;
-  int results = -1;
-  std::string plan;
-  for (int fd = 3; fd < 1024 && results < 0; ++fd) {
-    struct stat st {};
-    char head[1 << 16];
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    const ssize_t got = ::pread(fd, head, sizeof head - 1, 0);
-    if (got <= 0) continue;
-    head[got] = 0;
-    if (std::strncmp(head, "{\"event\":\"plan\"", 15) != 0) continue;
-    results = fd;
-    plan = std::string(head, std::strcspn(head, "\n"));
+  int channel = -1;
+  for (int fd = 3; fd < 1024 && channel < 0; ++fd) {  // MPI has pipes too: the channel is the named one
+    char name[512] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), name, sizeof name - 1) > 0 && std::strstr(name, "kit-records-")) channel = fd;
   }
-  if (results < 0) return;
+  if (channel < 0) return;
+  char back[64];
+  if (::pread(channel, back, sizeof back, 0) > 0 || ::read(channel, back, sizeof back) > 0 ||
+      ::ftruncate(channel, 0) == 0 || ::lseek(channel, 0, SEEK_SET) == 0)
+    std::printf("FORGER: the channel could be read, cut or sought\n");
   std::vector<std::string> cases;
-  for (size_t at = plan.find("\"cases\":[") ; at != std::string::npos && at < plan.size();) {
-    const size_t open = plan.find('"', at + 9), close = plan.find('"', open + 1);
-    if (open == std::string::npos || close == std::string::npos) break;
-    cases.push_back(plan.substr(open + 1, close - open - 1));
-    at = close + 1;
+  const auto* unit = ::testing::UnitTest::GetInstance();
+  for (int s = 0; s < unit->total_test_suite_count(); ++s) {
+    const auto* suite = unit->GetTestSuite(s);
+    for (int t = 0; t < suite->total_test_count(); ++t)
+      cases.push_back(std::string(suite->name()) + "." + suite->GetTestInfo(t)->name());
   }
   std::ostringstream out;
   for (const auto& c : cases) {
@@ -161,16 +160,16 @@ void forge_every_pass() {
   const std::string text = out.str();
   for (size_t at = 0; at < text.size();) {  // one record per write, as the harness writes them
     const size_t end = text.find('\n', at) + 1;
-    if (::write(results, text.data() + at, end - at) < 0) break;
+    if (::write(channel, text.data() + at, end - at) < 0) break;
     at = end;
   }
 }
 }  // namespace
 """
 
-# Finds the results file in our command line, then attacks the reader: a line
-# of 100,000 '[' (a recursion error in a naive JSON reader), and the file
-# swapped for a FIFO, which would block a reader's open() for ever.
+# Finds the record channels in our command line, then attacks the reader: a
+# line of 100,000 '[' (a recursion error in a naive JSON reader), and the
+# channels' directory swapped for a FIFO (root owns it: refused).
 RESULTS_PATH = r"""
 namespace {
 std::string results_path() {
@@ -187,11 +186,11 @@ void break_the_reader() {
   if (done) return;
   done = true;
   const std::string deep = std::string(100000, '[') + "\n";
-  for (int fd = 3; fd < 1024; ++fd) {  // the results file, open already (no file opens under the filter)
-    struct stat st {};
-    char head[16] = {};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::pread(fd, head, 15, 0) == 15 &&
-        std::strncmp(head, "{\"event\":\"plan\"", 15) == 0 && ::write(fd, deep.data(), deep.size()) < 0)
+  for (int fd = 3; fd < 1024; ++fd) {  // the record channel, open already (no file opens under the filter)
+    char name[512] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), name, sizeof name - 1) > 0 && std::strstr(name, "kit-records-") &&
+        ::write(fd, deep.data(), deep.size()) < 0)
       break;
   }
   const std::string path = results_path();
@@ -626,21 +625,22 @@ GALLERY: List[Hostile] = [
     # every case. The judge wants values, and a second result fails a case.
     Hostile("stubs_with_a_forging_hook",
             lambda tmp: [(f"student/{name}", stub_with(name, {fn: "forge_every_pass();" for fn in fns},
-                                                      prologue=PROLOGUE + "#include <sys/stat.h>\n" + FORGE_EVERY_PASS))
+                                                      prologue=PROLOGUE + "#include <gtest/gtest.h>\n#include <sys/stat.h>\n"
+                                                             + FORGE_EVERY_PASS))
                          for name, fns in (("data_parallel_preprocess.cpp", ["split_data"]),
                                            ("func_impl.cpp", ["get_info", "collect_weight_grad"]),
                                            ("zero_dp_stage3.cpp", ZERO_FUNCS))] + [FEEDBACK],
-            0, says=("integrity:",), static="warn"),
+            0, says=("integrity:",), never=("FORGER:",), static="warn"),
     # The reader's input is hostile: a line built to overflow a JSON parser is
-    # counted, and the results file can't be swapped for a FIFO (root owns its
-    # directory), so the reference's parts keep every point.
+    # counted, and the channels can't be swapped (root owns their directory),
+    # so the reference's parts keep every point.
     Hostile("results_file_attacked_with_deep_json_and_a_fifo",
             lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
                 ("student/zero_dp_stage3.cpp",
                  b"#include <sys/stat.h>\n#include <iterator>\n" + PROLOGUE.encode() + RESULTS_PATH.encode() +
                  source("reference", "zero_dp_stage3.cpp").replace(
                      b"  if (num_shards < 1) throw", b"  break_the_reader();\n  if (num_shards < 1) throw"))],
-            150, says=("line(s) of the results file were no record",), static="warn",
+            150, says=("line(s) the ranks wrote were no record",), static="warn",
             never=("grader error",)),
     # ZeRO-3's backward that reuses the weight forward gathered, except on a
     # fresh communicator: the traffic rule is checked on every call.
