@@ -71,6 +71,9 @@ class PartResult:
     failures: List[Dict] = field(default_factory=list)  # case, hidden, lines
     hidden_cases: int = 0
     hidden_passed: int = 0
+    # Every public case passes, every hidden one fails (kit/parts.py,
+    # unconfirmed): staff see the flag; the public cases earned nothing.
+    unconfirmed: bool = False
 
 
 @dataclass
@@ -423,6 +426,11 @@ def isolate(g: Grading) -> bool:
 
 def score(g: Grading) -> bool:
     g.grade.parts = [score_part(part, g.outcomes, g.grade.files) for part in table.PARTS]
+    for p in g.grade.parts:
+        if p.unconfirmed:
+            g.grade.notes.append(f"{p.key}: every public case passes and every hidden case fails, so the public "
+                                 "cases count for nothing (their answers ship with the handout; the hidden cases "
+                                 "use other shapes and rank counts: does the code handle only the public ones?)")
     return True
 
 
@@ -530,7 +538,8 @@ def score_part(part: table.Part, outcomes: Dict[str, CaseOutcome], files: Dict[s
     result = PartResult(part.key, part.title, part.score({c: o.passed for c, o in mine.items()}), part.points,
                         sum(o.passed for o in mine.values()), len(mine),
                         hidden_cases=sum(c.startswith("Hidden") for c in mine),
-                        hidden_passed=sum(o.passed for c, o in mine.items() if c.startswith("Hidden")))
+                        hidden_passed=sum(o.passed for c, o in mine.items() if c.startswith("Hidden")),
+                        unconfirmed=part.unconfirmed({c: o.passed for c, o in mine.items()}))
     broken = [f for f in part.files if files.get(f, {}).get("state") != "compiled"]
     for case, outcome in mine.items():
         if outcome.passed:

@@ -10,6 +10,12 @@ case:
 and `after_due_date` whether Gradescope also gets the full messages in an
 entry students see only after the due date. `grader/grade --show-hidden`
 (staff) shows everything everywhere; the --json report always does.
+
+A hidden case's name, messages and inputs never reach a student: its
+level is "counts" or "nothing", with no after-due-date entry (its messages
+hold the hidden values the judge compared). Hidden cases run in jobs of
+their own (kit/jobs.py, run_parts), so nothing of them travels in a public
+case's messages either.
 """
 from dataclasses import dataclass
 
@@ -23,7 +29,7 @@ class Visibility:
 
 
 PUBLIC = Visibility(show="messages", after_due_date=False)
-HIDDEN = Visibility(show="counts", after_due_date=True)
+HIDDEN = Visibility(show="counts", after_due_date=False)
 
 # Gradescope's own setting for the autograder's whole output (its stdout):
 # "visible", "hidden", "after_due_date" or "after_published".
@@ -39,3 +45,5 @@ def for_case(hidden: bool, show_hidden: bool = False) -> Visibility:
 
 
 assert PUBLIC.show in LEVELS and HIDDEN.show in LEVELS, "policy.py: show must be one of " + ", ".join(LEVELS)
+assert HIDDEN.show in ("counts", "nothing") and not HIDDEN.after_due_date, \
+    "policy.py: a hidden case is shown to students as counts or nothing, never after the due date"

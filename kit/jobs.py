@@ -530,9 +530,10 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
             timed_out = True
             break
     if timed_out and not cancelled():
-        tally.out_of_time = [c for c in (wanted if wanted is not None else ":".join(queue).split(":"))
-                             if c and "*" not in c and c not in outcomes]
-        for case in tally.out_of_time:
+        unrun = [c for c in (wanted if wanted is not None else ":".join(queue).split(":"))
+                 if c and "*" not in c and c not in outcomes]
+        tally.out_of_time += unrun
+        for case in unrun:
             outcomes[case] = CaseOutcome(case, False, 0.0, [{"rank": None, "message": OUT_OF_TIME_MESSAGE}])
             if on_outcome:
                 on_outcome(outcomes[case])
@@ -566,11 +567,22 @@ class PartsRun:
 def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launch_args: Optional[Dict] = None,
               tally: Optional[JobTally] = None,
               on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> PartsRun:
-    """Runs the chosen parts' cases (public, plus hidden ones if asked), all
-    in one job with as many ranks as the largest case needs."""
-    runs = [run for part in chosen for run in (part.runs if hidden else part.public_runs())]
+    """Runs the chosen parts' public cases in one job with as many ranks as
+    the largest case needs, then, if asked, their hidden cases in jobs of
+    their own: no process that ran a hidden case runs a public one, so
+    nothing a rank saw of a hidden case can travel in a public case's
+    records, which students see with their messages."""
     tally = tally if tally is not None else JobTally()
-    launch = Launch(binary, max(run.ranks for run in runs), timeout=sum(r.job_seconds for r in runs),
-                    **{"capture": on_outcome is None, **(launch_args or {})})
-    outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally, on_outcome)
+    groups = [[run for part in chosen for run in part.public_runs()]]
+    if hidden:
+        groups.append([run for part in chosen for run in part.runs if run.hidden])
+    outcomes: Dict[str, CaseOutcome] = {}
+    for runs in groups:
+        if not runs:
+            continue
+        launch = Launch(binary, max(run.ranks for run in runs), timeout=sum(r.job_seconds for r in runs),
+                        **{"capture": on_outcome is None, **(launch_args or {})})
+        outcomes.update(run_cases(launch, ":".join(r.filter for r in runs), tally, on_outcome))
+        if tally.error:
+            break
     return PartsRun(outcomes, tally.error, ", ".join(p.key for p in chosen))

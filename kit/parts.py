@@ -173,11 +173,31 @@ class Part:
         return any(matches(run.filter, case) for run in self.runs)
 
     def score(self, results: Dict[str, bool]) -> float:
-        """Points for case -> passed of this part's cases (others are ignored)."""
+        """Points for case -> passed of this part's cases (others are ignored).
+        A part's points are split evenly over its cases, but where hidden
+        cases ran (the grader), the public cases count at most in the
+        proportion of the hidden cases that pass: their inputs and values
+        ship with the handout, so returning them earns nothing the hidden
+        cases don't confirm. Correct code passes both, and loses nothing."""
         mine = {c: ok for c, ok in results.items() if self.owns(c)}
         if self.gate_failed(mine) or not mine:
             return 0.0
-        return self.points * sum(mine.values()) / len(mine)
+        public = [ok for c, ok in mine.items() if not is_hidden(c)]
+        hidden = [ok for c, ok in mine.items() if is_hidden(c)]
+        if not hidden:
+            return self.points * sum(public) / len(mine)
+        confirmed = sum(hidden) / len(hidden)
+        return self.points * (len(public) * min(sum(public) / max(len(public), 1), confirmed)
+                              + sum(hidden)) / len(mine)
+
+    def unconfirmed(self, results: Dict[str, bool]) -> bool:
+        """Every public case passes and every hidden case fails: public answers
+        returned without the code behind them, or code for the public shapes
+        alone. The grader flags the part for staff."""
+        mine = {c: ok for c, ok in results.items() if self.owns(c)}
+        public = [ok for c, ok in mine.items() if not is_hidden(c)]
+        hidden = [ok for c, ok in mine.items() if is_hidden(c)]
+        return bool(public) and bool(hidden) and all(public) and not any(hidden)
 
     def gate_failed(self, results: Dict[str, bool]) -> List[str]:
         return [c for c, ok in results.items() if self.owns(c) and not ok
@@ -186,6 +206,11 @@ class Part:
     def own_paths(self) -> List[str]:
         """Every file of the tree that only this extension part uses."""
         return [f"student/{f}" for f in self.files] + list(self.tests) + list(self.adds.paths())
+
+
+def is_hidden(case: str) -> bool:
+    """A hidden case's suite is named Hidden<...> (grader/hidden/)."""
+    return case.startswith("Hidden")
 
 
 def matches(gtest_filter: str, case: str) -> bool:

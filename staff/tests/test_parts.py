@@ -123,3 +123,22 @@ def test_nothing_looks_for_files_to_learn_the_configuration():
     with open(os.path.join(KIT_DIR, "Makefile")) as f:
         text = f.read()
     assert "test -d" not in text and "kit_mpi.txt" not in text
+
+
+def test_public_cases_count_only_as_far_as_the_hidden_cases_confirm_them():
+    """In grading, a part's public answers (which ship with the handout) earn
+    at most the share of its hidden cases that pass; correct code loses
+    nothing, and without hidden cases (make test) the split is even."""
+    part = next(p for p in table.PARTS if p.key == "part7")
+    public = [f"Part7WeightGrad.Case{i}" for i in range(4)]
+    hidden = [f"HiddenPart7WeightGrad.Case{i}" for i in range(3)]
+    every = {c: True for c in public + hidden}
+    assert part.score(every) == part.points and not part.unconfirmed(every)
+    forged = {**{c: True for c in public}, **{c: False for c in hidden}}
+    assert part.score(forged) == 0 and part.unconfirmed(forged)
+    one_third = {**{c: True for c in public}, hidden[0]: True, hidden[1]: False, hidden[2]: False}
+    assert part.score(one_third) == pytest.approx(part.points * (4 / 3 + 1) / 7) and not part.unconfirmed(one_third)
+    # The public cases' own failures still count as before.
+    half_public = {**{c: i < 2 for i, c in enumerate(public)}, **{c: True for c in hidden}}
+    assert part.score(half_public) == pytest.approx(part.points * 5 / 7)
+    assert part.score({c: True for c in public[:3]} | {public[3]: False}) == pytest.approx(part.points * 3 / 4)
