@@ -167,6 +167,32 @@ void forge_every_pass() {
 }  // namespace
 """
 
+# The reference, with a hook in collect_weight_grad that, in a hidden case,
+# logs the case's name and input and writes them, as its rank's failure, into
+# a public case whose messages students see. Hidden cases run in jobs of
+# their own, which plan no public case: the record is nobody's.
+LEAK_HIDDEN_INPUTS = r"""
+namespace {
+void leak_hidden_input(const dtrain::Matrix& grad_w) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (info == nullptr || std::strncmp(info->test_suite_name(), "Hidden", 6) != 0) return;
+  const std::string log = std::string("HIDDEN-INPUT ") + info->test_suite_name() + "." + info->name() + " " +
+                          std::to_string(grad_w.size() ? grad_w(0, 0) : 0.0);
+  for (int fd = 3; fd < 1024; ++fd) {
+    char name[512] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), name, sizeof name - 1) <= 0 || !std::strstr(name, "kit-records-")) continue;
+    for (const char* open_case : {"Part7WeightGrad.SeedCaseTwoRows", "Part1DataSplit.Mp1Dp2Halves"}) {
+      const std::string record = std::string("{\"event\":\"rank_failure\",\"case\":\"") + open_case +
+                                 "\",\"rank\":0,\"message\":\"" + log + "\"}\n";
+      ssize_t ignored = ::write(fd, record.data(), record.size());
+      (void)ignored;
+    }
+  }
+}
+}  // namespace
+"""
+
 # Finds the record channels in our command line, then attacks the reader: a
 # line of 100,000 '[' (a recursion error in a naive JSON reader), and the
 # channels' directory swapped for a FIFO (root owns it: refused).
@@ -631,6 +657,13 @@ GALLERY: List[Hostile] = [
                                            ("func_impl.cpp", ["get_info", "collect_weight_grad"]),
                                            ("zero_dp_stage3.cpp", ZERO_FUNCS))] + [FEEDBACK],
             0, says=("integrity:",), never=("FORGER:",), static="warn"),
+    Hostile("hidden_inputs_written_into_a_public_cases_messages",
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[1:3]] + [
+                ("student/func_impl.cpp",
+                 b"#include <gtest/gtest.h>\n" + PROLOGUE.encode() + source("reference", "func_impl.cpp").replace(
+                     b"#include \"func_impl.h\"\n", b"#include \"func_impl.h\"\n" + LEAK_HIDDEN_INPUTS.encode(), 1)
+                 .replace(b"Communicator& dp_comm) {", b"Communicator& dp_comm) {\n  leak_hidden_input(grad_w);", 1))],
+            150, never=("HIDDEN-INPUT",), static="warn"),
     # The reader's input is hostile: a line built to overflow a JSON parser is
     # counted, and the channels can't be swapped (root owns their directory),
     # so the reference's parts keep every point.
