@@ -476,12 +476,15 @@ def split_off_part(pending: List[str], ended: CaseOutcome) -> tuple:
 
 
 def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = None,
-              on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> Dict[str, CaseOutcome]:
+              on_outcome: Optional[Callable[[CaseOutcome], None]] = None,
+              deferred: Optional[List[str]] = None) -> Dict[str, CaseOutcome]:
     """Runs every case the filter selects, in as many jobs as it takes, and
     returns case -> outcome. With the judge's expected values, every case
     of theirs that the filter selects has an outcome, reported or not. With
     a deadline, the cases it leaves unrun fail and are listed in
-    `tally.out_of_time` (the caller says whose fault that was)."""
+    `tally.out_of_time` (the caller says whose fault that was). With
+    `deferred`, the cases of a part whose case ended a job are not run here
+    but added to it, for the caller to run after everything else."""
     tally = tally if tally is not None else JobTally()
     wanted = None
     if launch.expected is not None and launch.judges_cases:
@@ -525,13 +528,17 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
                 on_outcome(outcome)
         left = [c for c in plan if c not in outcomes]
         now, later = split_off_part(left, ended) if ended else (left, [])
-        queue = [":".join(now)] + queue + [":".join(later)]
+        if deferred is not None:
+            deferred += later
+            queue = [":".join(now)] + queue
+        else:
+            queue = [":".join(now)] + queue + [":".join(later)]
         if job.stopped == OUT_OF_TIME:
             timed_out = True
             break
     if timed_out and not cancelled():
         unrun = [c for c in (wanted if wanted is not None else ":".join(queue).split(":"))
-                 if c and "*" not in c and c not in outcomes]
+                 if c and "*" not in c and c not in outcomes and c not in (deferred or ())]
         tally.out_of_time += unrun
         for case in unrun:
             outcomes[case] = CaseOutcome(case, False, 0.0, [{"rank": None, "message": OUT_OF_TIME_MESSAGE}])
@@ -539,7 +546,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
                 on_outcome(outcomes[case])
     if wanted is not None and outcomes and not cancelled():
         for case in wanted:
-            if case not in outcomes:
+            if case not in outcomes and case not in (deferred or ()):
                 outcomes[case] = CaseOutcome(case, False, 0.0, [{"rank": None, "message": (
                     "the test program never reported this case (its plan left it out: written by code under "
                     "test?)")}])
@@ -571,18 +578,32 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     the largest case needs, then, if asked, their hidden cases in jobs of
     their own: no process that ran a hidden case runs a public one, so
     nothing a rank saw of a hidden case can travel in a public case's
-    records, which students see with their messages."""
+    records, which students see with their messages. A part whose case
+    ended a job (a hang, a crash) runs its other cases, public then hidden,
+    after every other part's: under a platform's time limit, one part's
+    hangs never cost the other parts their turn."""
     tally = tally if tally is not None else JobTally()
-    groups = [[run for part in chosen for run in part.public_runs()]]
-    if hidden:
-        groups.append([run for part in chosen for run in part.runs if run.hidden])
     outcomes: Dict[str, CaseOutcome] = {}
-    for runs in groups:
-        if not runs:
-            continue
-        launch = Launch(binary, max(run.ranks for run in runs), timeout=sum(r.job_seconds for r in runs),
+
+    def run(runs: List[table.Run], cases: Optional[List[str]] = None, later: Optional[List[str]] = None) -> None:
+        if not runs or tally.error or (cases is not None and not cases):
+            return
+        launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs),
                         **{"capture": on_outcome is None, **(launch_args or {})})
-        outcomes.update(run_cases(launch, ":".join(r.filter for r in runs), tally, on_outcome))
-        if tally.error:
-            break
+        chosen_filter = ":".join(cases) if cases is not None else ":".join(r.filter for r in runs)
+        outcomes.update(run_cases(launch, chosen_filter, tally, on_outcome, deferred=later))
+
+    public = [run_ for part in chosen for run_ in part.public_runs()]
+    put_off: List[str] = []
+    run(public, later=put_off)
+    if hidden:
+        hung = [p for p in chosen if any(p.owns(c) for c in put_off)]
+        run([r for p in chosen if p not in hung for r in p.runs if r.hidden], later=put_off)
+        hung = [p for p in chosen if any(p.owns(c) for c in put_off)]
+        later_hidden = [r for p in hung for r in p.runs if r.hidden]
+        run(public, [c for c in put_off if not table.is_hidden(c)])
+        run(later_hidden, [c for c in put_off if table.is_hidden(c)] +
+            [r.filter for r in later_hidden if not any(table.matches(r.filter, c) for c in outcomes)])
+    else:
+        run(public, put_off)
     return PartsRun(outcomes, tally.error, ", ".join(p.key for p in chosen))
