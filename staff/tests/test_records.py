@@ -1,4 +1,4 @@
-"""The results file's format end to end: the C++ builders (tests/records.h)
+"""The records end to end: the C++ builders (tests/records.h)
 write one record of every kind, kit/records.py reads them back, and what a
 hostile handin could leave in the file (a FIFO, a link, a line built to
 break the reader, a flood) is refused or counted, never raised; the judge
@@ -140,3 +140,51 @@ def test_value_records_past_the_harness_limits_are_not_kept(monkeypatch):
     big = value("[" + ",".join(["0"] * (records.MAX_VALUES_PER_RECORD + 1)) + "]")
     got = records.parse([big] + [value(label=f"forward#{n}") for n in range(1, 6)])
     assert got.malformed == 1 + 2 and len(got.values["A.b"]) == 3
+
+
+def test_a_channel_speaks_for_its_own_rank_only():
+    """A job's records come with the rank of the channel they came through:
+    a record naming another rank, or rank 0's plan or result on another
+    channel, is malformed; numbers out of range are malformed, and a value
+    that is not a finite number is nothing, never an error."""
+    plan = '{"event":"plan","ranks":2,"cases":["A.b"]}'
+    result = '{"event":"result","case":"A.b","status":"pass","seconds":0.1,"failures":[]}'
+    fail = '{"event":"rank_failure","case":"A.b","rank":%d,"message":"m"}'
+    got = records.parse([(1, plan), (1, result), (1, fail % 0), (0, fail % 1)])
+    assert got.malformed == 4 and got.plan is None and not got.results and not got.failures
+    got = records.parse([(0, plan), (0, result), (1, fail % 1)])
+    assert got.malformed == 0 and got.plan == ["A.b"] and got.failures["A.b"] == [{"rank": 1, "message": "m"}]
+    huge = ['{"event":"result","case":"A.b","status":"pass","seconds":1e999,"failures":[]}',
+            '{"event":"rank_failure","case":"A.b","rank":%d,"message":"m"}' % (1 << 40),
+            '{"event":"rank_failure","case":"A.b","rank":-1,"message":"m"}',
+            '{"event":"result","case":"A.b","status":"pass","seconds":1,"failures":[{"rank":"x","message":"m"}]}']
+    assert records.parse([(0, line) for line in huge]).malformed == len(huge)
+    wild = records.parse([(0, '{"event":"value","case":"A.b","rank":0,"label":"forward#1","rows":1,"cols":4,'
+                              '"stride":1,"values":[1e999,NaN,-Infinity,1e308]}')])
+    assert wild.malformed == 0 and wild.values["A.b"][("forward#1", 0)].values == [None, None, None, 1e308]
+    # The judge shows a value that is no finite number as such, never crashes on it.
+    message = judge.compare("forward#1", wild.values["A.b"][("forward#1", 0)],
+                            records.Observed(1, 4, 1, [1.0, 2.0, 3.0, 1e308]))
+    assert "not a finite number" in message and "3 of 4" in message
+
+
+def test_channels_keep_each_ranks_lines_apart_and_bound_the_flood(tmp_path, monkeypatch):
+    from kit import channels as ch
+    monkeypatch.setattr(ch, "MAX_BYTES", 1 << 16)
+    c = ch.Channels(str(tmp_path), 2)
+    writers = [os.open(os.path.join(c.dir, f"rank{r}"), os.O_WRONLY) for r in range(2)]
+    os.write(writers[1], b'{"rank":1,"half":')
+    os.write(writers[0], b"zero\n")
+    os.write(writers[1], b'"line"}\nnext')  # a line cut off by the job's end is no record
+    with pytest.raises(OSError):
+        os.read(writers[0], 1)  # a rank's end is write-only
+    flood = b"x" * 1000 + b"\n"
+    for _ in range(100):
+        os.write(writers[0], flood)
+    for fd in writers:
+        os.close(fd)
+    lines = c.close()
+    assert [line for rank, line in lines if rank == 1] == [b'{"rank":1,"half":"line"}']
+    assert [line for rank, line in lines if rank == 0][0] == b"zero"
+    assert c.torn == 1 and c.dropped > 0 and c.bytes > ch.MAX_BYTES
+    assert not os.path.exists(c.dir)
