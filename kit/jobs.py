@@ -86,6 +86,7 @@ class Launch:
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
     cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
     time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
+    case_share: float = 1.0  # a further factor on the cases' own limits (a hung part's: kit.parts.HUNG_PART_SHARE)
     expected: Optional[judge.Expected] = None  # the judge's values; a case it has none for: the ranks' checks
     judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
     # The system-call filter defends the grade; the student's own runs go
@@ -163,8 +164,8 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
                            f"--gtest_filter={gtest_filter}", f"--results={results}"]
     if launch.trace_dir:
         cmd.append(f"--trace-dir={launch.trace_dir}")
-    if launch.scale() != 1:
-        cmd.append(f"--time-scale={launch.scale()!r}")
+    if launch.scale() * launch.case_share != 1:
+        cmd.append(f"--time-scale={launch.scale() * launch.case_share!r}")
     if not launch.syscall_filter:
         cmd.append("--no-syscall-filter")
     cmd.append(f"--cpus={host_limits.cpus():.3g}")  # the watchdog's pace in a container with a CPU quota
@@ -580,16 +581,18 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     nothing a rank saw of a hidden case can travel in a public case's
     records, which students see with their messages. A part whose case
     ended a job (a hang, a crash) runs its other cases, public then hidden,
-    after every other part's: under a platform's time limit, one part's
-    hangs never cost the other parts their turn."""
+    after every other part's, each at HUNG_PART_SHARE of its limit: under a
+    platform's time limit, one part's hangs never cost the other parts their
+    turn, and cost its own the same time everywhere."""
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
 
     def run(runs: List[table.Run], cases: Optional[List[str]] = None, later: Optional[List[str]] = None) -> None:
         if not runs or tally.error or (cases is not None and not cases):
             return
+        share = table.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
         launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs),
-                        **{"capture": on_outcome is None, **(launch_args or {})})
+                        **{"capture": on_outcome is None, "case_share": share, **(launch_args or {})})
         chosen_filter = ":".join(cases) if cases is not None else ":".join(r.filter for r in runs)
         outcomes.update(run_cases(launch, chosen_filter, tally, on_outcome, deferred=later))
 
