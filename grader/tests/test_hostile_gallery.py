@@ -687,7 +687,8 @@ GALLERY: List[Hostile] = [
                     b"  if (fresh || last.size() != w_shard.size() * comm.size()) last = gather_flat(comm, w_shard);\n"
                     b"  const Vector& w = last;\n  Matrix grad_x;").replace(
                     b"#include \"zero_dp_stage3.h\"", b"#include \"zero_dp_stage3.h\"\n#include <map>"))],
-            127.5, says=("backward: no all-gather of",), scores={"part8_backward": 0, "part9": 7.5}),
+            # Part 9: 6 of 8 cases, one of them hidden failing, so its public cases count at 2/3.
+            126.67, says=("backward: no all-gather of",), scores={"part8_backward": 0, "part9": 6.67}),
     Hostile("reads_the_reference_and_hidden_cases_and_writes_the_grader",
             lambda tmp: [HONEST_PART1, func_file({"get_info": "leak();"}, prologue=PROLOGUE + READ_SECRETS)],
             10, says=("LEAK[unreadable(",), static="warn", filtered=False,
@@ -822,8 +823,9 @@ GALLERY: List[Hostile] = [
             budget=150, after=lambda tmp: in_shared_tmp("fill-*")),
     Hostile("lingers_and_leaves_files_to_block_the_grader",
             # The harness fails the one case whose code started the daemon; the rest is the reference's.
-            lambda tmp: reference_calling("linger();", LINGER), 148.33, static="warn", budget=150, filtered=False,
-            says=("left them running; they were killed",), scores={"part2": 18.33},
+            # Part 2: the hidden case whose get_info lingers fails, so its public cases count at 3/4.
+            lambda tmp: reference_calling("linger();", LINGER), 145, static="warn", budget=150, filtered=False,
+            says=("left them running; they were killed",), scores={"part2": 15},
             after=lambda tmp: in_shared_tmp("kit-gallery-leftover-*")),
 ]
 
