@@ -823,7 +823,8 @@ GALLERY: List[Hostile] = [
             budget=150, after=lambda tmp: in_shared_tmp("fill-*")),
     Hostile("lingers_and_leaves_files_to_block_the_grader",
             # The harness fails the one case whose code started the daemon; the rest is the reference's.
-            # Part 2: the hidden case whose get_info lingers fails, so its public cases count at 3/4.
+            # Part 2: the first get_info of each job lingers (public and hidden cases run apart), so one
+            # public and one hidden case fail, and the public cases count at 3/4.
             lambda tmp: reference_calling("linger();", LINGER), 145, static="warn", budget=150, filtered=False,
             says=("left them running; they were killed",), scores={"part2": 15},
             after=lambda tmp: in_shared_tmp("kit-gallery-leftover-*")),
