@@ -87,6 +87,7 @@ class Launch:
     cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
     time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
     case_share: float = 1.0  # a further factor on the cases' own limits (a hung part's: kit.parts.HUNG_PART_SHARE)
+    hidden_salt: Optional[int] = None  # for jobs of hidden cases only: their inputs' salt (judge.Expected.salt)
     expected: Optional[judge.Expected] = None  # the judge's values; a case it has none for: the ranks' checks
     judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
     # The system-call filter defends the grade; the student's own runs go
@@ -168,6 +169,8 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         cmd.append(f"--time-scale={launch.scale() * launch.case_share!r}")
     if not launch.syscall_filter:
         cmd.append("--no-syscall-filter")
+    if launch.hidden_salt is not None:
+        cmd.append(f"--hidden-salt={launch.hidden_salt}")
     cmd.append(f"--cpus={host_limits.cpus():.3g}")  # the watchdog's pace in a container with a CPU quota
     # No rank may read another's memory (tools/kitrun): a case's ranks are
     # one another's witnesses, and the system-call filter refuses it anyway.
@@ -587,12 +590,16 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
 
+    expected = (launch_args or {}).get("expected")
+
     def run(runs: List[table.Run], cases: Optional[List[str]] = None, later: Optional[List[str]] = None) -> None:
         if not runs or tally.error or (cases is not None and not cases):
             return
         share = table.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
+        salt = expected.salt if expected is not None and all(r.hidden for r in runs) else None
         launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs),
-                        **{"capture": on_outcome is None, "case_share": share, **(launch_args or {})})
+                        **{"capture": on_outcome is None, "case_share": share, "hidden_salt": salt,
+                           **(launch_args or {})})
         chosen_filter = ":".join(cases) if cases is not None else ":".join(r.filter for r in runs)
         outcomes.update(run_cases(launch, chosen_filter, tally, on_outcome, deferred=later))
 

@@ -15,6 +15,10 @@ more. So a handin can offer wrong values but never a verdict.
 Each file has one line per case the reference ran and one per value:
     case <Suite.Case>
     value <Suite.Case> <label> <rank> <rows> <cols> <stride> <v0> <v1> ...
+and the hidden values' file a line with the salt of the hidden cases'
+inputs (tests/kit_test.h, salted), which the runner hands to jobs of hidden
+cases only:
+    salt <whole number>
 """
 import math
 import os
@@ -34,6 +38,7 @@ def tolerance(e: float) -> float:
 class Expected:
     cases: List[str] = field(default_factory=list)
     values: Dict[str, Dict[Tuple[str, int], Observed]] = field(default_factory=dict)
+    salt: Optional[int] = None  # of the hidden cases' inputs; None: unsalted
 
 
 def load(path: str) -> Expected:
@@ -45,6 +50,8 @@ def load(path: str) -> Expected:
                 continue
             if words[0] == "case" and len(words) == 2:
                 out.cases.append(words[1])
+            elif words[0] == "salt" and len(words) == 2 and words[1].isdigit() and int(words[1]) < 1 << 64:
+                out.salt = int(words[1])
             elif words[0] == "value" and len(words) >= 7:
                 case, label, rank, rows, cols, stride = words[1], words[2], int(words[3]), int(words[4]), \
                     int(words[5]), int(words[6])
@@ -55,9 +62,9 @@ def load(path: str) -> Expected:
     return out
 
 
-def dump(cases: List[str], values: Dict[str, Dict[Tuple[str, int], Observed]]) -> str:
+def dump(cases: List[str], values: Dict[str, Dict[Tuple[str, int], Observed]], salt: Optional[int] = None) -> str:
     """The file's text for the reference's run (`make hidden-data`), sorted so a change reads as a diff."""
-    lines = [f"case {c}" for c in sorted(set(cases))]
+    lines = ([f"salt {salt}"] if salt is not None else []) + [f"case {c}" for c in sorted(set(cases))]
     for case in sorted(values):
         for (label, rank), v in sorted(values[case].items(), key=lambda kv: (kv[0][0], kv[0][1])):
             numbers = " ".join(repr(x) for x in v.values)
@@ -146,6 +153,7 @@ def load_all(paths: List[str]) -> Expected:
         one = load(path)
         out.cases += one.cases
         out.values.update(one.values)
+        out.salt = one.salt if one.salt is not None else out.salt
     return out
 
 

@@ -8,9 +8,14 @@ which must pass every case.
 
 Run it after changing a case (tests/, grader/hidden/) or the reference, and
 commit the new expected.txt with the change.
-    python3 -m staff.hidden_data [BUILD_DIR]
+    python3 -m staff.hidden_data [BUILD_DIR] [--new-salt]
+
+The hidden cases' inputs are salted (tests/kit_test.h, salted) with the salt
+the hidden values' file holds; the first recording, or --new-salt, draws a
+new one, which changes every hidden input and value.
 """
 import os
+import secrets
 import sys
 
 from kit import judge
@@ -18,12 +23,18 @@ from kit import parts as table
 from kit.jobs import JobTally, Launch, run_cases
 from kit.paths import KIT_DIR as KIT, build_dir, test_binary
 
-def record(binary: str) -> dict:
-    """The files' texts, by path: the reference's values in every case its parts have."""
-    runs = [run for part in table.built_parts() for run in part.runs]
+def record(binary: str, salt: int) -> dict:
+    """The files' texts, by path: the reference's values in every case its
+    parts have, the hidden cases' with their inputs salted by `salt`."""
     tally = JobTally(observed={})
-    launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs), capture=True)
-    outcomes = run_cases(launch, ":".join(r.filter for r in runs), tally)
+    outcomes = {}
+    for hidden in (False, True):
+        runs = [run for part in table.built_parts() for run in part.runs if run.hidden == hidden]
+        if not runs:
+            continue
+        launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs), capture=True,
+                        hidden_salt=salt if hidden else None)
+        outcomes.update(run_cases(launch, ":".join(r.filter for r in runs), tally))
     failed = [c for c, o in outcomes.items() if not o.passed]
     if tally.error or failed or not outcomes:
         raise SystemExit(f"hidden-data: the reference does not pass its own cases ({tally.error or failed[:5]}); "
@@ -31,13 +42,23 @@ def record(binary: str) -> dict:
     texts = {}
     for path, hidden in ((judge.PUBLIC, False), (judge.HIDDEN, True)):
         cases = [c for c in outcomes if c.startswith("Hidden") == hidden]
-        texts[path] = judge.dump(cases, {c: v for c, v in tally.observed.items() if c in cases})
+        texts[path] = judge.dump(cases, {c: v for c, v in tally.observed.items() if c in cases},
+                                 salt if hidden else None)
     return texts
 
 
+def course_salt(new: bool) -> int:
+    """The salt the hidden values' file holds, or a new random one (the
+    first recording, or --new-salt: every hidden input changes)."""
+    path = os.path.join(KIT, judge.HIDDEN)
+    old = judge.load(path).salt if os.path.isfile(path) else None
+    return secrets.randbits(63) + 1 if new or old is None else old
+
+
 def main() -> int:
-    binary = test_binary(build_dir(sys.argv[1] if len(sys.argv) > 1 else None), "reference")
-    for path, text in record(binary).items():
+    args = [a for a in sys.argv[1:] if a != "--new-salt"]
+    binary = test_binary(build_dir(args[0] if args else None), "reference")
+    for path, text in record(binary, course_salt("--new-salt" in sys.argv[1:])).items():
         full = os.path.join(KIT, path)
         with open(full + ".tmp", "w") as f:
             f.write(text)

@@ -34,6 +34,14 @@ Labels labels(std::initializer_list<int> values);
 // (rows, cols) holding start, start+1, ... in storage (row-major) order.
 Matrix arange(int rows, int cols, double start = 0.0);
 
+// The hidden cases' inputs pass through salted(): m * a + b, where a and b
+// come from the course's secret salt (--hidden-salt, which the runner gives
+// to jobs of hidden cases only, from the hidden values' file). So the hidden
+// cases' source may be public (a platform's image) while their inputs are
+// not; without a salt (0) salted() is the identity.
+void set_hidden_salt(unsigned long long salt);
+Matrix salted(const Matrix& m);
+
 // gtest predicate: same shape and every element within `tolerance` (absolute
 // plus relative). On failure it prints both matrices with their shapes.
 ::testing::AssertionResult matrices_near(const char* actual_expr, const char* expected_expr, const Matrix& actual,

@@ -1,7 +1,9 @@
 // The grader's hidden cases (never shipped to students). Inputs are built
-// here; the expected outputs were recorded from the reference into
-// grader/hidden/expected.txt by `make hidden-data` (staff), and each case
-// compares every rank's outputs with them.
+// here and pass through salted() (kit_test.h): the course's secret salt, in
+// grader/hidden/expected.txt beside the expected outputs the reference gave
+// (`make hidden-data`, staff), makes the values, so this file holds no
+// secret: a platform's image may carry it. Each case's outputs on every
+// rank are judged against the recorded ones.
 //   tools/kitrun -n 8 build/reference/kit_tests --gtest_filter='Hidden*'   (the 8-rank suites)
 // They cover other shapes and rank counts than the public cases: mp 2 and 8,
 // dp 2, 3 and 8, padding corner cases, and Adam over several steps.
@@ -29,14 +31,14 @@ Communicator mp_group(int mp) { return world().split(rank() / mp, rank() % mp); 
 Communicator blocks_of(int size) { return world().split(rank() / size, rank() % size); }
 
 // Rank r's (rows, cols) block: distinct, non-integer values.
-Matrix block_of(int r, int rows, int cols) { return (arange(rows, cols, 1000.0 * r).array() * 0.5 + 0.25).matrix(); }
+Matrix block_of(int r, int rows, int cols) { return salted((arange(rows, cols, 1000.0 * r).array() * 0.5 + 0.25).matrix()); }
 
 }  // namespace
 
 // ---- Part 1 ----
 
 TEST(HiddenPart1DataSplit, ThreeByFourOnTwentyFourRows) {
-  const Matrix x = arange(24, 5, 0.5);
+  const Matrix x = salted(arange(24, 5, 0.5));
   Labels y(24);
   for (int i = 0; i < 24; ++i) y(i) = (7 * i) % 10;
   for (int r = 0; r < 12; ++r) {
@@ -47,7 +49,7 @@ TEST(HiddenPart1DataSplit, ThreeByFourOnTwentyFourRows) {
 }
 
 TEST(HiddenPart1DataSplit, ThreeGroupsAndEightGroups) {
-  const Matrix x = arange(24, 2, 100);
+  const Matrix x = salted(arange(24, 2, 100));
   Labels y(24);
   for (int i = 0; i < 24; ++i) y(i) = i % 10;
   for (int r = 0; r < 3; ++r) EXPECT_RECORDED("dp3_" + std::to_string(r), dtrain::student::split_data(x, y, 1, 3, r).first);
@@ -60,7 +62,7 @@ TEST(HiddenPart1DataSplit, ThreeGroupsAndEightGroups) {
 namespace {
 void record_info(int mp, int dp, bool fc1, bool megatron, int in_dim, int out_dim) {
   dtrain::ParallelInfo info = dtrain::student::get_info(world(), rank(), mp, dp, fc1, megatron, in_dim, out_dim);
-  Matrix mine = arange(1, 4, 10.0 * rank()), mp_sum(1, 4), dp_sum(1, 4);
+  Matrix mine = salted(arange(1, 4, 10.0 * rank())), mp_sum(1, 4), dp_sum(1, 4);
   info.mp_comm.allreduce(mine, mp_sum);
   info.dp_comm.allreduce(mine, dp_sum);
   EXPECT_RECORDED("info", mat(1, 8, {double(info.mp_idx), double(info.dp_idx), double(info.part_in_dim),
@@ -153,7 +155,7 @@ TEST(HiddenPart8Partition, PaddingCornerCases) {
     int rows, cols, parts;
   } shapes[] = {{1, 2, 8}, {5, 7, 3}, {4, 6, 8}, {3, 3, 2}, {10, 1, 4}, {1, 1, 1}};
   for (const auto& s : shapes) {
-    const Matrix t = arange(s.rows, s.cols, 3.5);
+    const Matrix t = salted(arange(s.rows, s.cols, 3.5));
     for (int idx = 0; idx < s.parts; ++idx) {
       const auto [shard, size] = dtrain::student::partition_flat_tensor(t, idx, s.parts);
       const std::string label = std::to_string(s.rows) + "x" + std::to_string(s.cols) + "/" +
@@ -165,25 +167,26 @@ TEST(HiddenPart8Partition, PaddingCornerCases) {
 }
 
 namespace {
-const Matrix kW = arange(7, 5, 1) / 10.0;  // 35 weights: padded for 2, 3 and 8 ranks
-const Matrix kB = arange(1, 5, -2);        // 5 biases
+// Functions, not constants: the salt is known only once main has read it.
+Matrix kW() { return salted(arange(7, 5, 1) / 10.0); }  // 35 weights: padded for 2, 3 and 8 ranks
+Matrix kB() { return salted(arange(1, 5, -2)); }        // 5 biases
 }  // namespace
 
 TEST(HiddenPart8Forward, Dp8) {
-  ZeroDPStage3FCLayer layer = layer_from_full(world(), kW, kB);
+  ZeroDPStage3FCLayer layer = layer_from_full(world(), kW(), kB());
   EXPECT_RECORDED("out", dtrain::student::forward(layer, block_of(rank(), 3, 7) / 1000.0));
 }
 TEST(HiddenPart8Forward, Dp2AndDp3) {
   Communicator two = blocks_of(2), three = blocks_of(3);
   for (Communicator* group : {&two, &three}) {
-    ZeroDPStage3FCLayer layer = layer_from_full(*group, kW, kB);
+    ZeroDPStage3FCLayer layer = layer_from_full(*group, kW(), kB());
     EXPECT_RECORDED("out" + std::to_string(group->size()), dtrain::student::forward(layer, block_of(rank(), 2, 7) / 100.0));
   }
 }
 
 namespace {
 void record_backward(Communicator& group, const std::string& tag) {
-  ZeroDPStage3FCLayer layer = layer_from_full(group, kW, kB);
+  ZeroDPStage3FCLayer layer = layer_from_full(group, kW(), kB());
   layer.x = block_of(rank(), 4, 7) / 1000.0;
   EXPECT_RECORDED(tag + "grad_x", dtrain::student::backward(layer, block_of(7 - rank(), 4, 5) / 1000.0));
   EXPECT_RECORDED(tag + "grad_w_shard", row(layer.grad_w_shard));
@@ -195,7 +198,7 @@ TEST(HiddenPart8Backward, Dp8) { record_backward(world(), ""); }
 
 // As the public case decides: a second backward overwrites the shards.
 TEST(HiddenPart8Backward, SecondCallOverwritesOnEightRanks) {
-  ZeroDPStage3FCLayer layer = layer_from_full(world(), kW, kB);
+  ZeroDPStage3FCLayer layer = layer_from_full(world(), kW(), kB());
   layer.x = block_of(rank(), 3, 7) / 1000.0;
   const Matrix grad_out = block_of(rank(), 3, 5) / 1000.0;
   dtrain::student::backward(layer, grad_out);
@@ -215,13 +218,14 @@ namespace {
 void record_adam(Communicator& group) {
   std::vector<ZeroDPStage3FCLayer> layers;
   layers.reserve(2);
-  layers.push_back(layer_from_full(group, kW, kB));
-  layers.push_back(layer_from_full(group, arange(5, 3, -4) / 7.0, arange(1, 3, 1)));
+  layers.push_back(layer_from_full(group, kW(), kB()));
+  layers.push_back(layer_from_full(group, salted(arange(5, 3, -4) / 7.0), salted(arange(1, 3, 1))));
   ZeroDPAdam opt({&layers[0], &layers[1]}, 0.02, 0.85, 0.995, 1e-6);
   for (int t = 1; t <= 5; ++t) {
     for (auto& layer : layers) {
-      layer.grad_w_shard = (Vector::LinSpaced(layer.w_shard.size(), -1.0, 1.0).array() * (0.3 * t + group.rank())).sin();
-      layer.grad_b_shard = Vector::Constant(layer.b_shard.size(), 0.1 * t - 0.2 * group.rank());
+      const Matrix step = salted(mat(1, 1, {0.3 * t + group.rank()}));
+      layer.grad_w_shard = (Vector::LinSpaced(layer.w_shard.size(), -1.0, 1.0).array() * step(0, 0)).sin();
+      layer.grad_b_shard = Vector::Constant(layer.b_shard.size(), 0.1 * t - 0.2 * group.rank() + step(0, 0));
     }
     dtrain::student::step(opt);
   }

@@ -129,9 +129,39 @@ def test_a_case_the_judge_does_not_know_is_ignored_when_grading():
 def test_the_expected_file_round_trips(tmp_path):
     expected = expected_for(values=(0.1, -3e-300))
     path = tmp_path / "expected.txt"
-    path.write_text(judge.dump(expected.cases, expected.values))
+    path.write_text(judge.dump(expected.cases, expected.values, salt=12345678901234567))
     again = judge.load(str(path))
-    assert again.cases == expected.cases and again.values == expected.values
+    assert again.cases == expected.cases and again.values == expected.values and again.salt == 12345678901234567
+
+
+def test_only_jobs_of_hidden_cases_get_the_salt_and_a_hung_part_runs_last(monkeypatch):
+    """The salt of the hidden inputs goes to jobs of hidden cases, never to a
+    job whose public cases' messages students read; a part whose case ended
+    a job runs its other cases after every other part's, at a share of
+    their limits."""
+    from kit import jobs
+    from kit import parts as table
+    launched = []
+
+    def fake_run_cases(launch, gtest_filter, tally, on_outcome=None, deferred=None):
+        launched.append((gtest_filter, launch.hidden_salt, launch.case_share))
+        mine = [c for c in ("Part1DataSplit.A", "Part1DataSplit.B", "Part7WeightGrad.A", "HiddenPart7WeightGrad.A")
+                if table.matches(gtest_filter, c)]
+        if deferred is not None and "Part1DataSplit.A" in mine:  # its hang puts off the rest of part 1
+            deferred.append("Part1DataSplit.B")
+            mine = [c for c in mine if c != "Part1DataSplit.B"]
+        return {c: jobs.CaseOutcome(c, True) for c in mine}
+
+    monkeypatch.setattr(jobs, "run_cases", fake_run_cases)
+    chosen = [p for p in table.PARTS if p.key in ("part1", "part7")]
+    ran = jobs.run_parts("kit_tests", chosen, hidden=True, launch_args={"expected": judge.Expected(salt=99)})
+    assert [(salt is not None, share) for _, salt, share in launched] == \
+        [(False, 1.0), (True, 1.0), (False, table.HUNG_PART_SHARE), (True, table.HUNG_PART_SHARE)]
+    public, hidden_now, public_later, hidden_later = (f for f, _, _ in launched)
+    assert "Hidden" not in public and "Hidden" not in public_later and public_later == "Part1DataSplit.B"
+    assert "HiddenPart7" in hidden_now and "HiddenPart1" not in hidden_now and "HiddenPart1" in hidden_later
+    assert all(salt == 99 for f, salt, _ in launched if "Hidden" in f)
+    assert set(ran.outcomes) >= {"Part1DataSplit.A", "Part1DataSplit.B", "HiddenPart7WeightGrad.A"}
 
 
 def test_value_records_past_the_harness_limits_are_not_kept(monkeypatch):
