@@ -18,6 +18,9 @@ The handins, and what each platform must give them:
                                                the memory budget's message (the host's grader too)
   hang       rank 0 leaves collect_weight_grad before its allreduces, where the others wait: loses
              part7 alone, and the grading ends within the platform's time limit
+  spin       split_data loops for ever, so every case of part 1 hangs, first of all the cases:
+             loses part1 alone on every platform, as on the host (its other cases run last, each at a
+             fifth of its limit, and a platform's time cut spends only them)
 
 Each result is read as its platform reads it: Autolab's last line of output,
 Gradescope's results.json, PrairieLearn's results.json. Last, the reference
@@ -60,6 +63,12 @@ def handin_files(name: str) -> Dict[str, str]:
     """The three files of one of the check's handins."""
     source = STUBS_DIR if name == "stubs" else REFERENCE_DIR
     files = {f: open(os.path.join(source, f)).read() for f in table.IMPL_FILES}
+    if name == "spin":  # before anything else runs: the first case of the first part hangs
+        head = "                                     int rank) {\n"
+        if head not in files["data_parallel_preprocess.cpp"]:
+            raise StepFailed("handin spin: the reference's split_data no longer starts as expected")
+        files["data_parallel_preprocess.cpp"] = files["data_parallel_preprocess.cpp"].replace(
+            head, head + "  for (volatile unsigned long spin = 0;; spin = spin + 1) {}\n", 1)
     if name in FROM_MUTANTS:
         mutant = next(m for m in MUTANTS if m.name == FROM_MUTANTS[name])
         if mutant.find not in files[mutant.file]:
@@ -92,7 +101,8 @@ TOTAL = float(table.TOTAL_POINTS)
 POINTS = {p.key: p.points for p in table.PARTS}
 EXPECT = {"reference": Expect(TOTAL), "correct": Expect(TOTAL), "stubs": Expect(0.0),
           "hog": Expect(TOTAL - POINTS["part2"], "part2", "over its memory budget: get_info asked for a block of 600.0 MiB"),
-          "hang": Expect(TOTAL - POINTS["part7"], "part7", at_least_when_cut=100.0)}
+          "hang": Expect(TOTAL - POINTS["part7"], "part7", at_least_when_cut=100.0),
+          "spin": Expect(TOTAL - POINTS["part1"], "part1")}
 
 
 @dataclass
