@@ -42,6 +42,7 @@ from typing import Dict, List, Optional, Tuple
 
 from kit import parts as table
 from kit.build import Ran, pch_dir, run_measured
+from kit.paths import STUBS_DIR
 from kit.processes import kill_all, processes
 
 SANDBOX_UID_BASE = 61000
@@ -393,7 +394,9 @@ class Sandbox:
         the places around it: the scratch directory (its run tmpfs apart, a
         mount of its own), the kit (not for a compile) and the data set."""
         kit = os.path.realpath(self.kit_dir)
-        keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + ([] if hide_kit else [kit])
+        # A compile sees of the kit only the stubs, which stand in for a file that fails.
+        keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + \
+            ([os.path.realpath(STUBS_DIR)] if hide_kit else [kit])
         # The build's precompiled header (Eigen and the public headers, no
         # secret) halves each compile; the rest of the build stays covered.
         pch = pch_dir(self.build_dir)
@@ -478,8 +481,8 @@ class Sandbox:
 
     def compile(self, cmd: List[str], timeout: float) -> Ran:
         """A compile in the sandbox, which sees of the kit only the build's
-        precompiled header (the public headers it reads are the grader's copy
-        in the scratch directory); past `timeout` s only its own processes are
+        precompiled header and the stubs (the public headers it reads are the
+        grader's copy in the scratch directory); past `timeout` s only its own processes are
         ended, not a compile beside it. The CPU time it took is measured."""
         return run_measured(self.prefix(hide_kit=True) + cmd, timeout, env=self.env(), cwd=self.run_dir)
 
