@@ -39,10 +39,12 @@
 
 namespace {
 
-#if defined(__x86_64__)
-constexpr unsigned kArch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
+// The filter's first test: the architecture of this build's system calls
+// (install_filter refuses to guard on any but these two).
+#if defined(__aarch64__)
 constexpr unsigned kArch = AUDIT_ARCH_AARCH64;
+#else
+constexpr unsigned kArch = AUDIT_ARCH_X86_64;
 #endif
 
 [[noreturn]] void usage(const char* why) {
@@ -160,6 +162,21 @@ int supervise(int listener, pid_t launcher, Job& job) {
   }
 }
 
+// A child that execs /bin/true under the guard: its wait status.
+int exec_true(int listener, Job& job) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::execl("/bin/true", "true", static_cast<char*>(nullptr));
+    ::_exit(errno == EPERM ? 3 : 4);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, WNOHANG) == 0) {
+    pollfd p{listener, POLLIN, 0};
+    if (::poll(&p, 1, 100) > 0) answer(listener, job);
+  }
+  return status;
+}
+
 // Guards a child that execs /bin/true, then tries again: the first must run,
 // the second be refused. Exit 0 when both did.
 int probe() {
@@ -175,26 +192,8 @@ int probe() {
   job.program_dev = st.st_dev;
   job.program_ino = st.st_ino;
   job.ranks = 1;
-  const pid_t first = ::fork();
-  if (first == 0) {
-    ::execl("/bin/true", "true", static_cast<char*>(nullptr));
-    ::_exit(errno == EPERM ? 3 : 4);
-  }
-  int status = 0;
-  while (::waitpid(first, &status, WNOHANG) == 0) {
-    pollfd p{listener, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0) answer(listener, job);
-  }
-  const pid_t second = ::fork();
-  if (second == 0) {
-    ::execl("/bin/true", "true", static_cast<char*>(nullptr));
-    ::_exit(errno == EPERM ? 3 : 4);
-  }
-  int refused = 0;
-  while (::waitpid(second, &refused, WNOHANG) == 0) {
-    pollfd p{listener, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0) answer(listener, job);
-  }
+  const int status = exec_true(listener, job);
+  const int refused = exec_true(listener, job);
   const bool ran = WIFEXITED(status) && WEXITSTATUS(status) == 0;
   const bool stopped = WIFEXITED(refused) && WEXITSTATUS(refused) == 3;
   if (!ran || !stopped) {
