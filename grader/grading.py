@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 from grader.sandbox import LIMITS, Sandbox
-from kit import host_limits, judge
+from kit import exec_guard, host_limits, judge
 from kit import parts as table
-from kit.build import ResourceFailure, build, recipe
+from kit.build import HONEST_COMPILE_CPU_SECONDS, ResourceFailure, build, public_headers_copy, recipe
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.safe_read import copy_sandbox_tree
@@ -279,11 +279,16 @@ def check(g: Grading) -> bool:
 
 
 def compile_files(g: Grading) -> bool:
+    """Compiles the files in the sandbox, where the compiler sees of the kit
+    only the public headers (a copy of root's in the scratch directory) and
+    the precompiled header: a compile's messages can quote nothing else. Its
+    time is the handin's: a file past the limit is graded as its stub."""
     g.binary = os.path.join(g.sandbox.bin_dir, "kit_tests")
+    headers = public_headers_copy(g.build_dir, os.path.join(g.scratch, "include"))
     try:
-        report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
+        report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.sandbox.compile,
                        obj_dir=g.sandbox.own_dir("objs"), refused=g.refused, pch=g.pch,
-                       workers=host_limits.compile_workers())
+                       workers=host_limits.compile_workers(), headers=headers)
     except ResourceFailure as e:
         g.sandbox.clean_up()
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; nothing was "
@@ -304,12 +309,24 @@ def compile_files(g: Grading) -> bool:
             state = "missing"
         else:
             state = "does not compile"
-        g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]))
+        g.grade.files.setdefault(name, {}).update(state=state, errors="\n".join((r["errors"] or "").splitlines()[:25]),
+                                                  compile_cpu=r["cpu"], compile_ran_past=r["ran_past"])
         if r.get("link_findings") and not r.get("link_refused"):
             g.grade.notes.append(f"{name}: link-check failures only warned about (KIT_STATIC_CHECKS=warn)")
+    # MPI's launcher runs under the exec guard, where this machine allows it:
+    # once the ranks have started, no program starts (MPI_Comm_spawn).
+    env = g.sandbox.env()
+    guard = os.path.join(g.sandbox.bin_dir, exec_guard.NAME)
+    why_not = exec_guard.install(g.build_dir, guard, lambda cmd: g.sandbox.run(cmd, 30),
+                                 context=(g.sandbox.root, g.sandbox.isolated_fs))
+    if why_not:
+        g.grade.notes.append(f"exec guard: off ({why_not}): MPI's launcher could start a program a rank asks for "
+                             "(MPI_Comm_spawn); see grader/README.md, Threat model")
+    else:
+        env["KIT_EXEC_GUARD"] = guard
     # The results file lives where the job can write it but not replace it
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
-    g.launch = dict(prefix=g.sandbox.prefix(job=True) + [KITRUN], env=g.sandbox.env(), results_dir=g.sandbox.results_dir,
+    g.launch = dict(prefix=g.sandbox.prefix(job=True) + [KITRUN], env=env, results_dir=g.sandbox.results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(g.hidden_values),
                     judges_cases=True, syscall_filter=os.environ.get("KIT_SYSCALL_FILTER") != "off",
                     deadline=g.deadline)
@@ -344,22 +361,36 @@ def run(g: Grading) -> bool:
 
 def out_of_time(g: Grading) -> bool:
     """Cases the platform's time limit left unrun: the handin's loss when
-    its own cases spent the time (each hung case runs to its limit; a slow
-    one takes over a fifth of it, where correct code takes a twentieth), the
-    grader's error when none did and the machine was too slow."""
+    its own compile or cases spent the time (each hung case runs to its
+    limit; a slow one takes over a fifth of it, where correct code takes a
+    twentieth; a file's compile past its limit, or more CPU in all than
+    honest files take), the grader's error when none did and the machine
+    was too slow."""
     missed = len(g.tally.out_of_time)
     if not missed:
         return True
     budget = f"{g.time_budget:.0f} s" if g.time_budget else "its limit"
     spent = [f"{n} case(s) {what}" for n, what in ((g.tally.hangs, "hung, each until its time limit"),
                                                   (g.tally.slow, "took over a fifth of their time limits")) if n]
+    # The compile is the handin's too: a file past its limit, or files that
+    # took more CPU in all than honest code does (its CPU time, unlike its
+    # wall time, does not grow on a slow or busy machine).
+    files = [f for f in g.grade.files.values() if f.get("compile_cpu") is not None or f.get("compile_ran_past")]
+    past = sum(bool(f.get("compile_ran_past")) for f in files)
+    cpu = sum(f.get("compile_cpu") or 0 for f in files)
+    if past:
+        spent.append(f"{past} file(s) compiled past the limit of a file's compile")
+    elif cpu > HONEST_COMPILE_CPU_SECONDS:
+        spent.append(f"the files' compiles took {cpu:.0f} s of CPU, where honest code takes under "
+                     f"{HONEST_COMPILE_CPU_SECONDS} s")
     if spent:
         g.grade.notes.append(f"{' and '.join(spent)}, and the grading's time on this platform ({budget}) ran out "
                              f"before {missed} other case(s) could run: they score 0 (the parts whose cases hung ran "
                              "last). Make them finish in time and every case runs")
         return True
     return g.stop("grader error", f"the grading's time on this platform ({budget}) ran out before {missed} case(s) "
-                                  f"could run, and no case hung or ran slowly: this machine is too slow for the "
+                                  f"could run, and no case hung or ran slowly and the files compiled in honest time: "
+                                  f"this machine is too slow for the "
                                   f"limit, not the handin; {host_limits.RAISE['time']}")
 
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from kit import parts as table
-from kit.build import pch_dir
+from kit.build import Ran, pch_dir, run_measured
+from kit.paths import STUBS_DIR
 from kit.processes import kill_all, processes
 
 SANDBOX_UID_BASE = 61000
@@ -363,9 +364,11 @@ class Sandbox:
         keep.update(HOME=self.run_dir, TMPDIR=self.run_dir, DTRAIN_STDOUT_IS_TTY="0")
         return keep
 
-    def prefix(self, job: bool = False) -> List[str]:
+    def prefix(self, job: bool = False, hide_kit: bool = False) -> List[str]:
         """Put before a command to run it in the sandbox; `job`: a test job's
-        launcher, whose ranks also get the data limit."""
+        launcher, whose ranks also get the data limit; `hide_kit`: a compile,
+        which sees of the kit only the precompiled header's directory (in a
+        namespace: without one, the kit stays readable)."""
         # SIGKILL when the grader dies: no job outlives a killed grader.
         with_grader = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
         limits = []
@@ -384,13 +387,16 @@ class Sandbox:
             return with_grader + limits + drop
         # --ipc: the job's System V objects end with its namespace.
         return (with_grader + ["unshare", "--mount", "--net", "--pid", "--ipc", "--mount-proc", "--fork", "--kill-child", "--",
-                               "sh", "-c", self.namespace_script(), "sandbox"] + limits + drop)
+                               "sh", "-c", self.namespace_script(hide_kit), "sandbox"] + limits + drop)
 
-    def _keeps(self) -> List[str]:
+    def _keeps(self, hide_kit: bool = False) -> List[str]:
         """What the job must see of the host at its own path, whatever covers
         the places around it: the scratch directory (its run tmpfs apart, a
-        mount of its own), the kit and the data set."""
-        keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + [os.path.realpath(self.kit_dir)]
+        mount of its own), the kit (not for a compile) and the data set."""
+        kit = os.path.realpath(self.kit_dir)
+        # A compile sees of the kit only the stubs, which stand in for a file that fails.
+        keeps = [self.scratch] + ([self.run_dir] if self.run_mounted else []) + \
+            ([os.path.realpath(STUBS_DIR)] if hide_kit else [kit])
         # The build's precompiled header (Eigen and the public headers, no
         # secret) halves each compile; the rest of the build stays covered.
         pch = pch_dir(self.build_dir)
@@ -405,11 +411,12 @@ class Sandbox:
         for path in named:
             if os.path.isabs(path) and os.path.isdir(path):
                 real = os.path.realpath(path)
-                if real != "/" and not any(_under(real, h) for h in hidden) and real not in keeps:
+                if real != "/" and not any(_under(real, h) for h in hidden) and real not in keeps and \
+                        not (hide_kit and _under(real, kit)):
                     keeps.append(real)
         return keeps
 
-    def _targets(self) -> List[Tuple[str, str]]:
+    def _targets(self, hide_kit: bool = False) -> List[Tuple[str, str]]:
         """(mount point, tmpfs options) of every place the job gets an empty
         one of: a private, bounded, writable one for each shared temporary
         directory; an empty read-only cover over the hidden material, the
@@ -423,8 +430,8 @@ class Sandbox:
         tops = ["/" + d for d in sorted(os.listdir("/")) if d not in SYSTEM_TOPS and os.path.isdir("/" + d)
                 and not os.path.islink("/" + d)]
         covers = [os.path.realpath(p) for p in list(self.hidden_paths) + list(self.private) + list(PRIVATE_ROOTS)
-                  + [os.path.dirname(self.scratch)] + tops]
-        keeps = self._keeps()
+                  + [os.path.dirname(self.scratch)] + tops + ([self.kit_dir] if hide_kit else [])]
+        keeps = self._keeps(hide_kit)
         targets = dict(private)
         for c in covers:
             # A cover equal to something kept would only hide it and show it again.
@@ -437,7 +444,7 @@ class Sandbox:
 
         return sorted(((t, o) for t, o in targets.items() if shown(t)), key=lambda to: to[0].count("/"))
 
-    def namespace_script(self) -> str:
+    def namespace_script(self, hide_kit: bool = False) -> str:
         """The root shell, in the job's fresh namespaces, that mounts the
         targets before it drops to the sandbox user. A target holding a kept
         path is built at a staging point first (the kept paths bound into
@@ -445,8 +452,8 @@ class Sandbox:
         directory is never written."""
         q = shlex.quote
         lines = ["set -e", "umask 022", "ip link set lo up"]
-        keeps = sorted(self._keeps(), key=lambda k: k.count("/"))
-        for target, options in self._targets():
+        keeps = sorted(self._keeps(hide_kit), key=lambda k: k.count("/"))
+        for target, options in self._targets(hide_kit):
             inside = [k for k in keeps if _under(k, target) and k != target]
             if not inside:
                 lines.append(f"mount -t tmpfs -o {q(options)} kit-cover {q(target)}")
@@ -471,6 +478,13 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             self.clean_up()
             raise
+
+    def compile(self, cmd: List[str], timeout: float) -> Ran:
+        """A compile in the sandbox, which sees of the kit only the build's
+        precompiled header and the stubs (the public headers it reads are the
+        grader's copy in the scratch directory); past `timeout` s only its own processes are
+        ended, not a compile beside it. The CPU time it took is measured."""
+        return run_measured(self.prefix(hide_kit=True) + cmd, timeout, env=self.env(), cwd=self.run_dir)
 
     # ---- afterwards ----
 

@@ -16,12 +16,15 @@ import shlex
 import shutil
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional
 
 from kit import host_limits, link_check
 from kit.host_limits import ResourceFailure
 from kit.parts import IMPL_FILES
+from kit.processes import kill_all, session_members
 from kit.safe_read import open_sandbox_file
 
 MAX_OBJECT_BYTES = 64 << 20  # the sandbox's per-file limit: no object the compiler wrote there is larger
@@ -81,46 +84,170 @@ def recipe(build: str) -> Dict:
     return how
 
 
-# A tool killed by a signal: its status (negative, or 128 + the signal through
-# a shell), or the driver's word for its killed back end.
-_SIGNALS = {9: f"memory (killed: out of memory, or killed from outside); {host_limits.RAISE['memory']}",
-            24: "CPU time (SIGXCPU)", 25: f"file size (SIGXFSZ); {host_limits.RAISE['file size']}",
-            6: "the compiler's own abort (SIGABRT)"}
-_KILLED_WORDS = ("signal terminated program", "internal compiler error: Killed", "File size limit exceeded",
-                 "virtual memory exhausted", "out of memory allocating", "Cannot allocate memory")
+# What one compile of a student file may take. The reference's largest file
+# takes 2.9 s of CPU without the precompiled header (1.8 s with it), 3 s
+# with two builds beside it (CPU time hardly moves with the load; its wall
+# time doubles at 0.5 CPU). A compile past the limit is the handin's, as a
+# hung case is: the file is graded as its stub. Ten seconds a file also
+# leaves PrairieLearn's 27 s for the rest of a grading at 0.9 CPU.
+COMPILE_CPU_SECONDS = 10
+# What the submitted files' compiles take in all when the code is honest
+# (the reference's three: 6.6 s of CPU without the precompiled header):
+# past it, a grading that runs out of time spent it on the handin's compile.
+HONEST_COMPILE_CPU_SECONDS = 12
+# The object cache (build/impl_cache): an object is kept only up to this
+# size (honest ones are under 1 MB), and the cache in all up to CACHE_BYTES,
+# the oldest used entries going first.
+CACHED_OBJECT_BYTES = 8 << 20
+CACHE_BYTES = 256 << 20
+OUTPUT_BYTES = 1 << 20  # of a tool's messages, kept; the rest is read and dropped
 
 
-def resource_failure(status: int, output: str, oom_before: Optional[int] = None) -> Optional[str]:
-    """What ran out, if a compile or link with this status and output was
-    killed rather than refused; `oom_before`: the OOM killer's count before
-    it ran, which names memory for certain when it rose."""
-    signal = -status if status < 0 else status - 128 if 128 < status < 160 else 0
-    if oom_before is not None and (signal or status != 0):
-        oom = host_limits.killed_by_oom(oom_before)
-        if oom:
-            return oom
-    if signal:
-        return _SIGNALS.get(signal, f"signal {signal}")
-    for words in _KILLED_WORDS:
-        if words in output:
-            line = next((l for l in output.splitlines() if words in l), words)
-            return f"memory, file size or time: {line.strip()}"
-    return None
+def compile_wall_seconds() -> float:
+    """A compile's wall-clock limit: its CPU limit at the pace the
+    container's quota allows, four times over for a host busy with others."""
+    return 4 * COMPILE_CPU_SECONDS / min(1.0, host_limits.cpus())
 
 
-def run_plainly(cmd: List[str], timeout: float) -> Tuple[int, str]:
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
-    return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
+def resource_failure(status: int, oom_before: Optional[int]) -> Optional[str]:
+    """What ran out of the platform's, if a compile or link that ended with
+    `status` was killed from outside: only when the OOM killer struck while
+    it ran (the container's count, `oom_before` before it, rose). Never from
+    its messages, which the handin writes (`#error virtual memory exhausted`),
+    nor from a signal alone: the compiler's CPU, memory and file-size limits
+    are the sandbox's, and a compile that meets one is the handin's."""
+    if status == 0 or oom_before is None:
+        return None
+    return host_limits.killed_by_oom(oom_before)
 
 
-def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=run_plainly,
-                pch: Optional[bool] = None) -> Optional[str]:
+@dataclass
+class Ran:
+    """A command that ended: its status, its messages, and the CPU seconds
+    it and every process it waited for took."""
+    status: int
+    output: str
+    cpu: float
+
+
+def run_measured(cmd: List[str], timeout: float, **popen) -> Ran:
+    """Runs `cmd` in a session of its own; past `timeout` s every process of
+    that session is killed (nothing else: a compile beside it goes on) and
+    TimeoutExpired is raised. The CPU time comes from wait4, so it counts the
+    compiler's back end (cc1plus), which the driver waits for."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, **popen)
+    kept = bytearray()
+
+    def drain() -> None:
+        while True:
+            chunk = proc.stdout.read(1 << 16)
+            if not chunk:
+                return
+            kept.extend(chunk[:max(0, OUTPUT_BYTES - len(kept))])
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    end, pause = time.monotonic() + timeout, 0.002
+    timed_out = False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > end:
+            timed_out = True
+            kill_all(lambda: session_members(proc.pid))
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(pause)
+        pause = min(0.05, pause * 2)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    reader.join(5)
+    proc.stdout.close()
+    if timed_out:
+        raise subprocess.TimeoutExpired(cmd, timeout)
+    return Ran(proc.returncode, kept.decode("utf-8", errors="replace"), usage.ru_utime + usage.ru_stime)
+
+
+def run_plainly(cmd: List[str], timeout: float) -> Ran:
+    return run_measured(cmd, timeout)
+
+
+def _cpu_limit() -> List[str]:
+    """The compile's CPU limit, set on the compiler's processes (SIGXCPU at
+    the limit, SIGKILL 5 s later)."""
+    return [shutil.which("prlimit"), f"--cpu={COMPILE_CPU_SECONDS}:{COMPILE_CPU_SECONDS + 5}", "--"] \
+        if shutil.which("prlimit") else []
+
+
+def _from_cache(cached: str, obj: str) -> bool:
+    try:
+        with open(cached, "rb") as f:
+            data = f.read()
+    except OSError:
+        return False  # not there, or pruned while we looked
+    try:
+        os.utime(cached)  # used: the last to be pruned
+    except OSError:
+        pass
+    with open(obj, "wb") as f:
+        f.write(data)
+    return True
+
+
+def _to_cache(cache_dir: str, cached: str, data: bytes) -> None:
+    if len(data) > CACHED_OBJECT_BYTES:
+        return  # no honest object is this large: it is compiled again when it comes again
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = cached + f".{os.getpid()}.{threading.get_ident()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, cached)
+    prune_cache(cache_dir)
+
+
+def prune_cache(cache_dir: str, limit: int = CACHE_BYTES) -> int:
+    """Removes the least recently used objects of the cache until it holds
+    at most three quarters of `limit` bytes, once it holds more than `limit`;
+    returns the bytes removed. Another grader may prune at the same time:
+    a file gone already is no error."""
+    entries = []
+    for entry in os.scandir(cache_dir):
+        if entry.name.endswith(".o"):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, entry.path))
+    total = sum(size for _, size, _ in entries)
+    if total <= limit:
+        return 0
+    removed = 0
+    for _, size, path in sorted(entries):
+        if total - removed <= limit * 3 // 4:
+            break
+        try:
+            os.unlink(path)
+            removed += size
+        except OSError:
+            continue
+    return removed
+
+
+def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = None, runner=run_plainly,
+                pch: Optional[bool] = None, spent: Optional[Dict] = None) -> Optional[str]:
     """Returns None on success, else the compiler's messages; raises
-    ResourceFailure when the compiler was killed rather than refused. An object
-    compiled before from the same text with the same flags is reused (the
-    stubs, the reference's other files), from a cache beside the recipe.
-    Its line table names the path it was first compiled from, so a message
-    that quotes a student's line (student_line.h) may find no file there."""
+    ResourceFailure when the compiler was killed from outside (the OOM
+    killer). A compile past COMPILE_CPU_SECONDS of CPU, or `timeout` s of
+    wall time, fails as the handin's. `spent`, if given, gets the CPU
+    seconds the compile took ("cpu"; None from a cache or a runner that
+    does not say) and whether it ran past its limit ("ran_past").
+    An object compiled before from the same text with the same flags is
+    reused (the stubs, the reference's other files), from a cache beside the
+    recipe. Its line table names the path it was first compiled from, so a
+    message that quotes a student's line (student_line.h) may find no file there."""
+    spent = spent if spent is not None else {}
+    spent.update(cpu=None, ran_past=False)
     try:
         with open(source, "rb") as f:
             text = f.read()
@@ -130,23 +257,35 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
     cache_dir = how.get("cache_dir")
     key = hashlib.sha256(text + "\0".join(flags + [how.get("header_digest", "")]).encode()).hexdigest()
     cached = os.path.join(cache_dir, key + ".o") if cache_dir else None
-    if cached and os.path.exists(cached):
-        shutil.copyfile(cached, obj)
+    if cached and _from_cache(cached, obj):
         return None
     # Eigen comes precompiled where the compiler can read the build's header
     # (outside the sandbox, or a sandbox that shows it: pch_dir): the same
-    # object in less than half the time, so the same key.
+    # object in less than half the time, so the same key. `run_flags`: the
+    # flags with the public headers' copy on the include path (build's `headers`).
     use_pch = pch if pch is not None else runner is run_plainly
-    cmd = flags + (how.get("pch_flags", []) if use_pch else []) + ["-c", source, "-o", obj]
+    cmd = _cpu_limit() + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
+        (how.get("pch_flags", []) if use_pch else []) + ["-c", source, "-o", obj]
+    timeout = timeout or compile_wall_seconds()
+    name = os.path.basename(source)
     oom_before = host_limits.oom_kills()
     try:
-        status, output = runner(cmd, timeout)
+        ran = runner(cmd, timeout)
     except subprocess.TimeoutExpired:
-        return f"the compiler did not finish within {timeout:.0f} s"
+        spent["ran_past"] = True
+        return f"{name}: its compile ran past {timeout:.0f} s, the time a file's compile may take"
+    status, output = ran[:2] if isinstance(ran, tuple) else (ran.status, ran.output)
+    spent["cpu"] = None if isinstance(ran, tuple) else round(ran.cpu, 2)
     if status != 0:
-        killed = resource_failure(status, output, oom_before)
+        killed = resource_failure(status, oom_before)
         if killed:
-            raise ResourceFailure(f"the compiler of {os.path.basename(source)} was killed; what ran out: {killed}")
+            raise ResourceFailure(f"the compiler of {name} was killed; what ran out: {killed}")
+        # The kernel ends the compiler at its limit; wait4's figure for it
+        # runs a little behind the kernel's own (9 s at a 10 s limit, seen).
+        if spent["cpu"] is not None and spent["cpu"] >= 0.8 * COMPILE_CPU_SECONDS:
+            spent["ran_past"] = True
+            return (f"{name}: its compile ran past {COMPILE_CPU_SECONDS} s of CPU, the time a file's compile may "
+                    "take (the reference's largest file takes 3 s)")
         return output or f"the compiler failed with status {status}"
     if cached:
         # The object is the compiler's, in a directory the sandbox user owns:
@@ -154,13 +293,26 @@ def compile_one(how: Dict, source: str, obj: str, timeout: float = 120, runner=r
         try:
             data = open_sandbox_file(obj, MAX_OBJECT_BYTES)
         except OSError as e:
-            return f"{os.path.basename(source)}: the compiled object can't be used: {e}"
-        os.makedirs(cache_dir, exist_ok=True)
-        tmp = cached + f".{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, cached)
+            return f"{name}: the compiled object can't be used: {e}"
+        _to_cache(cache_dir, cached, data)
     return None
+
+
+def public_headers_copy(build_dir: str, dest: str) -> str:
+    """Copies the public headers (the recipe's -I directories) into `dest`,
+    made for the grader's user and readable by all: pointed to instead of
+    the kit's, they are all a compile sees of the kit, so that a relative
+    path out of the include directory (`#include "../../tests/..."`) finds
+    nothing. Returns `dest`."""
+    os.makedirs(dest, mode=0o755, exist_ok=True)
+    for flag in recipe(build_dir)["compile_flags"]:
+        if flag.startswith("-I") and os.path.isdir(flag[2:]):
+            for name in sorted(os.listdir(flag[2:])):
+                if name.endswith(".h"):
+                    shutil.copyfile(os.path.join(flag[2:], name), os.path.join(dest, name))
+                    os.chmod(os.path.join(dest, name), 0o644)
+    os.chmod(dest, 0o755)
+    return dest
 
 
 def pch_dir(build_dir: str) -> Optional[str]:
@@ -172,14 +324,19 @@ def pch_dir(build_dir: str) -> Optional[str]:
 
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
-          workers: Optional[int] = None) -> Dict:
+          workers: Optional[int] = None, headers: Optional[str] = None) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
     `pch`: whether the compiler may use the precompiled header (default:
-    outside a sandbox only); `workers`: compilers at once (default: the CPUs).
+    outside a sandbox only); `workers`: compilers at once (default: the CPUs);
+    `headers`: a copy of the public headers (public_headers_copy) to put on
+    the include path in place of the kit's directory.
     Each file's report says what the link check found ("link_findings") and
-    whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn only reports)."""
+    whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn only
+    reports), and what its compile took ("cpu", "ran_past": compile_one)."""
     how = recipe(build_dir)
+    if headers:
+        how["run_flags"] = [f for f in how["compile_flags"] if not f.startswith("-I")] + [f"-I{headers}"]
     elsewhere = link_check.defined_elsewhere(how)
     os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
     obj_dir = obj_dir or output + ".objs"
@@ -190,12 +347,13 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     def work(name: str):
         source = os.path.join(impl_dir, name)
         obj = os.path.join(obj_dir, name + ".o")
+        spent: Dict = {"cpu": None, "ran_past": False}
         if name in refused:
             errors = refused[name]
         elif not os.path.isfile(source):
             errors = f"{name}: missing"
         else:
-            errors = compile_one(how, source, obj, runner=runner, pch=pch)
+            errors = compile_one(how, source, obj, runner=runner, pch=pch, spent=spent)
         found: List[str] = []
         if errors is None and name not in refused:
             found = link_check.findings(obj, source, how, elsewhere)
@@ -209,7 +367,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         elif errors is not None:
             used = "none"
         return name, {"compiled": errors is None, "errors": errors, "used": used, "object": obj,
-                      "link_findings": found, "link_refused": link_refused}
+                      "link_findings": found, "link_refused": link_refused, **spent}
 
     # Every student file of the build: with the extension parts off, a handin
     # holds none of theirs, and their stubs (the fallback) fill in.
@@ -238,7 +396,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         report["linked"] = proc.returncode == 0
         if not report["linked"]:
             report["link_errors"] = proc.stdout.decode("utf-8", errors="replace")
-            killed = resource_failure(proc.returncode, report["link_errors"], oom_before)
+            killed = resource_failure(proc.returncode, oom_before)
             if killed:
                 raise ResourceFailure(f"the linker was killed; what ran out: {killed}")
     return report

@@ -19,7 +19,9 @@ passes only if:
      .fini_array), except the one <iostream> emits under GCC 12 (below);
   3. its static and thread-local storage (writable sections, TLS, common
      symbols) is at most STATIC_LIMIT bytes: a layer can't keep its full
-     weight there between calls, where the heap watch doesn't look;
+     weight there between calls, where the heap watch doesn't look; its
+     read-only data (every allocated section neither writable nor code) at
+     most READ_ONLY_LIMIT, and no section of any kind over SECTION_LIMIT;
   4. it holds no system-call instruction (syscall, sysenter, int $0x80 on
      x86-64; svc, hvc, smc on aarch64).
 
@@ -57,6 +59,12 @@ from kit.report import check_command
 
 ALLOWLIST_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link_allowlist.txt")
 STATIC_LIMIT = 64 * 1024
+# Read-only data (constants, string literals, tables; honest objects hold
+# under 10 KB) and any one section (code, debug information; honest ones are
+# under 0.5 MB): objects are cached by content, and two 60 MiB constant
+# arrays would add 127 MB to the cache for each handin that holds them.
+READ_ONLY_LIMIT = 1024 * 1024
+SECTION_LIMIT = 4 * 1024 * 1024
 
 EM_X86_64, EM_AARCH64 = 62, 183
 SHT_SYMTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 2, 4, 8, 9
@@ -330,7 +338,7 @@ def lines_of(path: str, elf: Elf, places: Dict[str, Tuple[int, int]], source: st
 @dataclass
 class Refusal:
     line: int       # 0 when not known
-    rule: str       # symbol | definition | initializer | storage | asm | object
+    rule: str       # symbol | definition | initializer | storage | read-only | section | asm | object
     message: str
 
 
@@ -515,6 +523,22 @@ def check_object(path: str, source: str, allowlist: Optional[Allowlist] = None, 
                                 f"thread_local), over the {STATIC_LIMIT // 1024} KiB limit" +
                                 (f": {named}" if named else "") + "; keep large data in the heap (std::vector, "
                                                                    "Eigen), allocated inside the call"))
+
+    # 3b. Read-only data, and any section's size, whatever its name.
+    read_only = [s for s in elf.sections if s.flags & SHF_ALLOC and not s.flags & (SHF_WRITE | SHF_EXECINSTR | SHF_TLS)]
+    total = sum(s.size for s in read_only)
+    if total > READ_ONLY_LIMIT:
+        in_read_only = {s.index for s in read_only}
+        biggest = sorted((s for s in syms if s.shndx in in_read_only and s.type == STT_OBJECT and s.size),
+                         key=lambda s: -s.size)[:3]
+        named = ", ".join(f"{plain.get(s.name, s.name)} ({s.size} bytes)" for s in biggest)
+        refusals.append(Refusal(0, "read-only", f"holds {total} bytes of read-only data (constants, string "
+                                                f"literals, tables), over the {READ_ONLY_LIMIT // 1024} KiB limit" +
+                                (f": {named}" if named else "")))
+    for s in elf.sections:
+        if s.size > SECTION_LIMIT:
+            refusals.append(Refusal(0, "section", f"its section {s.name} holds {s.size} bytes, over the "
+                                                  f"{SECTION_LIMIT // 1024} KiB a section of an object may hold"))
 
     # 4. System calls by hand.
     for insn in syscall_instructions(path, elf):

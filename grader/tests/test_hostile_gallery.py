@@ -501,6 +501,78 @@ void* keep(unsigned long n) {
 }  // namespace dtrain
 """
 
+# Grader errors a handin must not be able to cause (the platform excuses them).
+# A compile that spins in constant evaluation: eight assertions of 2048 x 2048
+# steps, each under GCC's limits (262144 iterations a loop, 2^25 operations an
+# evaluation) and several seconds of the compiler's CPU.
+SPIN_IN_CONSTANT_EVALUATION = r"""
+namespace {
+constexpr unsigned long spin(unsigned long n) {
+  unsigned long x = 0;
+  for (unsigned long i = 0; i < n; ++i)
+    for (unsigned long j = 0; j < n; ++j) x += (i ^ j) & 7;
+  return x;
+}
+""" + "".join(f"static_assert(spin({2048 + k}) != 1, \"spins\");\n" for k in range(8)) + "}  // namespace\n"
+# The words a killed compiler prints, written by the handin itself.
+WORDS_OF_A_KILLED_COMPILER = ("#error virtual memory exhausted: Cannot allocate memory; internal compiler error: "
+                              "Killed signal terminated program cc1plus; File size limit exceeded\n")
+# A kit file reached by a path relative to the public include directory; the
+# #error after it stops the preprocessor, so the static checks leave the file
+# to the compiler, whose messages would quote the file's lines.
+QUOTES_A_SHIPPED_FILE = '#include "../../tests/expected_values.txt"\n#error stop here\n'
+
+# MPI_Comm_spawn found by address, and MPI's handles too (Open MPI's are the
+# addresses of its globals, MPICH's fixed numbers): asks MPI's launcher, which
+# the ranks' system-call filter does not hold, to start a shell. The launcher
+# runs under the exec guard, so nothing starts: Open MPI ends the job (the
+# case's part is lost), MPICH's spawn returns an error.
+SPAWN = r"""
+#include <dlfcn.h>
+namespace {
+void spawn_a_shell() {
+  static bool once = false;
+  if (once) return;
+  once = true;
+  void* spawn = ::dlsym(RTLD_DEFAULT, "MPI_Comm_spawn");
+  void* on_error = ::dlsym(RTLD_DEFAULT, "MPI_Comm_set_errhandler");
+  if (!spawn || !on_error) throw std::runtime_error("SPAWN[no MPI_Comm_spawn to call]");
+  char command[] = "-c";
+  char script[] = "echo SPAWN''ED-ESCAPE: $(id -u) >&2; sleep 1";
+  char* args[] = {command, script, nullptr};
+  int status = -1;
+  if (void* self = ::dlsym(RTLD_DEFAULT, "ompi_mpi_comm_self")) {
+    using Spawn = int (*)(const char*, char**, int, void*, int, void*, void**, int*);
+    reinterpret_cast<int (*)(void*, void*)>(on_error)(self, ::dlsym(RTLD_DEFAULT, "ompi_mpi_errors_return"));
+    void* children = nullptr;
+    status = reinterpret_cast<Spawn>(spawn)("/bin/sh", args, 1, ::dlsym(RTLD_DEFAULT, "ompi_mpi_info_null"), 0, self,
+                                            &children, nullptr);
+  } else {
+    using Spawn = int (*)(const char*, char**, int, int, int, int, int*, int*);
+    reinterpret_cast<int (*)(int, int)>(on_error)(0x44000001, 0x54000001);  // MPI_COMM_SELF, MPI_ERRORS_RETURN
+    int children = 0;
+    status = reinterpret_cast<Spawn>(spawn)("/bin/sh", args, 1, 0x1c000000, 0, 0x44000001, &children, nullptr);
+  }
+  if (status == 0) throw std::runtime_error("ESCAPE[the launcher started /bin/sh]");
+}
+}  // namespace
+"""
+
+
+def build_mpi() -> str:
+    try:
+        with open(os.path.join(BUILD, "kit_mpi.txt")) as f:
+            return f.read().strip()
+    except OSError:
+        return "openmpi"
+
+
+# Open MPI ends the job whose rank asked for a program it could not start:
+# every case of the part whose get_info asks fails; MPICH returns an error.
+PART2_POINTS = next(p.points for p in PARTS if p.key == "part2")
+SPAWN_PART2 = 0 if build_mpi() == "openmpi" else PART2_POINTS
+
+
 FUNC_POINTS = sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
 ZERO_POINTS = sum(p.points for p in PARTS if p.files == ("zero_dp_stage3.cpp",))
 
@@ -579,6 +651,7 @@ class Hostile:
     filtered: bool = True
     setup: Optional[Callable[[str], None]] = None        # tmp dir -> plants what the attack looks for
     after: Optional[Callable[[str], List[str]]] = None   # tmp dir -> what is wrong after grading (and tidies)
+    status: str = "graded"             # the report's status: never "grader error" for what a handin does
 
 
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
@@ -809,6 +882,22 @@ GALLERY: List[Hostile] = [
                 "static const char* kRaw = R\"x(exit(0) abort() __attribute__((constructor)))x\";\n"
                 "[[maybe_unused]] static const char* mentions() { return kMention[0] ? kRaw : kMention; }\n"))) for f in IMPL_FILES] + [FEEDBACK],
             150, budget=60),
+    # A grader error is the platform's excuse: no handin may earn one.
+    Hostile("compile_spins_in_constant_evaluation",
+            lambda tmp: reference_but(zero_dp_stage3=SPIN_IN_CONSTANT_EVALUATION), 150 - ZERO_POINTS,
+            says=("its compile ran past",), never=("grader error",), budget=150),
+    Hostile("writes_the_words_of_a_killed_compiler",
+            lambda tmp: reference_but(zero_dp_stage3=WORDS_OF_A_KILLED_COMPILER), 150 - ZERO_POINTS,
+            says=("does not compile", "virtual memory exhausted"), never=("grader error",)),
+    Hostile("compile_messages_quote_a_shipped_file",
+            lambda tmp: [("student/zero_dp_stage3.cpp",
+                          QUOTES_A_SHIPPED_FILE.encode() + source("reference", "zero_dp_stage3.cpp"))] +
+            [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "zero_dp_stage3.cpp"] + [FEEDBACK],
+            150 - ZERO_POINTS, says=("expected_values.txt: No such file or directory",),
+            never=("split_data.x#1 0 4 2 1",)),
+    Hostile("spawns_a_shell_through_the_launcher",
+            lambda tmp: reference_calling("spawn_a_shell();", SPAWN), 150 - PART2_POINTS + SPAWN_PART2, scores={"part2": SPAWN_PART2},
+            never=("SPAWNED-ESCAPE", "ESCAPE["), static="warn", budget=150),
     # Each of these runs its attack at the start of the reference's get_info:
     # held off, it scores the reference's 150.
     Hostile("reads_other_handins_and_the_gradebook",
@@ -894,6 +983,7 @@ def run_hostile(case: Hostile, tmp_path) -> None:
     with open(report_path) as f:
         report = json.load(f)
     last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["status"] == case.status, f"{case.name}: status {report['status']}: {report['notes']}"
     assert last["scoreboard"] == [case.total], f"{case.name}: scored {last['scoreboard']}\n{proc.stdout}"
     for key, points in case.scores.items():
         assert last["scores"][key] == points, f"{case.name}: {key} scored {last['scores'][key]}"

@@ -1,7 +1,10 @@
-"""A compiler, linker or MPI launcher killed by a signal or out of memory,
-and a platform's time limit that correct code can't meet, are the grading
-host's fault: the grade is a grader error that names what ran out and the
-setting to raise, never "does not compile" and never a graded 0.
+"""A compiler or linker the OOM killer ended, an MPI launcher killed from
+outside, and a platform's time limit that correct code can't meet, are the
+grading host's fault: the grade is a grader error that names what ran out
+and the setting to raise, never "does not compile" and never a graded 0.
+What the handin can cause is never one: a compiler's messages (it writes
+them: `#error virtual memory exhausted`), a compiler killed by the
+sandbox's own limits, time its compile or cases spent.
 
   python3 -m pytest grader/tests/test_resource_failures.py -q      (after `make build`)
 """
@@ -11,54 +14,80 @@ import pytest
 
 from conftest import BUILD, handin
 from grader import grading
+from grader.sandbox import Sandbox
 from kit import host_limits
-from kit.build import resource_failure
+from kit.build import Ran, compile_one, recipe, resource_failure
+from kit.parts import PARTS
 from kit.jobs import JobTally, Launch, run_job
 
 
-@pytest.mark.parametrize("status, output, says", [
-    (-9, "", "memory"), (137, "", "memory"), (153, "", "file size"), (-24, "", "CPU time"),
-    (1, "c++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.", "signal terminated"),
-    (1, "c++: internal compiler error: File size limit exceeded signal terminated program cc1plus", "File size"),
-    (1, "cc1plus: out of memory allocating 65536 bytes after a total of 1048576 bytes", "out of memory"),
-])
-def test_a_killed_tool_is_told_from_a_refusal(status, output, says):
-    assert says in resource_failure(status, output)
-
-
 @pytest.mark.parametrize("status, output", [
-    (1, "x.cpp:3:1: error: expected ';' before '}' token"), (1, ""), (0, ""),
-    (1, "x.cpp:3: error: 'signal' was not declared in this scope"),
+    (-9, ""), (137, ""), (153, ""), (-24, ""), (1, "x.cpp:3:1: error: expected ';' before '}' token"), (1, ""),
+    (1, "c++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated."),
+    (1, "x.cpp:1:2: error: #error virtual memory exhausted"),
+    (1, "cc1plus: out of memory allocating 65536 bytes after a total of 1048576 bytes"),
 ])
-def test_a_compile_error_is_no_resource_failure(status, output):
-    assert resource_failure(status, output) is None
+def test_no_status_or_message_alone_makes_a_resource_failure(status, output, monkeypatch):
+    # The messages are the handin's to write (#error ...), and a signal may be
+    # the sandbox's own limit the handin ran into: neither is the platform's.
+    monkeypatch.setattr(host_limits, "oom_kills", lambda: 3)
+    assert resource_failure(status, oom_before=host_limits.oom_kills()) is None
+
+
+def test_a_compile_that_writes_the_words_of_a_killed_compiler_does_not_compile(tmp_path):
+    source = tmp_path / "func_impl.cpp"
+    source.write_text("#error virtual memory exhausted: Cannot allocate memory\n"
+                      "// internal compiler error: Killed signal terminated program cc1plus\n")
+    errors = compile_one(recipe(BUILD), str(source), str(tmp_path / "x.o"))
+    assert errors and "virtual memory exhausted" in errors
 
 
 def test_a_compiler_killed_during_grading_is_a_grader_error(tmp_path, monkeypatch):
-    # A comment no object in the cache has, so the compiler does run; then SIGKILL, as the kernel's OOM killer does.
+    # A comment no object in the cache has, so the compiler does run; then
+    # SIGKILL, as the kernel's OOM killer does, and its count rises.
     marker = f"// {uuid.uuid4()}\n"
     tar = handin(tmp_path, edits={"func_impl.cpp": ("#include", marker + "#include")})
-    real = grading.Grading.in_sandbox
+    real = Sandbox.compile
+    counts = {"oom": 0}
 
     def killed_compiler(self, cmd, timeout):
-        if "-c" in cmd:
-            return -9, ""
-        return real(self, cmd, timeout)
+        if marker.strip("/ \n") not in open(cmd[cmd.index("-c") + 1]).read():
+            return real(self, cmd, timeout)
+        counts["oom"] += 1
+        return Ran(-9, "", 0.5)
 
-    monkeypatch.setattr(grading.Grading, "in_sandbox", killed_compiler)
+    monkeypatch.setattr(Sandbox, "compile", killed_compiler)
+    monkeypatch.setattr(host_limits, "oom_kills", lambda: counts["oom"])
     grade = grading.grade_handin(tar, BUILD)
     assert grade.status == "grader error", grade.notes
     notes = "\n".join(grade.notes)
-    assert "was killed; what ran out: memory" in notes and "not the handin's fault" in notes, notes
+    assert "was killed; what ran out: memory: the kernel's OOM killer" in notes and "not the handin's fault" in notes
     assert all(f.get("state") != "does not compile" for f in grade.files.values()), grade.files
     assert grade.total == 0
+
+
+def test_a_compiler_killed_without_the_oom_killer_is_the_handins(tmp_path, monkeypatch):
+    marker = f"// {uuid.uuid4()}\n"
+    tar = handin(tmp_path, edits={"func_impl.cpp": ("#include", marker + "#include")})
+    real = Sandbox.compile
+
+    def killed_compiler(self, cmd, timeout):
+        if marker.strip("/ \n") not in open(cmd[cmd.index("-c") + 1]).read():
+            return real(self, cmd, timeout)
+        return Ran(1, "c++: fatal error: Killed signal terminated program cc1plus", 0.5)
+
+    monkeypatch.setattr(Sandbox, "compile", killed_compiler)
+    grade = grading.grade_handin(tar, BUILD)
+    assert grade.status == "graded", grade.notes
+    assert grade.files["func_impl.cpp"]["state"] == "does not compile"
+    assert grade.total == 150 - sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
 
 
 def test_the_oom_killers_count_names_memory_for_certain(monkeypatch):
     counts = iter([5, 6])
     monkeypatch.setattr(host_limits, "oom_kills", lambda: next(counts))
     monkeypatch.setattr(host_limits, "memory_limit", lambda: 768 << 20)
-    said = resource_failure(-9, "", oom_before=host_limits.oom_kills())
+    said = resource_failure(-9, oom_before=host_limits.oom_kills())
     assert "OOM killer" in said and "768 MiB" in said and "raise the memory" in said
 
 

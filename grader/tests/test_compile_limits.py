@@ -1,0 +1,94 @@
+"""What a handin's compile may cost the grader: its time (a limit per file,
+and out of a platform's time it is the handin's, never the machine's), the
+object cache's disk (capped, oldest first out), and what its messages show
+(the course's files only).
+
+  python3 -m pytest grader/tests/test_compile_limits.py -q      (after `make build`)
+"""
+import os
+
+import pytest
+
+from conftest import BUILD, KIT
+from grader import grading
+from kit import build as kit_build
+from kit.build import compile_one, prune_cache, public_headers_copy, recipe
+from kit.jobs import JobTally
+
+
+def test_a_compile_past_its_cpu_limit_fails_as_the_handins(tmp_path, monkeypatch):
+    monkeypatch.setattr(kit_build, "COMPILE_CPU_SECONDS", 1)
+    source = tmp_path / "func_impl.cpp"
+    source.write_text("constexpr unsigned long spin(unsigned long n) {\n  unsigned long x = 0;\n"
+                      "  for (unsigned long i = 0; i < n; ++i)\n    for (unsigned long j = 0; j < n; ++j) x += i ^ j;\n"
+                      "  return x;\n}\n" + "".join(f"static_assert(spin({2048 + k}) != 1);\n" for k in range(4)))
+    spent = {}
+    errors = compile_one(recipe(BUILD), str(source), str(tmp_path / "x.o"), spent=spent)
+    assert errors and "its compile ran past 1 s of CPU" in errors, errors
+    assert spent["ran_past"] and spent["cpu"] >= 0.5
+
+
+def test_an_honest_compile_says_what_it_took(tmp_path):
+    source = tmp_path / "func_impl.cpp"
+    source.write_text(open(os.path.join(KIT, "reference", "func_impl.cpp")).read() + f"// {tmp_path}\n")
+    spent = {}
+    assert compile_one(recipe(BUILD), str(source), str(tmp_path / "x.o"), spent=spent) is None
+    assert 0 < spent["cpu"] < kit_build.COMPILE_CPU_SECONDS and not spent["ran_past"]
+
+
+def test_the_cache_keeps_its_cap_and_drops_the_oldest_first(tmp_path):
+    for i in range(10):
+        path = tmp_path / f"{i}.o"
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (1000 + i, 1000 + i))
+    (tmp_path / "defined_elsewhere.json").write_bytes(b"{}" * 5000)  # not an object: never pruned
+    assert prune_cache(str(tmp_path), limit=10_000) == 0
+    assert prune_cache(str(tmp_path), limit=8_000) == 4000  # down to three quarters of the cap
+    assert sorted(os.listdir(tmp_path)) == ["4.o", "5.o", "6.o", "7.o", "8.o", "9.o", "defined_elsewhere.json"]
+
+
+def test_an_object_over_the_cached_size_is_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(kit_build, "CACHED_OBJECT_BYTES", 1000)
+    how = dict(recipe(BUILD), cache_dir=str(tmp_path / "cache"))
+    source = tmp_path / "func_impl.cpp"
+    source.write_text(f"int answer() {{ return 42; }}  // {tmp_path}\n")
+    assert compile_one(how, str(source), str(tmp_path / "x.o")) is None
+    assert os.path.getsize(tmp_path / "x.o") > 1000
+    assert not os.path.isdir(how["cache_dir"]) or not os.listdir(how["cache_dir"])
+
+
+def test_relative_paths_out_of_the_headers_copy_find_nothing(tmp_path):
+    headers = public_headers_copy(BUILD, str(tmp_path / "include"))
+    assert os.path.isfile(os.path.join(headers, "comm.h"))
+    how = recipe(BUILD)
+    how["run_flags"] = [f for f in how["compile_flags"] if not f.startswith("-I")] + [f"-I{headers}"]
+    source = tmp_path / "src" / "zero_dp_stage3.cpp"
+    source.parent.mkdir()
+    source.write_text('#include "comm.h"\n#include "../../tests/expected_values.txt"\n')
+    errors = compile_one(how, str(source), str(tmp_path / "x.o"))
+    assert "expected_values.txt: No such file or directory" in errors and "split_data" not in errors
+
+
+def grading_out_of_time(files) -> grading.Grading:
+    g = grading.Grading("h.tar", BUILD, "/nonexistent", grading.Grade("h.tar"), time_budget=27)
+    g.tally = JobTally(out_of_time=["Part9Adam.X", "Part9Adam.Y"])
+    g.grade.files = files
+    return g
+
+
+@pytest.mark.parametrize("files, says", [
+    ({"zero_dp_stage3.cpp": {"compile_cpu": None, "compile_ran_past": True}},
+     "1 file(s) compiled past the limit"),
+    ({f: {"compile_cpu": 5.0, "compile_ran_past": False} for f in ("a.cpp", "b.cpp", "c.cpp")},
+     "the files' compiles took 15 s of CPU"),
+])
+def test_out_of_time_after_the_handins_compile_is_the_handins(files, says):
+    g = grading_out_of_time(files)
+    assert grading.out_of_time(g) and g.grade.status == "graded"
+    assert says in g.grade.notes[-1] and "score 0" in g.grade.notes[-1], g.grade.notes
+
+
+def test_out_of_time_after_honest_compiles_and_cases_is_the_machines():
+    g = grading_out_of_time({f: {"compile_cpu": 1.5, "compile_ran_past": False} for f in ("a.cpp", "b.cpp")})
+    assert not grading.out_of_time(g) and g.grade.status == "grader error"
+    assert "this machine is too slow" in g.grade.notes[-1]
