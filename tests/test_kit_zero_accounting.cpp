@@ -21,6 +21,20 @@ dtrain::ZeroMLP model_from_seed(Communicator& comm) {
   return dtrain::ZeroMLP(comm, p, expected_shard(w.w1, r, p), expected_shard(w.b1, r, p), expected_shard(w.w2, r, p),
                          expected_shard(w.b2, r, p));
 }
+
+// A layer of a known full weight, an input for it, and the shape the
+// memory rule allows its blocks.
+struct Watched {
+  Watched(int in, int out, int batch)
+      : w(arange(in, out, 0.0) / (in * out)), weight_bytes(std::int64_t(in) * out * 8),
+        layer(layer_from_full(world(), w, Matrix::Zero(1, out))), x(arange(batch, in, rank()) / 1000.0),
+        shape(dtrain::shape_before(layer, batch)) {}
+  Matrix w;
+  std::int64_t weight_bytes;
+  dtrain::ZeroDPStage3FCLayer layer;
+  Matrix x, result;
+  dtrain::LayerShape shape;
+};
 }  // namespace
 
 TEST(KitZeroAccounting, StepMovesOneAndAHalfTimesDataParallel) {
@@ -66,13 +80,13 @@ TEST(KitZeroAccounting, MemoryRuleIgnoresTheAllocatorsState) {
   ASSERT_EQ(refused, nullptr) << "an allocation of 4 EiB succeeded";
   { volatile char* big = static_cast<char*>(std::malloc(std::size_t(16) << 20)); big[0] = 1; std::free((void*)big); }
 
-  const int in = 1024, out = 512, batch = 8;
-  const Matrix w = arange(in, out, 0.0) / (in * out);
-  const std::int64_t weight_bytes = std::int64_t(in) * out * 8;
-  dtrain::ZeroDPStage3FCLayer layer = layer_from_full(world(), w, Matrix::Zero(1, out));
-  const Matrix x = arange(batch, in, rank()) / 1000.0;
-  Matrix result;
-  const dtrain::LayerShape shape = dtrain::shape_before(layer, batch);
+  Watched t(1024, 512, 8);
+  const Matrix& w = t.w;
+  const std::int64_t weight_bytes = t.weight_bytes;
+  dtrain::ZeroDPStage3FCLayer& layer = t.layer;
+  const Matrix& x = t.x;
+  Matrix& result = t.result;
+  const dtrain::LayerShape& shape = t.shape;
   bool forward = true;
   const auto may_stay = [&] { return dtrain::allowed_blocks(layer, result, shape, forward); };
   for (int call = 1; call <= 3; ++call) {
@@ -110,12 +124,12 @@ struct DenseStorage {
 TEST(KitZeroAccounting, MemoryRuleCountsAnAllowedBlockByItsSize) {
   static_assert(sizeof(Matrix) == sizeof(DenseStorage), "Eigen's dynamic storage is a pointer and two sizes");
   const int in = 512, out = 256, batch = 4;
-  const Matrix w = arange(in, out, 0.0) / (in * out);
-  const std::int64_t weight_bytes = std::int64_t(in) * out * 8;
-  dtrain::ZeroDPStage3FCLayer layer = layer_from_full(world(), w, Matrix::Zero(1, out));
-  const Matrix x = arange(batch, in, rank()) / 1000.0;
-  Matrix result;
-  const dtrain::LayerShape shape = dtrain::shape_before(layer, batch);
+  Watched t(in, out, batch);
+  const std::int64_t weight_bytes = t.weight_bytes;
+  dtrain::ZeroDPStage3FCLayer& layer = t.layer;
+  const Matrix& x = t.x;
+  Matrix& result = t.result;
+  const dtrain::LayerShape& shape = t.shape;
   const auto may_stay = [&] { return dtrain::allowed_blocks(layer, result, shape, true); };
   const auto hide = [&](Matrix& m, long rows_of_block, long rows_shown, long cols) {
     m.resize(rows_of_block, cols);
