@@ -42,6 +42,8 @@ std::atomic<bool> g_refused_by_system{false};
 std::atomic<const char*> g_refused_rule{nullptr};
 std::atomic<bool> g_everywhere{false};
 
+constexpr std::int64_t kRounding = 4096 + 64;
+
 std::size_t slot_of(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull % kSlots; }
 
 }  // namespace
@@ -169,12 +171,13 @@ HeapWatch::Kept HeapWatch::kept(const Allowed* allowed, std::size_t n) const {
     const Allowed* role = nullptr;
     for (std::size_t i = 0; i < n; ++i)
       if (allowed[i].at == s.p && (role == nullptr || allowed[i].bytes > role->bytes)) role = &allowed[i];
+    // The tracker records a block's usable size, which malloc rounds up (a
+    // mapped block to a page): up to that much past its role is no excess.
     const std::int64_t beyond = role == nullptr ? size : size - role->bytes;
-    if (beyond <= 0) continue;
+    if (beyond <= (role == nullptr ? 0 : kRounding)) continue;
     kept.bytes += beyond;
     ++kept.blocks;
-    // A mapped block's size is rounded up to a page: no more is a role's excess.
-    if (role != nullptr && beyond > 4096 + 64 && kept.oversized_role == nullptr) {
+    if (role != nullptr && kept.oversized_role == nullptr) {
       kept.oversized_role = role->role;
       kept.oversized_bytes = size;
       kept.oversized_allowed = role->bytes;
