@@ -39,7 +39,10 @@ std::atomic<bool> g_refused{false};
 std::atomic<std::int64_t> g_refused_held{0}, g_refused_asked{0};
 std::atomic<const char*> g_refused_function{""};
 std::atomic<bool> g_refused_by_system{false};
+std::atomic<const char*> g_refused_rule{nullptr};
 std::atomic<bool> g_everywhere{false};
+
+constexpr std::int64_t kRounding = 4096 + 64;
 
 std::size_t slot_of(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ull % kSlots; }
 
@@ -77,13 +80,15 @@ void tracker_linked() { g_linked.store(true); }
 namespace {
 
 // Keeps the first refusal since the last take(); allocates nothing.
-void keep_refusal(std::size_t bytes, std::int64_t live, const char* function, bool by_system) {
+void keep_refusal(std::size_t bytes, std::int64_t live, const char* function, bool by_system,
+                  const char* rule = nullptr) {
   bool first = false;
   if (g_refused.compare_exchange_strong(first, true)) {
     g_refused_held.store(live);
     g_refused_asked.store(static_cast<std::int64_t>(bytes));
     g_refused_function.store(function);
     g_refused_by_system.store(by_system);
+    g_refused_rule.store(rule);
   }
 }
 
@@ -105,6 +110,10 @@ void refused_by_system(std::size_t bytes, std::int64_t live) {
   if (const char* function = ledger::function_now_signal_safe()) keep_refusal(bytes, live, function, true);
 }
 
+void refused_by_filter(std::size_t bytes, const char* rule) {
+  if (const char* function = ledger::function_now_signal_safe()) keep_refusal(bytes, 0, function, true, rule);
+}
+
 }  // namespace heap_hooks
 
 namespace heap_budget {
@@ -121,6 +130,7 @@ Refusal peek() {
     r.asked = g_refused_asked.load();
     r.function = g_refused_function.load();
     r.by_system = g_refused_by_system.load();
+    r.rule = g_refused_rule.load();
   }
   return r;
 }
@@ -149,17 +159,29 @@ HeapWatch::~HeapWatch() {
 bool HeapWatch::available() { return g_linked.load(); }
 bool HeapWatch::busy() { return g_open.load(); }
 
-HeapWatch::Kept HeapWatch::kept(const void* const* allowed, std::size_t n) const {
+HeapWatch::Kept HeapWatch::kept(const Allowed* allowed, std::size_t n) const {
   Kept kept;
   kept.complete = !g_overflow.load();
   Locked lock;
   for (const Slot& s : g_slots) {
     if (s.p == nullptr || s.p == kTombstone) continue;
-    bool may_stay = false;
-    for (std::size_t i = 0; i < n; ++i) may_stay = may_stay || allowed[i] == s.p;
-    if (may_stay) continue;
-    kept.bytes += static_cast<std::int64_t>(s.bytes);
+    const auto size = static_cast<std::int64_t>(s.bytes);
+    // One block can sit under two roles only by a forged pointer: the larger
+    // role is taken, which still leaves no room for a full weight.
+    const Allowed* role = nullptr;
+    for (std::size_t i = 0; i < n; ++i)
+      if (allowed[i].at == s.p && (role == nullptr || allowed[i].bytes > role->bytes)) role = &allowed[i];
+    // The tracker records a block's usable size, which malloc rounds up (a
+    // mapped block to a page): up to that much past its role is no excess.
+    const std::int64_t beyond = role == nullptr ? size : size - role->bytes;
+    if (beyond <= (role == nullptr ? 0 : kRounding)) continue;
+    kept.bytes += beyond;
     ++kept.blocks;
+    if (role != nullptr && kept.oversized_role == nullptr) {
+      kept.oversized_role = role->role;
+      kept.oversized_bytes = size;
+      kept.oversized_allowed = role->bytes;
+    }
   }
   return kept;
 }

@@ -27,15 +27,29 @@ class HeapWatch {
   // Whether a watch lives now (there is one at a time).
   static bool busy();
 
+  // A block that may stay when the watched calls return (a result, a member
+  // the call may set), by where it begins and the size its role allows. The
+  // address alone proves nothing: a Matrix's row count can be made smaller
+  // than its block, and the rest of the block then holds what it likes.
+  struct Allowed {
+    const void* at = nullptr;  // null: no block
+    std::int64_t bytes = 0;    // what the role needs (a result's rows x cols doubles, ...)
+    const char* role = "";
+  };
   struct Kept {
-    std::int64_t bytes = 0;  // still allocated, except the blocks allowed to stay
+    std::int64_t bytes = 0;  // still allocated, beyond what the blocks allowed to stay may hold
     long blocks = 0;
     bool complete = true;    // false: more blocks than the watch can hold were live at once
+    // The first allowed block bigger than its role (its size as the tracker
+    // recorded it at allocation), if any: what the message names.
+    const char* oversized_role = nullptr;
+    std::int64_t oversized_bytes = 0, oversized_allowed = 0;
   };
-  // What the calls made while this watch lived still hold now, except blocks
-  // that begin at one of allowed[0..n) (a result's data(), a member the call
-  // may set). An array, not a container: building one would allocate.
-  Kept kept(const void* const* allowed, std::size_t n) const;
+  // What the calls made while this watch lived still hold now. A block that
+  // begins at one of allowed[0..n) counts only by what it holds past its
+  // role's size; any other block counts whole. An array, not a container:
+  // building one would allocate.
+  Kept kept(const Allowed* allowed, std::size_t n) const;
 };
 
 // Brackets code that allocates on its own behalf, not on its caller's (the
@@ -71,6 +85,7 @@ struct Refusal {
   std::int64_t asked = 0;      // the size of the refused block
   const char* function = "";  // the student function running then
   bool by_system = false;      // refused by the system (the data limit), not by the budget
+  const char* rule = nullptr;  // refused by the system-call filter: the kind of memory it refuses
 };
 // The first refusal since the last call, which forgets it.
 Refusal take();
@@ -89,6 +104,10 @@ bool admit(std::size_t bytes, std::int64_t live);
 // Called by the malloc tracker when glibc gave no block of `bytes` that the
 // budget had admitted: the system refused it.
 void refused_by_system(std::size_t bytes, std::int64_t live);
+// Called from the system-call filter's SIGSYS handler (syscall_filter.cpp)
+// when it refused `bytes` of a kind of memory the data limit would not count,
+// `rule` (a string literal) saying which. Signal-safe.
+void refused_by_filter(std::size_t bytes, const char* rule);
 }  // namespace heap_hooks
 
 }  // namespace dtrain

@@ -1,7 +1,7 @@
 // platform.h: the calls of the student loop (the test harness, the memory
 // rule, the trainers' memory report) that only Linux offers, in one place.
 // A port to another system (macOS natively, for one) replaces
-// platform_linux.cpp with calls that do what each comment below says.
+// platform_linux.cpp and syscall_filter.cpp with calls that do what each comment below says.
 #pragma once
 
 #include <sys/types.h>
@@ -35,7 +35,10 @@ std::vector<std::string> call_stack_lines();
 // From now on, in every thread of this process, refuse the system calls that
 // computing and the channels already open never need: opening files,
 // starting processes or programs, sockets, other processes' memory, new
-// executable memory, ... (the list and why: platform_linux.cpp). It can't be
+// executable memory, memory the data limit would not count, kernel objects
+// that outlive the process, ... (the list and why: syscall_filter.cpp). A
+// refused mapping that grows down is kept for the case's message
+// (heap_watch.h, heap_budget: a refusal with its rule). It can't be
 // undone. `allow_opening_files` keeps open/openat, for a writer that makes
 // files as it goes (the trace of each failing case). Returns "" when the
 // filter is in place, else why it is not (an old kernel, another system):

@@ -95,7 +95,7 @@ inline std::pair<Vector, int> partition_flat_tensor(const Matrix& tensor, int sh
 
 inline Matrix forward(ZeroDPStage3FCLayer& layer, const Matrix& x) {
   StudentScope scope("ZeroDPStage3FCLayer::forward", &layer.comm, "comm", {shape("x", x)});
-  ZeroCallRules rules(layer, true);
+  ZeroCallRules rules(layer, true, static_cast<long>(x.rows()));
   Matrix out = layer.forward(x);
   rules.returned(out);
   observe("forward", out);
@@ -104,7 +104,7 @@ inline Matrix forward(ZeroDPStage3FCLayer& layer, const Matrix& x) {
 
 inline Matrix backward(ZeroDPStage3FCLayer& layer, const Matrix& output_grad) {
   StudentScope scope("ZeroDPStage3FCLayer::backward", &layer.comm, "comm", {shape("output_grad", output_grad)});
-  ZeroCallRules rules(layer, false);
+  ZeroCallRules rules(layer, false, static_cast<long>(output_grad.rows()));
   Matrix grad_x = layer.backward(output_grad);
   rules.returned(grad_x);
   observe("backward.grad_x", grad_x);

@@ -66,19 +66,48 @@ std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage
 
 std::string memory_rule_problem(const std::string& what, const HeapWatch::Kept& kept, std::int64_t full_weight_bytes) {
   if (kept.bytes <= kHeapSlack && kept.complete) return "";
+  std::string oversized;
+  if (kept.oversized_role != nullptr)
+    oversized = " Of them, " + std::to_string(kept.oversized_bytes - kept.oversized_allowed) + " bytes lie past " +
+                kept.oversized_role + " in its block of " + std::to_string(kept.oversized_bytes) +
+                " bytes, where its shape needs " + std::to_string(kept.oversized_allowed) + ".";
   return what + " kept " + std::to_string(kept.bytes) + " bytes in " + std::to_string(kept.blocks) + " block" +
          (kept.blocks == 1 ? "" : "s") + " that it allocated and did not free, against a full weight of " +
-         std::to_string(full_weight_bytes) +
-         " bytes. Under ZeRO-3 the full W and b may exist only inside forward/backward: not in a member, a static, "
-         "a global or a leaked allocation (handout: ZeRO background, the memory rule)." +
+         std::to_string(full_weight_bytes) + " bytes." + oversized +
+         " Under ZeRO-3 the full W and b may exist only inside forward/backward: not in a member, a static, "
+         "a global, a leaked allocation or behind another block (handout: ZeRO background, the memory rule)." +
          (kept.complete ? "" : " (More blocks were allocated at once than the check can follow.)");
+}
+
+LayerShape shape_before(const ZeroDPStage3FCLayer& layer, long rows) {
+  LayerShape s;
+  s.rows = rows;
+  s.in_dim = layer.in_dim;
+  s.out_dim = layer.out_dim;
+  // The shard sizes from the dimensions (comm.h's S = ceil(numel / P)), not
+  // from the members, which the student's code could have set.
+  const long p = std::max(1, layer.dp_size);
+  s.w_shard = (s.in_dim * s.out_dim + p - 1) / p;
+  s.b_shard = (s.out_dim + p - 1) / p;
+  return s;
+}
+
+std::array<HeapWatch::Allowed, 6> allowed_blocks(const ZeroDPStage3FCLayer& layer, const Matrix& result,
+                                                 const LayerShape& s, bool forward) {
+  constexpr std::int64_t d = sizeof(double);
+  return {{{result.data(), d * s.rows * (forward ? s.out_dim : s.in_dim), "the result"},
+           {layer.x.data(), d * s.rows * s.in_dim, "the saved input x"},
+           {layer.w_shard.data(), d * s.w_shard, "w_shard"},
+           {layer.b_shard.data(), d * s.b_shard, "b_shard"},
+           {layer.grad_w_shard.data(), d * s.w_shard, "grad_w_shard"},
+           {layer.grad_b_shard.data(), d * s.b_shard, "grad_b_shard"}}};
 }
 
 void restart_call_numbers() { g_forward_calls = g_backward_calls = 0; }
 
-ZeroCallRules::ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward)
+ZeroCallRules::ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward, long rows)
     : layer_(layer), forward_(forward), number_(forward ? ++g_forward_calls : ++g_backward_calls),
-      bytes_before_(layer.comm.bytes_transferred()) {
+      shape_(shape_before(layer, rows)), bytes_before_(layer.comm.bytes_transferred()) {
   if (under_test() && HeapWatch::available() && !HeapWatch::busy()) watch_ = std::make_unique<HeapWatch>();
 }
 
@@ -87,13 +116,11 @@ ZeroCallRules::~ZeroCallRules() = default;
 void ZeroCallRules::returned(const Matrix& result) {
   std::vector<std::string> problems;
   if (watch_) {
-    const std::array<const void*, 6> may_stay = {result.data(), layer_.x.data(), layer_.w_shard.data(),
-                                                 layer_.b_shard.data(), layer_.grad_w_shard.data(),
-                                                 layer_.grad_b_shard.data()};
+    const auto may_stay = allowed_blocks(layer_, result, shape_, forward_);
     const HeapWatch::Kept kept = watch_->kept(may_stay.data(), may_stay.size());
     watch_.reset();
     const std::string what = std::string(forward_ ? "forward" : "backward") + "() call " + std::to_string(number_);
-    const std::string memory = memory_rule_problem(what, kept, std::int64_t(layer_.in_dim) * layer_.out_dim * 8);
+    const std::string memory = memory_rule_problem(what, kept, std::int64_t(shape_.in_dim) * shape_.out_dim * 8);
     if (!memory.empty()) problems.push_back(memory);
   }
   for (auto& p : stage3_traffic_problems(forward_, layer_, log_.take(), layer_.comm.bytes_transferred() - bytes_before_))

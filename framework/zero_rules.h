@@ -6,12 +6,15 @@
 //            gradients; nothing more, and the bytes of comm.h's formula;
 //   memory:  no heap block the call allocated itself is still allocated
 //            when it returns, except its result, the saved input and the
-//            shards (heap_watch.h; checked where the malloc tracker is linked
-//            and a case is running, since it costs a table's reset per call).
+//            shards, each up to the size its role needs, taken before the
+//            student runs (heap_watch.h; checked where the malloc tracker is
+//            linked and a case is running, since it costs a table's reset
+//            per call).
 // A broken rule is reported through rule_broken (observe.h): a failure of
 // the running case, or an exception in a trainer.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +39,19 @@ std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage
 // The memory rule's message, or "" when `kept` is within the slack.
 std::string memory_rule_problem(const std::string& what, const HeapWatch::Kept& kept, std::int64_t full_weight_bytes);
 
+// The blocks a forward or backward call may leave allocated, each with the
+// size its role needs: the result (rows x out_dim, or rows x in_dim for
+// backward), the saved input (rows x in_dim), the shards and the gradient
+// shards (S_w, S_b). `rows` is the batch of the input the call was given;
+// the shapes are the layer's as they were before the student ran, since a
+// call may change the layer's public members.
+struct LayerShape {
+  long rows = 0, in_dim = 0, out_dim = 0, w_shard = 0, b_shard = 0;
+};
+LayerShape shape_before(const ZeroDPStage3FCLayer& layer, long rows);
+std::array<HeapWatch::Allowed, 6> allowed_blocks(const ZeroDPStage3FCLayer& layer, const Matrix& result,
+                                                 const LayerShape& shape, bool forward);
+
 // Numbers the calls of one case ("forward() call 2"); the test harness
 // starts again at every case.
 void restart_call_numbers();
@@ -43,7 +59,8 @@ void restart_call_numbers();
 // Lives around one forward or backward call.
 class ZeroCallRules {
  public:
-  ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward);
+  // `rows`: the batch of the call's input (x, or output_grad), as given.
+  ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward, long rows);
   ~ZeroCallRules();
   ZeroCallRules(const ZeroCallRules&) = delete;
   ZeroCallRules& operator=(const ZeroCallRules&) = delete;
@@ -54,6 +71,7 @@ class ZeroCallRules {
   const ZeroDPStage3FCLayer& layer_;
   bool forward_;
   int number_;
+  LayerShape shape_;
   std::uint64_t bytes_before_;
   ledger::CallLog log_;
   std::unique_ptr<HeapWatch> watch_;  // null where the memory rule isn't checked

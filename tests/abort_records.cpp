@@ -121,6 +121,12 @@ void budget_refusal_text(char* out, std::size_t size, const dtrain::heap_budget:
   mib(held, sizeof held, refusal.held);
   mib(budget, sizeof budget, dtrain::heap_budget::bytes());
   mib(limit, sizeof limit, kRankDataLimitBytes);
+  if (refusal.rule != nullptr) {
+    join(out, size, {"refused by the system-call filter: ", refusal.function, " asked for ", refusal.rule, " of ",
+                     asked, " MiB, which the data limit would not count; all of a rank's memory is private memory "
+                     "within ", limit, " MiB, on every machine (handout: Memory)"});
+    return;
+  }
   if (refusal.by_system) {
     join(out, size, {"out of memory: ", refusal.function, " asked for a block of ", asked, " MiB and the system "
                      "refused it; a rank's private memory (its heap, mappings and thread stacks) may reach ", limit,

@@ -8,6 +8,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -24,6 +27,10 @@
 #include <string>
 #include <thread>
 
+#include "abort_records.h"
+#include "comm_runtime.h"
+#include "harness.h"  // the data limit (kit/parts.py)
+#include "heap_watch.h"
 #include "job.h"
 #include "kit_test.h"
 
@@ -120,5 +127,70 @@ TEST(KitSyscallFilter, MakesNoAnonymousSharedMemory) {
     void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, shared | MAP_ANONYMOUS, -1, 0);
     EXPECT_EQ(failure_of(p == MAP_FAILED ? -1 : 0), kRefused) << "flags " << (shared | MAP_ANONYMOUS);
     if (p != MAP_FAILED) ::munmap(p, 4096);
+  }
+}
+
+TEST(KitSyscallFilter, CountsEveryMappingAgainstTheDataLimit) {
+  // The kernel counts as data (RLIMIT_DATA) a private writable mapping that
+  // is not a stack; MAP_GROWSDOWN makes a stack of any size, so it is
+  // refused, and the refusal names the rule in the case's message.
+  const long long limit = harness::kRankDataLimitBytes;
+  const auto whole = static_cast<size_t>(limit);
+  {
+    dtrain::StudentScope scope("ZeroDPStage3FCLayer::forward");
+    void* down = ::mmap(nullptr, whole, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_GROWSDOWN, -1, 0);
+    EXPECT_EQ(failure_of(down == MAP_FAILED ? -1 : 0), kRefused);
+    if (down != MAP_FAILED) ::munmap(down, whole);
+  }
+  const dtrain::heap_budget::Refusal refusal = dtrain::heap_budget::take();
+  ASSERT_TRUE(refusal.happened) << "the filter's refusal was not kept for the case";
+  char text[400];
+  harness::budget_refusal_text(text, sizeof text, refusal);
+  EXPECT_EQ(std::string(text).rfind("refused by the system-call filter: ZeroDPStage3FCLayer::forward asked for a "
+                                    "mapping that grows down (mmap with MAP_GROWSDOWN) of " +
+                                        std::to_string(limit >> 20) + ".0 MiB",
+                                    0),
+            0u)
+      << text;
+  // What the filter lets through, the limit counts: a thread stack's kind
+  // (MAP_STACK) and a mapping made writable later.
+  void* stack = ::mmap(nullptr, whole, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  EXPECT_EQ(failure_of(stack == MAP_FAILED ? -1 : 0), std::strerror(ENOMEM)) << "a MAP_STACK mapping went uncounted";
+  if (stack != MAP_FAILED) ::munmap(stack, whole);
+  void* later = ::mmap(nullptr, whole, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(later, MAP_FAILED) << "a read-only mapping (no data: the zero page) is allowed";
+  EXPECT_EQ(failure_of(::mprotect(later, whole, PROT_READ | PROT_WRITE)), std::strerror(ENOMEM));
+  // mremap could move [stack], a mapping that grows down, and make it any size.
+  void* small = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(small, MAP_FAILED);
+  EXPECT_EQ(failure_of(::syscall(SYS_mremap, small, 4096, 8192, MREMAP_MAYMOVE)), kRefused);
+  ::munmap(later, whole);
+  ::munmap(small, 4096);
+}
+
+TEST(KitSyscallFilter, MakesNoKernelObjectThatOutlivesTheProcess) {
+  // System V objects and POSIX message queues stay after their process ends
+  // (grader/README.md, Threat model: what the grader removes besides).
+  // What the filter wrongly let through is removed again, so that a failing
+  // run leaves nothing either.
+  const long queue = ::syscall(SYS_mq_open, "kit-filter-queue", O_CREAT | O_RDWR, 0600, nullptr);
+  EXPECT_EQ(failure_of(queue), kRefused);
+  if (queue >= 0) ::close(static_cast<int>(queue));
+  EXPECT_EQ(failure_of(::syscall(SYS_mq_unlink, "kit-filter-queue")), kRefused);
+  const long shm = ::syscall(SYS_shmget, IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  EXPECT_EQ(failure_of(shm), kRefused);
+  if (shm >= 0) ::shmctl(static_cast<int>(shm), IPC_RMID, nullptr);
+  const long sem = ::syscall(SYS_semget, IPC_PRIVATE, 1, IPC_CREAT | 0600);
+  EXPECT_EQ(failure_of(sem), kRefused);
+  if (sem >= 0) ::semctl(static_cast<int>(sem), 0, IPC_RMID);
+  const long msg = ::syscall(SYS_msgget, IPC_PRIVATE, IPC_CREAT | 0600);
+  EXPECT_EQ(failure_of(msg), kRefused);
+  if (msg >= 0) ::msgctl(static_cast<int>(msg), IPC_RMID, nullptr);
+  // A pipe's buffer is kernel memory outside the data limit.
+  int ends[2];
+  for (const bool with_flags : {false, true}) {
+    const long made = with_flags ? ::pipe2(ends, O_CLOEXEC) : ::pipe(ends);
+    EXPECT_EQ(failure_of(made), kRefused) << (with_flags ? "pipe2" : "pipe");
+    if (made == 0) ::close(ends[0]), ::close(ends[1]);
   }
 }

@@ -21,6 +21,20 @@ dtrain::ZeroMLP model_from_seed(Communicator& comm) {
   return dtrain::ZeroMLP(comm, p, expected_shard(w.w1, r, p), expected_shard(w.b1, r, p), expected_shard(w.w2, r, p),
                          expected_shard(w.b2, r, p));
 }
+
+// A layer of a known full weight, an input for it, and the shape the
+// memory rule allows its blocks.
+struct Watched {
+  Watched(int in, int out, int batch)
+      : w(arange(in, out, 0.0) / (in * out)), weight_bytes(std::int64_t(in) * out * 8),
+        layer(layer_from_full(world(), w, Matrix::Zero(1, out))), x(arange(batch, in, rank()) / 1000.0),
+        shape(dtrain::shape_before(layer, batch)) {}
+  Matrix w;
+  std::int64_t weight_bytes;
+  dtrain::ZeroDPStage3FCLayer layer;
+  Matrix x, result;
+  dtrain::LayerShape shape;
+};
 }  // namespace
 
 TEST(KitZeroAccounting, StepMovesOneAndAHalfTimesDataParallel) {
@@ -66,22 +80,24 @@ TEST(KitZeroAccounting, MemoryRuleIgnoresTheAllocatorsState) {
   ASSERT_EQ(refused, nullptr) << "an allocation of 4 EiB succeeded";
   { volatile char* big = static_cast<char*>(std::malloc(std::size_t(16) << 20)); big[0] = 1; std::free((void*)big); }
 
-  const int in = 1024, out = 512, batch = 8;
-  const Matrix w = arange(in, out, 0.0) / (in * out);
-  const std::int64_t weight_bytes = std::int64_t(in) * out * 8;
-  dtrain::ZeroDPStage3FCLayer layer = layer_from_full(world(), w, Matrix::Zero(1, out));
-  const Matrix x = arange(batch, in, rank()) / 1000.0;
-  Matrix result;
-  const auto may_stay = [&] {
-    return AllowedBlocks{result.data(), layer.x.data(), layer.w_shard.data(), layer.b_shard.data(),
-                         layer.grad_w_shard.data(), layer.grad_b_shard.data()};
-  };
+  Watched t(1024, 512, 8);
+  const Matrix& w = t.w;
+  const std::int64_t weight_bytes = t.weight_bytes;
+  dtrain::ZeroDPStage3FCLayer& layer = t.layer;
+  const Matrix& x = t.x;
+  Matrix& result = t.result;
+  const dtrain::LayerShape& shape = t.shape;
+  bool forward = true;
+  const auto may_stay = [&] { return dtrain::allowed_blocks(layer, result, shape, forward); };
   for (int call = 1; call <= 3; ++call) {
+    forward = true;
     EXPECT_TRUE(keeps_no_full_weight("forward()", weight_bytes, [&] { result = dtrain::student::forward(layer, x); },
                                      may_stay));
+    forward = false;
     EXPECT_TRUE(keeps_no_full_weight("backward()", weight_bytes,
                                      [&] { result = dtrain::student::backward(layer, result); }, may_stay));
   }
+  forward = true;
   static Matrix kept_full;
   const ::testing::AssertionResult keeper = keeps_no_full_weight(
       "a keeper", weight_bytes, [&] { kept_full = w; }, may_stay);
@@ -89,4 +105,53 @@ TEST(KitZeroAccounting, MemoryRuleIgnoresTheAllocatorsState) {
   const std::string said = keeper.message(), lead = "a keeper kept ";
   ASSERT_EQ(said.rfind(lead, 0), 0u) << said;
   EXPECT_GE(std::stoll(said.substr(lead.size())), weight_bytes) << said;
+}
+
+namespace {
+// Eigen's storage of a dynamic matrix: its block, then its rows and columns.
+// What a handin could write through a cast to make a block look smaller.
+struct DenseStorage {
+  double* data;
+  Eigen::Index rows, cols;
+};
+}  // namespace
+
+// A block allowed to stay (the saved input, the result) is allowed by its
+// size, not its address: the red team's layer saved its input in a block of
+// (B + out) x in doubles, the full weight behind the input, and set the
+// Matrix's row count back to B. The rule counts the block as the tracker
+// recorded it at allocation, against the input's B x in.
+TEST(KitZeroAccounting, MemoryRuleCountsAnAllowedBlockByItsSize) {
+  static_assert(sizeof(Matrix) == sizeof(DenseStorage), "Eigen's dynamic storage is a pointer and two sizes");
+  const int in = 512, out = 256, batch = 4;
+  Watched t(in, out, batch);
+  const std::int64_t weight_bytes = t.weight_bytes;
+  dtrain::ZeroDPStage3FCLayer& layer = t.layer;
+  const Matrix& x = t.x;
+  Matrix& result = t.result;
+  const dtrain::LayerShape& shape = t.shape;
+  const auto may_stay = [&] { return dtrain::allowed_blocks(layer, result, shape, true); };
+  const auto hide = [&](Matrix& m, long rows_of_block, long rows_shown, long cols) {
+    m.resize(rows_of_block, cols);
+    reinterpret_cast<DenseStorage*>(&m)->rows = rows_shown;
+  };
+  const ::testing::AssertionResult behind_x = keeps_no_full_weight("a hider", weight_bytes, [&] {
+    hide(layer.x, batch + out, batch, in);
+    layer.x.topRows(batch) = x;
+    result = Matrix::Zero(batch, out);
+  }, may_stay);
+  ASSERT_FALSE(behind_x) << "a full weight behind the saved input went unseen";
+  EXPECT_NE(std::string(behind_x.message()).find("lie past the saved input x in its block of"), std::string::npos)
+      << behind_x.message();
+  const ::testing::AssertionResult behind_result = keeps_no_full_weight("a hider", weight_bytes, [&] {
+    hide(result, batch + in, batch, out);
+  }, may_stay);
+  EXPECT_FALSE(behind_result) << "a full weight behind the result went unseen";
+  // What the roles allow stays allowed: a result and an input of their own size.
+  layer.x.resize(0, 0);  // frees the hiding blocks, outside any watch
+  result.resize(0, 0);
+  EXPECT_TRUE(keeps_no_full_weight("an honest call", weight_bytes, [&] {
+    layer.x = x;
+    result = Matrix::Zero(batch, out);
+  }, may_stay));
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm_runtime.h"
+#include "heap_watch.h"
 #include "kit_test.h"
 #include "zero_dp_stage3.h"
 
@@ -27,9 +28,10 @@ dtrain::ZeroDPStage3FCLayer layer_from_full(Communicator& comm, const Matrix& fu
 // student's parts 8 (forward/backward) and 9 (Adam) take part. Collective.
 double zero_training_accuracy(long train_rows, long test_rows, int global_batch);
 
-// The heap blocks a call may leave allocated: its result's, the saved input's,
-// the shards' (their data()); null entries are ignored.
-using AllowedBlocks = std::array<const void*, 8>;
+// The heap blocks a call may leave allocated, each with the size its role
+// needs: its result's, the saved input's, the shards' (zero_rules.h,
+// allowed_blocks); entries at null are ignored.
+using AllowedBlocks = std::array<dtrain::HeapWatch::Allowed, 6>;
 
 // Checks the ZeRO memory rule around `call` (the student-call wrappers check
 // every forward and backward themselves: framework/zero_rules.h): of the heap blocks the call

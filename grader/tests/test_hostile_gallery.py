@@ -26,7 +26,7 @@ import pytest
 
 from conftest import (BUILD, GRADE, IMPL_FILES, KIT, hang_limit, hanging, left_behind, live_processes, make_tar,
                       marked, source)
-from grader.sandbox import LOCK_DIR, SANDBOX_UID_BASE, SHARED_TMP, SLOTS, sysv_objects
+from grader.sandbox import LOCK_DIR, SANDBOX_UID_BASE, SHARED_TMP, SLOTS, remove_mqueues, sysv_objects
 from kit.parts import CASE_SECONDS, PARTS
 
 SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
@@ -574,6 +574,9 @@ SPAWN_PART2 = 0 if build_mpi() == "openmpi" else PART2_POINTS
 
 
 FUNC_POINTS = sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
+# A ZeRO layer that keeps its full weight after forward: part 8's forward
+# cases and the part 9 cases that run a forward (its training cases) fail.
+KEEPER_SCORE = 127.5
 ZERO_POINTS = sum(p.points for p in PARTS if p.files == ("zero_dp_stage3.cpp",))
 
 
@@ -652,6 +655,68 @@ class Hostile:
     setup: Optional[Callable[[str], None]] = None        # tmp dir -> plants what the attack looks for
     after: Optional[Callable[[str], List[str]]] = None   # tmp dir -> what is wrong after grading (and tidies)
     status: str = "graded"             # the report's status: never "grader error" for what a handin does
+    namespaces: bool = True            # False: KIT_SANDBOX_NAMESPACES=off, as in a container that forbids them
+
+
+# The ZeRO memory rule's allowed blocks, taken by size (red team): forward
+# saves its input in a block of (B + out) x in doubles, the full weight
+# behind the input, and writes the Matrix's row count back to B through
+# Eigen's storage; the block stays between calls at x.data(). Its control
+# keeps the weight the plain way, in a static Matrix: both lose part 8's
+# forward (and what of part 9 runs forward), nothing else.
+ZERO_FORWARD = b"""  x = input;
+  const Vector w = gather_flat(comm, w_shard);
+"""
+HIDE_BEHIND_X = b"""  const Vector w = gather_flat(comm, w_shard);
+  {
+    const long weight = static_cast<long>(in_dim) * out_dim;
+    Matrix block(input.rows() + out_dim, in_dim);
+    block.topRows(input.rows()) = input;
+    std::copy(w.data(), w.data() + weight, block.data() + input.size());
+    x.swap(block);
+    struct Storage { double* data; Eigen::Index rows, cols; };
+    reinterpret_cast<Storage*>(&x)->rows = input.rows();
+  }
+"""
+KEEP_IN_A_STATIC = ZERO_FORWARD + b"""  static Matrix kept;
+  kept = as_matrix(w, in_dim, out_dim);
+"""
+
+
+def zero_forward_keeping(how: bytes) -> List:
+    text = source("reference", "zero_dp_stage3.cpp")
+    assert ZERO_FORWARD in text, "the reference's forward no longer saves x before gathering w"
+    return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+        ("student/zero_dp_stage3.cpp", b"#include <algorithm>\n" + text.replace(ZERO_FORWARD, how)), FEEDBACK]
+
+
+# Memory the data limit doesn't count: a mapping that grows down (a stack of
+# any size; the red team held 1.2 GiB a rank with it). The filter refuses it
+# and the case fails with the rule's words; the rest is the reference's.
+GROWS_DOWN = r"""
+#include <sys/mman.h>
+namespace {
+void hold_a_stack() {
+  const size_t size = size_t(1) << 30;
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_GROWSDOWN, -1, 0);
+  if (p != MAP_FAILED) std::memset(p, 1, size);
+}
+}  // namespace
+"""
+
+# POSIX message queues outlive their processes (the red team left 8 on a
+# host without namespaces). The filter refuses mq_open; behind it (filter
+# off), the namespace or the grader's clean-up removes them.
+MQUEUES = r"""
+#include <fcntl.h>
+#include <mqueue.h>
+namespace {
+void leave_queues(int rank) {
+  const std::string name = "/kit-gallery-queue-" + std::to_string(rank);
+  mq_open(name.c_str(), O_CREAT | O_RDWR, 0600, nullptr);
+}
+}  // namespace
+"""
 
 
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
@@ -910,6 +975,25 @@ GALLERY: List[Hostile] = [
     Hostile("fills_the_disk_with_files_under_the_per_file_limit",
             lambda tmp: reference_calling("fill_disk(comm);", FILL), 150, never=("DISK[",), static="warn", filtered=False,
             budget=150, after=lambda tmp: in_shared_tmp("fill-*")),
+    Hostile("full_weight_kept_in_a_static_matrix", lambda tmp: zero_forward_keeping(KEEP_IN_A_STATIC), KEEPER_SCORE,
+            says=("against a full weight of",), scores={"part8_forward": 0, "part8_backward": 20}, budget=120),
+    Hostile("full_weight_hidden_behind_the_saved_input", lambda tmp: zero_forward_keeping(HIDE_BEHIND_X),
+            KEEPER_SCORE, says=("lie past the saved input x in its block of",),
+            scores={"part8_forward": 0, "part8_backward": 20}, budget=120),
+    Hostile("memory_in_a_mapping_that_grows_down",
+            lambda tmp: reference_calling("hold_a_stack();", GROWS_DOWN), 130, static="warn", budget=120,
+            says=("refused by the system-call filter: get_info asked for a mapping that grows down",),
+            scores={"part2": 0}),
+    # Refused by the filter: mq_open fails and the reference goes on.
+    Hostile("posix_message_queues_refused",
+            lambda tmp: reference_calling("leave_queues(comm.rank());", MQUEUES), 150, static="warn", budget=120),
+    # Behind the filter, with and without namespaces: nothing stays.
+    Hostile("posix_message_queues_left_behind",
+            lambda tmp: reference_calling("leave_queues(comm.rank());", MQUEUES), 150, static="warn", budget=120,
+            filtered=False),
+    Hostile("posix_message_queues_left_behind_without_namespaces",
+            lambda tmp: reference_calling("leave_queues(comm.rank());", MQUEUES), 150, static="warn", budget=120,
+            filtered=False, namespaces=False),
     Hostile("lingers_and_leaves_files_to_block_the_grader",
             # The harness fails the one case whose code started the daemon; the rest is the reference's.
             # Part 2: the first get_info of each job lingers (public and hidden cases run apart), so one
@@ -974,6 +1058,8 @@ def run_hostile(case: Hostile, tmp_path) -> None:
     report_path = str(tmp_path / "report.json")
     env = dict(hanging(marked(tmp_path)) if case.hangs else marked(tmp_path), KIT_STATIC_CHECKS=case.static,
                KIT_SYSCALL_FILTER="on" if case.filtered else "off")
+    if not case.namespaces:
+        env["KIT_SANDBOX_NAMESPACES"] = "off"
     started = time.monotonic()
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -997,6 +1083,8 @@ def run_hostile(case: Hostile, tmp_path) -> None:
     assert not left_behind(tmp_path, uid), f"{case.name}: processes left behind: {left_behind(tmp_path, uid)}"
     if uid is not None:
         assert not sysv_objects(uid), f"{case.name}: System V IPC objects left behind: {sysv_objects(uid)}"
+        queues = remove_mqueues(uid)
+        assert not queues, f"{case.name}: POSIX message queues left behind: {queues}"
     for escape in case.gone:
         assert not os.path.exists(escape), f"{case.name}: {escape} is there after grading"
     if uid is not None:
