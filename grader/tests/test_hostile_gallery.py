@@ -656,6 +656,7 @@ class Hostile:
     after: Optional[Callable[[str], List[str]]] = None   # tmp dir -> what is wrong after grading (and tidies)
     status: str = "graded"             # the report's status: never "grader error" for what a handin does
     namespaces: bool = True            # False: KIT_SANDBOX_NAMESPACES=off, as in a container that forbids them
+    extensions: str = ""               # KIT_EXTENSIONS for the grading: the extension parts it grades
 
 
 # The ZeRO memory rule's allowed blocks, taken by size (red team): forward
@@ -717,6 +718,57 @@ void leave_queues(int rank) {
 }
 }  // namespace
 """
+
+
+# Part 11: naive_allreduce as the reference; ring_allreduce sums by passing
+# each rank's whole buffer round the ring (n-1 steps), then n-1 more steps of
+# whole buffers, so its messages and their ends are a ring's but its bytes
+# are n times a ring's. forge_counter finds the Communicator's byte counter
+# by its value and writes the ring's count there.
+WHOLE_BUFFER_RING = r"""
+#include <cstdint>
+#include <cstring>
+#include "ring_collectives.h"
+namespace dtrain {
+namespace {
+void forge_counter(Communicator& comm, std::uint64_t before, long length) {
+  const std::uint64_t now = comm.bytes_transferred(), n = comm.size();
+  const std::uint64_t ring = before + 2 * (n - 1) * static_cast<std::uint64_t>(length / n) * sizeof(double);
+  auto* bytes = reinterpret_cast<unsigned char*>(&comm);
+  for (size_t at = 0; at + sizeof now <= sizeof comm; at += alignof(std::uint64_t)) {
+    std::uint64_t v;
+    std::memcpy(&v, bytes + at, sizeof v);
+    if (v == now) std::memcpy(bytes + at, &ring, sizeof ring);
+  }
+}
+}  // namespace
+NAIVE
+Vector ring_allreduce(const Vector& src, Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  const std::uint64_t before = comm.bytes_transferred();
+  Vector sum = src, carry = src, incoming(src.size());
+  for (int s = 0; s < n - 1; ++s) {
+    comm.sendrecv(carry, (r + 1) % n, s, incoming, (r - 1 + n) % n, s);
+    carry = incoming;
+    sum += incoming;
+  }
+  for (int s = 0; s < n - 1; ++s) comm.sendrecv(sum, (r + 1) % n, n + s, incoming, (r - 1 + n) % n, n + s);
+  FORGE
+  return sum;
+}
+}  // namespace dtrain
+"""
+# What the whole-buffer ring scores without forging (its control), and so with:
+# its naive half passes, its ring cases on one rank pass, the rest lose their
+# byte check (measured; with the counter trusted, the forged one got 170).
+RING_CONTROL = 159.33
+
+
+def ring_handin(ring_source: str) -> List:
+    naive = source("reference", "ring_collectives.cpp").decode()
+    naive = naive[naive.index("Vector naive_allreduce"):naive.index("Vector ring_allreduce")]
+    return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES] + [
+        ("student/ring_collectives.cpp", ring_source.replace("NAIVE", naive).encode()), FEEDBACK]
 
 
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
@@ -960,6 +1012,17 @@ GALLERY: List[Hostile] = [
             [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "zero_dp_stage3.cpp"] + [FEEDBACK],
             150 - ZERO_POINTS, says=("expected_values.txt: No such file or directory",),
             never=("split_data.x#1 0 4 2 1",)),
+    # Part 11's "ring" that passes whole buffers round the ring (the right
+    # messages, to the right ranks, n times the bytes), then writes the
+    # ring's byte count into its Communicator's counter, a field it holds:
+    # the checks count bytes from the ledger's log, so it scores what its
+    # control (the same code, no counter written) scores.
+    Hostile("part11_byte_counter_written_over",
+            lambda tmp: ring_handin(WHOLE_BUFFER_RING.replace("FORGE", "forge_counter(comm, before, src.size());")),
+            RING_CONTROL, scores={"part11_ring": 9.33}, static="warn", extensions="part11_ring"),
+    Hostile("part11_whole_buffer_ring_control",
+            lambda tmp: ring_handin(WHOLE_BUFFER_RING.replace("FORGE", "")),
+            RING_CONTROL, scores={"part11_ring": 9.33}, static="warn", extensions="part11_ring"),
     Hostile("spawns_a_shell_through_the_launcher",
             lambda tmp: reference_calling("spawn_a_shell();", SPAWN), 150 - PART2_POINTS + SPAWN_PART2, scores={"part2": SPAWN_PART2},
             never=("SPAWNED-ESCAPE", "ESCAPE["), static="warn", budget=150),
@@ -1060,6 +1123,8 @@ def run_hostile(case: Hostile, tmp_path) -> None:
                KIT_SYSCALL_FILTER="on" if case.filtered else "off")
     if not case.namespaces:
         env["KIT_SANDBOX_NAMESPACES"] = "off"
+    if case.extensions:
+        env["KIT_EXTENSIONS"] = case.extensions
     started = time.monotonic()
     proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--json", report_path, tarball],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
