@@ -771,6 +771,43 @@ def ring_handin(ring_source: str) -> List:
         ("student/ring_collectives.cpp", ring_source.replace("NAIVE", naive).encode()), FEEDBACK]
 
 
+# Tries every way to change what its rank's channel already carried, and
+# says so if one works (zero_backward_allreducing).
+REWRITE = r"""
+namespace {
+void rewrite_records() {
+  for (int fd = 3; fd < 1024; ++fd) {
+    char name[512] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), name, sizeof name - 1) <= 0 || !std::strstr(name, "kit-records-")) continue;
+    char back[256];
+    const char pass[] = "{\"event\":\"result\",\"status\":\"pass\"}\n";
+    if (::pread(fd, back, sizeof back, 0) > 0 || ::read(fd, back, sizeof back) > 0 || ::ftruncate(fd, 0) == 0 ||
+        ::lseek(fd, 0, SEEK_SET) >= 0 || ::pwrite(fd, pass, sizeof pass - 1, 0) >= 0 ||
+        ::fcntl(fd, F_SETFL, O_RDWR) == 0 && ::read(fd, back, sizeof back) > 0)
+      std::printf("REWROTE the records through descriptor %d\n", fd);
+  }
+}
+}  // namespace
+"""
+
+
+# ZeRO-3's backward that all-reduces instead of reduce-scattering (the right
+# values; the traffic rule fails it), then runs `after`: the red team's
+# rewrote the results file at exit (read back, cut, seek, write at an
+# offset). A channel is a write-only pipe: every try fails, and the handin
+# scores its control, the same code without `after`.
+def zero_backward_allreducing(after: bytes) -> List:
+    text = source("reference", "zero_dp_stage3.cpp")
+    reduce = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);"
+    assert reduce in text, "the reference's backward no longer reduce-scatters grad_w so"
+    text = text.replace(b"#include \"zero_dp_stage3.h\"\n", b"#include \"zero_dp_stage3.h\"\n" + REWRITE.encode(), 1)
+    text = text.replace(reduce, b"  {\n    Vector all(grad_w.flat.size());\n    comm.allreduce(grad_w.flat, all, Op::Sum);\n"
+                                b"    grad_w_shard = all.segment(comm.rank() * w_shard_size, w_shard_size);\n  }\n" + after, 1)
+    return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+        ("student/zero_dp_stage3.cpp", b"#include <fcntl.h>\n#include <unistd.h>\n" + PROLOGUE.encode() + text), FEEDBACK]
+
+
 def zero_file(bodies: Dict[str, str], epilogue: str = "", prologue: str = PROLOGUE):
     return ("student/zero_dp_stage3.cpp", stub_with("zero_dp_stage3.cpp", bodies, prologue, epilogue))
 
@@ -1023,6 +1060,16 @@ GALLERY: List[Hostile] = [
     Hostile("part11_whole_buffer_ring_control",
             lambda tmp: ring_handin(WHOLE_BUFFER_RING.replace("FORGE", "")),
             RING_CONTROL, scores={"part11_ring": 9.33}, static="warn", extensions="part11_ring"),
+    # ZeRO-3's backward that all-reduces instead of reduce-scattering (the
+    # right values; the traffic rule fails it), then tries to rewrite the
+    # records its rank already sent, as the red team's did to the results
+    # file at exit: read them back, cut, seek, write at an offset. A channel
+        Hostile("zero_backward_allreduces_then_rewrites_its_records",
+            lambda tmp: zero_backward_allreducing(b"  rewrite_records();"),
+            126.67, scores={"part8_backward": 0, "part9": 6.67}, never=("REWROTE",), static="warn"),
+    Hostile("zero_backward_allreduces_control",
+            lambda tmp: zero_backward_allreducing(b""),
+            126.67, scores={"part8_backward": 0, "part9": 6.67}, says=("allreduce",), static="warn"),
     Hostile("spawns_a_shell_through_the_launcher",
             lambda tmp: reference_calling("spawn_a_shell();", SPAWN), 150 - PART2_POINTS + SPAWN_PART2, scores={"part2": SPAWN_PART2},
             never=("SPAWNED-ESCAPE", "ESCAPE["), static="warn", budget=150),
