@@ -75,6 +75,10 @@ inline std::string where(int during) {
   return during < 0 ? std::string("finish") : "grad_ready(" + std::to_string(during) + ")";
 }
 
+inline std::string times(int n) {
+  return n == 1 ? "once" : n == 2 ? "twice" : std::to_string(n) + " times";
+}
+
 inline std::string elements(long n) { return std::to_string(n) + (n == 1 ? " element" : " elements"); }
 
 // More test() calls than this on one request within one grad_ready call, all
@@ -92,7 +96,7 @@ inline std::string ran_text(const std::vector<const StepEvent*>& starts, int par
   int next = params - 1;  // the last parameter handed over that no iallreduce followed yet
   for (const StepEvent* e : starts) {
     std::vector<int> closed;
-    for (; e->during >= 0 && next >= e->during; --next) closed.push_back(next);
+    for (; next >= 0 && next >= e->during; --next) closed.push_back(next);  // finish (-1) follows them all
     s += (s.empty() ? "" : "; ") + (closed.empty() ? "" : text_of(closed) + " ") + elements(e->call.count) + " in " +
          where(e->during);
   }
@@ -180,8 +184,8 @@ inline std::vector<std::string> event_problems(const std::vector<long>& elems, c
       waits.push_back(where(e.during) + " tested " + request_name(e.call.request) + " " +
                       std::to_string(e.call.failed_tests) + " times while it was still running" +
                       (kind == "tested" ? ", until it completed" : "") + ": a loop of test() is a wait, and "
-                      "backward stops there; in grad_ready test a request at most " +
-                      std::to_string(kMostTestsInOneCall) + " times a call, and wait for the requests in finish");
+                      "backward stops there; in grad_ready test a request at most " + times(kMostTestsInOneCall) +
+                      " a call, and wait for the requests in finish");
   }
   for (size_t b = 0; b < starts.size(); ++b) {
     bool claimed = false;
@@ -261,9 +265,9 @@ inline void check_buckets(const std::vector<long>& elems, long cap, const Plan& 
         if (std::abs(got(i) - want) <= tolerance) continue;
         ADD_FAILURE() << "step " << step << ": parameter " << p << "'s averaged gradient (grads[" << p
                       << "]) differs at element " << i << ": expected " << want << ", got " << got(i)
-                      << " (difference " << std::setprecision(3) << got(i) - want << ", tolerance " << tolerance
-                      << ")" << std::setprecision(6)
-                      << (std::abs(got(i) - n * want) <= 1e-9 * std::abs(n * want) ? "; the sum: not divided by the ranks?" : "");
+                      << " (difference " << std::setprecision(3) << got(i) - want << ", tolerance " << tolerance << ")"
+                      << (std::abs(got(i) - n * want) <= 1e-9 * std::abs(n * want)
+                              ? "; the sum: not divided by the ranks?" : "");
         break;
       }
     }

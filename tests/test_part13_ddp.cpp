@@ -26,11 +26,11 @@ TEST(Part13Ddp1, PlanOfTheTrainersModel) {
 }
 
 // The same GradientBuckets cases for each rank count; kit/parts.py runs suite Part13DdpN on N ranks.
-#define KIT_DDP_CASES(Suite)                                                                           \
-  TEST(Suite, BucketsFilledToTheCap) { check_buckets(kSizes, 6, {{5, 4, 3}, {2, 1}, {0}}); }           \
+#define KIT_DDP_CASES(Suite)                                                                             \
+  TEST(Suite, BucketsFilledToTheCap) { check_buckets(kSizes, 6, {{5, 4, 3}, {2, 1}, {0}}); }             \
   TEST(Suite, BucketsWalkedFromTheLastParameter) { check_buckets(kSizes, 8, {{5, 4, 3}, {2, 1}, {0}}); } \
-  TEST(Suite, OneBucketPerParameter) { check_buckets(kSizes, 0, {{5}, {4}, {3}, {2}, {1}, {0}}); }     \
-  TEST(Suite, OneBucket) { check_buckets(kSizes, 100, {{5, 4, 3, 2, 1, 0}}); }                          \
+  TEST(Suite, OneBucketPerParameter) { check_buckets(kSizes, 0, {{5}, {4}, {3}, {2}, {1}, {0}}); }       \
+  TEST(Suite, OneBucket) { check_buckets(kSizes, 100, {{5, 4, 3, 2, 1, 0}}); }                           \
   TEST(Suite, ALargeFirstLayer) { check_buckets({160, 8, 32, 4}, 40, {{3, 2}, {1}, {0}}); }
 
 KIT_DDP_CASES(Part13Ddp1)
