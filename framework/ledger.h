@@ -96,7 +96,7 @@ struct Ledger {
   std::vector<Request::State*> pending;
   const Request::State* waiting_for = nullptr;
   long requests = 0;  // the last request id given
-  // The requests whose failed test() calls are not logged yet (main thread only).
+  // The requests whose failed test() calls in the student call now running are not logged yet.
   std::vector<Request::State*> tested_running;
 };
 
