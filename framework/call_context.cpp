@@ -86,6 +86,7 @@ StudentScope::~StudentScope() {
     g_thrown_from = g_function.load();
     if (const std::string args = ledger::arguments_now(); !args.empty()) g_thrown_from += " (called with " + args + ")";
   }
+  ledger::student_call_ended();
   g_function.store(outer_function_);
   g_call_serial.fetch_add(1);
   g_args = std::move(outer_args_);

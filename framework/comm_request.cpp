@@ -1,14 +1,12 @@
 // comm_request.cpp: the Request of comm.h (a non-blocking call in flight),
 // and CommAccess::progress. The ledger lists a request from its start
 // (Communicator::iallreduce, comm.cpp) until the kit sees it complete.
-#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "call_context.h"
 #include "comm_internal.h"
 #include "comm_runtime.h"
 #include "ledger.h"
@@ -22,6 +20,8 @@ namespace {
 
 // MPI must not write into memory the caller may free once its request is
 // gone: a request dropped unwaited fails the case, and the kit waits for it.
+// Then the ledger forgets it (past MPI's end, at the program's exit, the
+// ledger may be gone before it: nothing is touched then).
 void drop(Request::State& s) {
   const std::string what = "a Request was destroyed before anyone waited for it: " + request_text(s) +
                            "; call wait() on every request (or test() it until it returns true) before it goes away";
@@ -37,14 +37,16 @@ void drop(Request::State& s) {
     std::fflush(stderr);
     MpiSession::abort_job(1);
   }
-  if (s.complete) return;  // the kit's progress saw it complete: nothing left to wait for
-  try {
-    WaitingFor waiting(s);
-    wait_polling(s.mpi, "MPI_Wait", Idle::YieldThenSleep);
-  } catch (...) {
-    return;  // MPI failed: nothing more a destructor can do
+  if (!s.complete) {  // else the kit's progress saw it complete: nothing left to wait for
+    try {
+      WaitingFor waiting(s);
+      wait_polling(s.mpi, "MPI_Wait", Idle::YieldThenSleep);
+      request_completed(s, "destroyed");
+    } catch (...) {
+      // MPI failed: nothing more a destructor can do
+    }
   }
-  request_completed(s, "destroyed");
+  request_gone(s);
 }
 
 }  // namespace
@@ -82,10 +84,7 @@ bool Request::test() {
   State& s = *state_;
   if (!s.complete) {
     if (!request_done(s.mpi, "MPI_Test")) {
-      const std::uint64_t serial = ledger::student_call_serial();
-      s.failed_tests = serial == s.tests_serial ? s.failed_tests + 1 : 1;
-      s.tests_serial = serial;
-      s.most_failed_tests = std::max(s.most_failed_tests, s.failed_tests);
+      request_tested_running(s);
       return false;
     }
     request_completed(s, "test");

@@ -161,9 +161,16 @@ struct LoggedCall {
   long count;        // as LedgerEntry::count; a point-to-point call's: the elements it sends (a recv's: receives)
   std::string comm;  // the communicator's name at the time
   int dest = -1, source = -1;  // point-to-point: the other ends, by rank on comm
-  long request = 0;  // "iallreduce", "waited", "tested": the request's id (LedgerEntry::request)
-  int failed_tests = 0;  // "waited", "tested": the most test() calls that found it running within one student call
+  long request = 0;  // "iallreduce", "waited", "tested", "tested_running": the request's id (LedgerEntry::request)
+  // "waited", "tested": the test() calls that found the request still running
+  // in the student call that saw it complete. "tested_running" (a request that
+  // test() found running, logged when the student call ends): those calls.
+  int failed_tests = 0;
 };
+// StudentScope's, as a student call ends: each request that test() found
+// still running in that call, and that did not complete in it, goes to the
+// open CallLogs as one "tested_running" entry.
+void student_call_ended();
 // While one lives, every collective this process makes is appended to it:
 // the tests check a call's traffic with it (ZeRO-3 moves exactly what stage
 // 3 needs). They nest: each open one gets every call.

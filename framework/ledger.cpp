@@ -99,8 +99,21 @@ void note_refused(const char* why) {
 }
 
 // The open CallLogs get one more event; the caller holds the ledger's lock.
-void log_event(Ledger& l, const char* kind, const Request::State& s) {
-  for (auto* log : l.logs) log->push_back({kind, s.count, s.comm, -1, -1, s.id, s.most_failed_tests});
+void log_event(Ledger& l, const char* kind, const Request::State& s, int failed_tests) {
+  for (auto* log : l.logs) log->push_back({kind, s.count, s.comm, -1, -1, s.id, failed_tests});
+}
+
+// s's failed tests leave the count: those of the student call running now
+// are returned, an earlier call's (tests made outside any student call, so
+// that no call's end logged them) are logged first. The caller holds the lock.
+int take_failed_tests(Ledger& l, Request::State& s) {
+  const auto listed = std::find(l.tested_running.begin(), l.tested_running.end(), &s);
+  if (listed == l.tested_running.end()) return 0;
+  l.tested_running.erase(listed);
+  const int failed = std::exchange(s.failed_tests, 0);
+  if (s.tests_serial == ledger::student_call_serial()) return failed;
+  log_event(l, "tested_running", s, failed);
+  return 0;
 }
 
 }  // namespace
@@ -149,10 +162,28 @@ void request_completed(Request::State& s, const char* by) {
 }
 
 void request_claimed(Request::State& s, const char* how) {
+  const LibraryAllocations library;
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   s.claimed = true;
-  log_event(l, how, s);
+  log_event(l, how, s, take_failed_tests(l, s));
+}
+
+void request_tested_running(Request::State& s) {
+  const LibraryAllocations library;
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  const std::uint64_t serial = ledger::student_call_serial();
+  if (s.tests_serial != serial) take_failed_tests(l, s);
+  if (s.failed_tests++ == 0) l.tested_running.push_back(&s);
+  s.tests_serial = serial;
+}
+
+void request_gone(Request::State& s) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.tested_running.erase(std::remove(l.tested_running.begin(), l.tested_running.end(), &s), l.tested_running.end());
+  l.pending.erase(std::remove(l.pending.begin(), l.pending.end(), &s), l.pending.end());
 }
 
 WaitingFor::WaitingFor(const Request::State& s) : s_(s), start_(steady_seconds()) {
@@ -269,6 +300,14 @@ CallLog::~CallLog() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   l.logs.erase(std::find(l.logs.begin(), l.logs.end(), &calls_));
+}
+
+void student_call_ended() {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  for (Request::State* s : l.tested_running)
+    comm_detail::log_event(l, "tested_running", *s, std::exchange(s->failed_tests, 0));
+  l.tested_running.clear();
 }
 
 std::vector<LoggedCall> CallLog::take() {

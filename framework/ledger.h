@@ -55,9 +55,10 @@ struct Request::State {
   std::vector<int> members;  // the communicator's, by rank in MPI's world
   double start = 0;          // steady_seconds() when it started
   std::uint64_t bytes = 0;
-  // test() calls that found it still running: the most within one student
-  // call (a loop of them is a wait), and the call they were counted in.
-  int most_failed_tests = 0, failed_tests = 0;
+  // test() calls that found it still running in one student call (a loop of
+  // them is a wait), and that call's serial: logged with its completion, or
+  // as a tested_running entry when the call ends (ledger::student_call_ended).
+  int failed_tests = 0;
   std::uint64_t tests_serial = 0;
 };
 
@@ -95,6 +96,8 @@ struct Ledger {
   std::vector<Request::State*> pending;
   const Request::State* waiting_for = nullptr;
   long requests = 0;  // the last request id given
+  // The requests whose failed test() calls in the student call now running are not logged yet.
+  std::vector<Request::State*> tested_running;
 };
 
 Ledger& the_ledger();
@@ -145,8 +148,13 @@ void request_started(Request::State& s);
 // The kit has seen s complete, through `by` ("wait", "test", "progress",
 // "destroyed"): the ledger lists it no more, and keeps its span when tracing.
 void request_completed(Request::State& s, const char* by);
-// Its owner saw it complete (wait, or a test that returned true): to the open CallLogs.
+// Its owner saw it complete (wait, or a test that returned true): to the open
+// CallLogs, with the test() calls of this student call that found it running.
 void request_claimed(Request::State& s, const char* how);
+// A test() found s still running: counted for the student call now running.
+void request_tested_running(Request::State& s);
+// s goes away (its Request is destroyed): the ledger forgets it.
+void request_gone(Request::State& s);
 
 // While one lives, this rank waits in Request::wait for s: the roll-call
 // says so, and the trace keeps the span (as a "wait" entry) when tracing.

@@ -19,8 +19,9 @@ point-to-point call (send, recv, sendrecv) is a narrow bar labelled with its
 other end and tag, and an arrow runs from each message's send to its recv
 (the flow events Perfetto draws too). The top
 panel is the whole run; for a training, the bottom one zooms into one
-iteration. Also prints, per rank, the time in collectives and the bytes
-they moved.
+iteration. Also prints, per rank, its collectives (an iallreduce counts as
+one, its time blocked in wait() as time in collectives), the time in them and
+the bytes they moved.
 
 A case the watchdog stopped leaves one part per rank (CASE.rank<N>.json);
 give the CASE.json path and the parts are merged into it first.
@@ -169,13 +170,17 @@ def overlap_problems(events: List[Dict], slack_us: float = SLACK_US) -> Tuple[in
 
 
 def summary(events: List[Dict], other: Optional[Dict] = None) -> List[str]:
+    """Per rank: its collectives, blocking and non-blocking alike (a request
+    is one call, its bytes are moved bytes, and the time the rank was blocked
+    on it, its wait()s, is time in collectives), then the marked calls and
+    each rank's point-to-point calls and requests."""
     ranks = sorted({e["pid"] for e in events})
     lines = [f"{'rank':>4} {'span ms':>10} {'collectives':>11} {'in coll. ms':>11} {'share':>6} {'MiB moved':>10}"]
     for r in ranks:
         mine = [e for e in events if e["pid"] == r]
-        coll = [e for e in mine if collective(e)]
+        coll = [e for e in mine if collective(e) or request(e)]
         span = (max(e["ts"] + e["dur"] for e in mine) - min(e["ts"] for e in mine)) / 1000 if mine else 0.0
-        in_coll = sum(e["dur"] for e in coll) / 1000
+        in_coll = sum(e["dur"] for e in mine if collective(e) or e.get("cat") == "wait") / 1000
         moved = sum(e["args"].get("bytes", 0) for e in coll) / 2**20
         lines.append(f"{r:>4} {span:>10.1f} {len(coll):>11} {in_coll:>11.1f} {in_coll / max(span, 1e-9):>6.0%} "
                      f"{moved:>10.2f}")

@@ -102,6 +102,11 @@ Figures figures_of(const std::vector<LedgerEntry>& entries) {
   std::vector<std::vector<double>> starts, ends, shares;  // per bucket, per step
   double overlapped_total = 0, comm_total = 0;
   auto within = [](const LedgerEntry* e, const LedgerEntry* s) { return e->start >= s->start && e->start <= s->end; };
+  // The ledger keeps a request when it completes, and a small bucket may
+  // complete before a larger one that started earlier: in start order, the
+  // k-th request of a step is bucket k.
+  std::stable_sort(comm.begin(), comm.end(),
+                   [](const LedgerEntry* a, const LedgerEntry* b) { return a->start < b->start; });
   for (const LedgerEntry* s : step_spans) {
     double in_comm = 0, in_finish = 0;
     size_t k = 0;  // the k-th request of this step: bucket k
@@ -250,6 +255,12 @@ int run(Communicator& world, int argc, char** argv) {
     ways[key_of(way)] = {{"step_seconds", step}, {"allreduces_per_step", f.allreduces},
                          {"allreduce_seconds", comm}, {"overlap_share", overlap}, {"finish_seconds", finish}};
   }
+  // Rank 0's buckets in the way it trained, as the table below shows them.
+  nlohmann::json buckets_json = nlohmann::json::array();
+  for (size_t k = 0; k < mine_trained.bucket_start.size(); ++k)
+    buckets_json.push_back({{"start_seconds", mine_trained.bucket_start[k]},
+                            {"complete_seconds", mine_trained.bucket_end[k]},
+                            {"overlap_share", mine_trained.bucket_share[k]}});
   if (lead) {
     std::printf("  step: forward, backward and the averaging; allreduce ms: a step's allreduces, each from its start "
                 "to the moment the kit saw it complete; overlapped: the share of that time inside backward's "
@@ -286,7 +297,8 @@ int run(Communicator& world, int argc, char** argv) {
                          {"trained", key_of(trained)},
                          {"kit_progress", !no_progress},
                          {"measured_steps", measured},
-                         {"ways", ways}};
+                         {"ways", ways},
+                         {"buckets", buckets_json}};
   return finish_run(world, report_path, report);
 }
 

@@ -13,10 +13,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm_runtime.h"
@@ -55,11 +57,15 @@ inline void check_plan(const std::vector<long>& elems, long cap, const Plan& wan
   ADD_FAILURE() << why.str();
 }
 
+// An average is right to this share of its value (the handout's Debugging section says so).
+constexpr double kAverageTolerance = 1e-12;
+
 inline double local_grad(int step, int p, int r, long i) { return 1000.0 * (p + 1) + i + 100.0 * r + 7.0 * step; }
 inline double mean_grad(int step, int p, int n, long i) { return 1000.0 * (p + 1) + i + 50.0 * (n - 1) + 7.0 * step; }
 
-// One event of the ledger during a step: a call, or a request seen complete
-// by its owner, and the student call it happened in.
+// One event of the ledger during a step: a call, a request seen complete by
+// its owner, or test() calls that found one still running (tested_running),
+// and the student call it happened in.
 struct StepEvent {
   dtrain::ledger::LoggedCall call;
   int during;  // the parameter of the grad_ready call it happened in; -1: in finish
@@ -69,37 +75,70 @@ inline std::string where(int during) {
   return during < 0 ? std::string("finish") : "grad_ready(" + std::to_string(during) + ")";
 }
 
-// More test() calls than this on one request within one student call, all
+inline std::string times(int n) {
+  return n == 1 ? "once" : n == 2 ? "twice" : std::to_string(n) + " times";
+}
+
+inline std::string elements(long n) { return std::to_string(n) + (n == 1 ? " element" : " elements"); }
+
+// More test() calls than this on one request within one grad_ready call, all
 // finding it still running, are a loop that waits for it.
 constexpr int kMostTestsInOneCall = 2;
+// A step's message shows this many problems, then how many more there are.
+constexpr size_t kProblemsShown = 8;
+
+// The iallreduces as the student's object ran them: each with the
+// parameters handed over since the one before (the bucket it closed), its
+// elements and the call that started it; then the parameters no iallreduce
+// followed.
+inline std::string ran_text(const std::vector<const StepEvent*>& starts, int params) {
+  std::string s;
+  int next = params - 1;  // the last parameter handed over that no iallreduce followed yet
+  for (const StepEvent* e : starts) {
+    std::vector<int> closed;
+    for (; next >= 0 && next >= e->during; --next) closed.push_back(next);  // finish (-1) follows them all
+    s += (s.empty() ? "" : "; ") + (closed.empty() ? "" : text_of(closed) + " ") + elements(e->call.count) + " in " +
+         where(e->during);
+  }
+  std::vector<int> left;
+  for (; next >= 0; --next) left.push_back(next);
+  if (!left.empty()) s += (s.empty() ? "" : "; ") + text_of(left) + " with no iallreduce";
+  return s.empty() ? "no iallreduce" : s;
+}
+
+inline std::string expected_text(const std::vector<long>& elems, const Plan& plan) {
+  std::string s;
+  for (const auto& bucket : plan) {
+    long size = 0;
+    for (int p : bucket) size += elems[static_cast<size_t>(p)];
+    s += (s.empty() ? "" : "; ") + text_of(bucket) + " " + elements(size) + " in " + where(bucket.back());
+  }
+  return s.empty() ? "no iallreduce" : s;
+}
 
 // The order of events against the plan: exactly one iallreduce per bucket,
 // in the plan's order, each started in the grad_ready call that completes
-// its bucket; no other call; no wait() before finish, nor a loop of test();
-// every request waited by the end of finish. Returns what differs, one line
-// each.
+// its bucket; no other call; no waiting in grad_ready (wait(), or a loop of
+// test()); every request waited by the end of finish. In finish a request
+// may be waited or tested in any order and as often as one likes. Returns
+// what differs, one line each, the counts and the plan first.
 inline std::vector<std::string> event_problems(const std::vector<long>& elems, const Plan& plan,
                                                const std::vector<StepEvent>& events) {
-  std::vector<std::string> problems;
+  std::vector<std::string> basic, calls, overlap, waits, unwaited;
   std::vector<const StepEvent*> starts;
-  std::vector<long> bucket_of_request;  // by the order of the starts
   for (const StepEvent& e : events) {
     const std::string& kind = e.call.kind;
     if (kind == "iallreduce") {
       starts.push_back(&e);
-    } else if (kind == "waited") {
-      if (e.during >= 0)
-        problems.push_back(where(e.during) + " waited for a request: backward stops there until the allreduce "
-                           "ends; wait for the requests in finish");
-    } else if (kind != "tested") {
-      problems.push_back(where(e.during) + " called " + kind + " on " + e.call.comm + (kind == "allreduce" ?
-                         ", a blocking collective: start each bucket's allreduce with iallreduce, so that "
-                         "backward goes on while it runs" : ": a bucket needs one iallreduce, nothing else"));
+    } else if (kind != "waited" && kind != "tested" && kind != "tested_running") {
+      calls.push_back(where(e.during) + " called " + kind + " on " + e.call.comm + (kind == "allreduce" ?
+                      ", a blocking collective: start each bucket's allreduce with iallreduce, so that "
+                      "backward goes on while it runs" : ": a bucket needs one iallreduce, nothing else"));
     }
   }
   if (starts.size() != plan.size())
-    problems.push_back(std::to_string(starts.size()) + " iallreduce calls for " + std::to_string(plan.size()) +
-                       " buckets " + text_of(plan) + ": one per bucket");
+    basic.push_back(std::to_string(starts.size()) + " iallreduce calls for " + std::to_string(plan.size()) +
+                    " buckets " + text_of(plan) + ": one per bucket");
   for (size_t b = 0; b < starts.size() && b < plan.size(); ++b) {
     const std::vector<int>& bucket = plan[b];
     long size = 0;
@@ -108,42 +147,74 @@ inline std::vector<std::string> event_problems(const std::vector<long>& elems, c
     const StepEvent& e = *starts[b];
     const std::string name = "bucket " + std::to_string(b) + " (parameters " + text_of(bucket) + ")";
     if (e.call.count != size) {
-      problems.push_back(name + " holds " + std::to_string(size) + " elements, but the iallreduce started for it in " +
-                         where(e.during) + " reduces " + std::to_string(e.call.count) + " (the plan differs?)");
+      basic.push_back(name + " holds " + std::to_string(size) + " elements, but the iallreduce started for it in " +
+                      where(e.during) + " reduces " + std::to_string(e.call.count) + " (the plan differs?)");
     } else if (e.during < 0) {
-      problems.push_back(name + " started its iallreduce in finish, after backward had produced every gradient: "
-                         "nothing overlaps; start it in grad_ready(" + std::to_string(completes) +
-                         "), the call that completes the bucket");
+      overlap.push_back(name + " started its iallreduce in finish, after backward had produced every gradient: "
+                        "nothing overlaps; start it in grad_ready(" + std::to_string(completes) +
+                        "), the call that completes the bucket");
     } else if (e.during > completes) {
       std::vector<int> missing;
       for (int p : bucket)
         if (p < e.during) missing.push_back(p);
-      problems.push_back(name + " started its iallreduce in " + where(e.during) + ", before the gradients of " +
-                         "parameters " + text_of(missing) + " arrived: its sum misses them; start it in grad_ready(" +
-                         std::to_string(completes) + "), the call that completes the bucket");
+      overlap.push_back(name + " started its iallreduce in " + where(e.during) + ", before the gradients of " +
+                        "parameters " + text_of(missing) + " arrived: its sum misses them; start it in grad_ready(" +
+                        std::to_string(completes) + "), the call that completes the bucket");
     } else if (e.during < completes) {
-      problems.push_back(name + " started its iallreduce in " + where(e.during) + ", after grad_ready(" +
-                         std::to_string(completes) + ") completed it: backward had already gone on without it");
+      overlap.push_back(name + " started its iallreduce in " + where(e.during) + ", after grad_ready(" +
+                        std::to_string(completes) + ") completed it: backward had already gone on without it");
     }
+  }
+  // "the iallreduce started in grad_ready(3) (bucket 0)": a request of this step, by its start.
+  auto request_name = [&](long id) {
+    for (size_t b = 0; b < starts.size(); ++b)
+      if (starts[b]->call.request == id)
+        return "the iallreduce started in " + where(starts[b]->during) + " (bucket " + std::to_string(b) + ")";
+    return std::string("a request started before this step");
+  };
+  for (const StepEvent& e : events) {
+    const std::string& kind = e.call.kind;
+    if (e.during < 0 || (kind != "waited" && kind != "tested" && kind != "tested_running")) continue;
+    // Backward stops while grad_ready waits, by wait() or by a loop of
+    // test() until the request completes, whatever it is called.
+    if (kind == "waited")
+      waits.push_back(where(e.during) + " waited for " + request_name(e.call.request) + ": backward stops there "
+                      "until the allreduce ends; wait for the requests in finish");
+    else if (e.call.failed_tests > kMostTestsInOneCall)
+      waits.push_back(where(e.during) + " tested " + request_name(e.call.request) + " " +
+                      std::to_string(e.call.failed_tests) + " times while it was still running" +
+                      (kind == "tested" ? ", until it completed" : "") + ": a loop of test() is a wait, and "
+                      "backward stops there; in grad_ready test a request at most " + times(kMostTestsInOneCall) +
+                      " a call, and wait for the requests in finish");
   }
   for (size_t b = 0; b < starts.size(); ++b) {
     bool claimed = false;
-    for (const StepEvent& e : events) {
-      if ((e.call.kind != "waited" && e.call.kind != "tested") || e.call.request != starts[b]->call.request) continue;
-      claimed = true;
-      // Testing each request once a call lets it move; a loop of test()
-      // until it completes is a wait, whatever it is called.
-      if (e.call.failed_tests > kMostTestsInOneCall)
-        problems.push_back("the iallreduce started in " + where(starts[b]->during) + " (bucket " + std::to_string(b) +
-                           ") was tested " + std::to_string(e.call.failed_tests) + " times in one call before it "
-                           "completed: a loop of test() is a wait, and backward stops there until the allreduce "
-                           "ends; test a request at most once a call, and wait for the requests in finish");
-    }
+    for (const StepEvent& e : events)
+      claimed = claimed || ((e.call.kind == "waited" || e.call.kind == "tested") &&
+                            e.call.request == starts[b]->call.request);
     if (!claimed)
-      problems.push_back("the iallreduce started in " + where(starts[b]->during) + " (bucket " + std::to_string(b) +
-                         ") was not waited by the end of finish (no wait(), no test() that returned true)");
+      unwaited.push_back(request_name(starts[b]->call.request) +
+                         " was not waited by the end of finish (no wait(), no test() that returned true)");
   }
+  std::vector<std::string> problems;
+  for (auto* group : {&basic, &calls, &overlap, &waits, &unwaited})
+    problems.insert(problems.end(), group->begin(), group->end());
   return problems;
+}
+
+// A step's message: its problems (the first kProblemsShown, then how many
+// more), then what the object ran beside the plan expected.
+inline std::string step_message(int step, const std::vector<long>& elems, const Plan& plan,
+                                const std::vector<StepEvent>& events, const std::vector<std::string>& problems) {
+  std::vector<const StepEvent*> starts;
+  for (const StepEvent& e : events)
+    if (e.call.kind == "iallreduce") starts.push_back(&e);
+  std::string text = "step " + std::to_string(step) + ": ";
+  for (size_t i = 0; i < problems.size() && i < kProblemsShown; ++i) text += (i ? "\n" : "") + problems[i];
+  if (problems.size() > kProblemsShown)
+    text += "\n(+" + std::to_string(problems.size() - kProblemsShown) + " more)";
+  return text + "\n  ran:      " + ran_text(starts, static_cast<int>(elems.size())) +
+         "\n  expected: " + expected_text(elems, plan);
 }
 
 // `steps` backwards through one GradientBuckets on every rank of the case.
@@ -151,6 +222,7 @@ inline void check_buckets(const std::vector<long>& elems, long cap, const Plan& 
   Communicator& comm = world();
   const int n = comm.size(), r = comm.rank(), params = static_cast<int>(elems.size());
   dtrain::student::Buckets buckets = dtrain::student::make_buckets(elems, cap, comm);
+  std::vector<std::string> last_problems;  // the step before's
   for (int step = 0; step < steps; ++step) {
     std::vector<Vector> grads, averaged;  // (P): what backward hands over; what finish writes back
     std::vector<Vector*> out;
@@ -173,10 +245,12 @@ inline void check_buckets(const std::vector<long>& elems, long cap, const Plan& 
     }
     dtrain::student::finish(*buckets, comm, out);
     for (const auto& call : log.take()) events.push_back({call, -1});
-    const std::vector<std::string> problems = event_problems(elems, plan, events);
-    std::string shown;
-    for (size_t i = 0; i < problems.size() && i < 4; ++i) shown += (i ? "\n" : "") + problems[i];
-    if (!problems.empty()) ADD_FAILURE() << "step " << step << ", plan " << text_of(plan) << ": " << shown;
+    std::vector<std::string> problems = event_problems(elems, plan, events);
+    if (!problems.empty() && problems == last_problems)
+      ADD_FAILURE() << "step " << step << ": the same problems as step " << step - 1;
+    else if (!problems.empty())
+      ADD_FAILURE() << step_message(step, elems, plan, events, problems);
+    last_problems = std::move(problems);
     for (int p = 0; p < params; ++p) {
       const Vector& got = averaged[static_cast<size_t>(p)];
       const long size = elems[static_cast<size_t>(p)];
@@ -185,13 +259,15 @@ inline void check_buckets(const std::vector<long>& elems, long cap, const Plan& 
                       << got.size() << " elements, expected " << size;
         continue;
       }
-      // Equal to a plain allreduce's average, to 1e-12 of its size.
+      // Equal to a plain allreduce's average, to kAverageTolerance of its size.
       for (long i = 0; i < size; ++i) {
-        const double want = mean_grad(step, p, n, i);
-        if (std::abs(got(i) - want) <= 1e-12 * std::abs(want)) continue;
+        const double want = mean_grad(step, p, n, i), tolerance = kAverageTolerance * std::abs(want);
+        if (std::abs(got(i) - want) <= tolerance) continue;
         ADD_FAILURE() << "step " << step << ": parameter " << p << "'s averaged gradient (grads[" << p
                       << "]) differs at element " << i << ": expected " << want << ", got " << got(i)
-                      << (std::abs(got(i) - n * want) <= 1e-9 * std::abs(n * want) ? " (the sum: not divided by the ranks?)" : "");
+                      << " (difference " << std::setprecision(3) << got(i) - want << ", tolerance " << tolerance << ")"
+                      << (std::abs(got(i) - n * want) <= 1e-9 * std::abs(n * want)
+                              ? "; the sum: not divided by the ranks?" : "");
         break;
       }
     }

@@ -5,6 +5,7 @@
 // Every rank's data encodes its rank, so a sum says whose buffers it added.
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm_runtime.h"
@@ -83,6 +84,48 @@ TEST(KitRequests, TestReturnsTrueOnceAndTheLedgerLogsStartAndEnd) {
   EXPECT_EQ(calls[1].kind, "tested");
   EXPECT_EQ(calls[0].request, calls[1].request);
   EXPECT_GT(calls[0].request, 0);
+}
+
+// test() calls that find a request still running are counted per student
+// call: one tested_running entry when the call ends, or the count on the
+// tested entry of the call that sees it complete (Part 13 tells a loop of
+// test() in grad_ready by them). Rank 1 starts its iallreduce only once
+// rank 0's call has ended (the agreement check, a collective of its own,
+// is off here), so rank 0's tests in it cannot find the sum complete.
+TEST(KitRequests, TestsThatFindARequestRunningAreCountedPerStudentCall) {
+  Communicator& comm = world();
+  ASSERT_EQ(comm.size(), 2) << "run on 2 ranks (kit/parts.py)";
+  const Vector src = signed_by(rank(), 3);
+  Vector dst(3), token(1);
+  dtrain::ledger::CallLog log;
+  struct Unchecked {
+    Unchecked() { dtrain::ledger::set_checking(false); }
+    ~Unchecked() { dtrain::ledger::set_checking(true); }
+  } unchecked;
+  Request request;
+  if (rank() == 0) {
+    request = comm.iallreduce(src, dst);
+    {
+      const dtrain::StudentScope call("one_call");
+      for (int i = 0; i < 3; ++i) EXPECT_FALSE(request.test());
+    }
+    comm.send(token, 1, 0);
+    const dtrain::StudentScope call("another_call");
+    request.wait();
+  } else {
+    comm.recv(token, 0, 0);
+    request = comm.iallreduce(src, dst);
+    request.wait();
+  }
+  EXPECT_VECTOR_NEAR(dst, summed(2, 3));
+  std::vector<std::pair<std::string, int>> got;
+  for (const auto& call : log.take())
+    if (call.request != 0) got.emplace_back(call.kind, call.failed_tests);
+  using Seen = std::vector<std::pair<std::string, int>>;
+  if (rank() == 0)
+    EXPECT_EQ(got, (Seen{{"iallreduce", 0}, {"tested_running", 3}, {"waited", 0}}));
+  else
+    EXPECT_EQ(got, (Seen{{"iallreduce", 0}, {"waited", 0}}));
 }
 
 TEST(KitRequests, TheRollCallNamesARequestNobodyWaitsFor) {

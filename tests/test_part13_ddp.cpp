@@ -13,6 +13,9 @@ TEST(Part13Ddp1, PlanOfOneBucket) { check_plan(kSizes, 100, {{5, 4, 3, 2, 1, 0}}
 TEST(Part13Ddp1, PlanOfOneBucketPerParameter) { check_plan(kSizes, 0, {{5}, {4}, {3}, {2}, {1}, {0}}); }
 // 1 + 3 + 2 and 4 + 2 fill the cap exactly: a bucket closes only past it.
 TEST(Part13Ddp1, PlanOfBucketsFilledToTheCap) { check_plan(kSizes, 6, {{5, 4, 3}, {2, 1}, {0}}); }
+// With a cap of 8 the walk's direction shows: from the last parameter 1 + 3
+// + 2 and 4 + 2, from the first 6 + 2, 4 + 2 and 3 + 1 ({0, 1}{2, 3}{4, 5}).
+TEST(Part13Ddp1, PlanWalkedFromTheLastParameter) { check_plan(kSizes, 8, {{5, 4, 3}, {2, 1}, {0}}); }
 TEST(Part13Ddp1, PlanWithParametersLargerThanTheCap) {
   check_plan({100, 3, 2, 50, 1}, 10, {{4}, {3}, {2, 1}, {0}});
 }
@@ -23,10 +26,11 @@ TEST(Part13Ddp1, PlanOfTheTrainersModel) {
 }
 
 // The same GradientBuckets cases for each rank count; kit/parts.py runs suite Part13DdpN on N ranks.
-#define KIT_DDP_CASES(Suite)                                                                           \
-  TEST(Suite, BucketsFilledToTheCap) { check_buckets(kSizes, 6, {{5, 4, 3}, {2, 1}, {0}}); }           \
-  TEST(Suite, OneBucketPerParameter) { check_buckets(kSizes, 0, {{5}, {4}, {3}, {2}, {1}, {0}}); }     \
-  TEST(Suite, OneBucket) { check_buckets(kSizes, 100, {{5, 4, 3, 2, 1, 0}}); }                          \
+#define KIT_DDP_CASES(Suite)                                                                             \
+  TEST(Suite, BucketsFilledToTheCap) { check_buckets(kSizes, 6, {{5, 4, 3}, {2, 1}, {0}}); }             \
+  TEST(Suite, BucketsWalkedFromTheLastParameter) { check_buckets(kSizes, 8, {{5, 4, 3}, {2, 1}, {0}}); } \
+  TEST(Suite, OneBucketPerParameter) { check_buckets(kSizes, 0, {{5}, {4}, {3}, {2}, {1}, {0}}); }       \
+  TEST(Suite, OneBucket) { check_buckets(kSizes, 100, {{5, 4, 3, 2, 1, 0}}); }                           \
   TEST(Suite, ALargeFirstLayer) { check_buckets({160, 8, 32, 4}, 40, {{3, 2}, {1}, {0}}); }
 
 KIT_DDP_CASES(Part13Ddp1)

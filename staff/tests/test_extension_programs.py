@@ -126,6 +126,10 @@ def test_ddp_train_measures_three_ways_of_averaging(tmp_path):
     assert ways["per_parameter"]["overlap_share"] == ways["buckets_after"]["overlap_share"] == 0
     assert all(0 <= w["overlap_share"] <= 1 and w["step_seconds"] > 0 for w in ways.values()), ways
     assert report["test_accuracy"] > 0.5, report
+    # Each bucket is its own request in start order: bucket k starts no earlier than bucket k-1.
+    starts = [b["start_seconds"] for b in d["buckets"]]
+    assert len(starts) == 4 and starts == sorted(starts), d["buckets"]
+    assert all(b["complete_seconds"] >= b["start_seconds"] for b in d["buckets"]), d["buckets"]
     for line in ("steps each way", "no buckets: a blocking allreduce per parameter", "rank 0's buckets", "Test Acc:"):
         assert line in proc.stdout, proc.stdout
 
@@ -153,6 +157,9 @@ def test_a_traced_ddp_run_shows_each_request_beside_backward(tmp_path):
     drawn = subprocess.run([sys.executable, "-m", "kit", "trace", str(path), "--check-overlap"], cwd=KIT_DIR,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
     assert drawn.returncode == 0 and "80 requests (iallreduce)" in drawn.stdout, drawn.stdout
+    # The per-rank table counts the requests as collectives (and their bytes), as the blocking ones.
+    table = [line.split() for line in drawn.stdout.splitlines() if line.split()[:1] in (["0"], ["1"])]
+    assert len(table) == 2 and all(int(row[2]) >= 80 and float(row[5]) > 0 for row in table), drawn.stdout
 
 
 def test_request_progress_measures_each_way_of_waiting(tmp_path):

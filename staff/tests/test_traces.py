@@ -131,3 +131,18 @@ def test_point_to_point_calls_are_drawn_with_an_arrow_per_message(tmp_path):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
     assert proc.returncode == 0 and f"timeline: {png}" in proc.stdout, proc.stdout
     assert png.stat().st_size > 10000
+
+
+def test_the_per_rank_table_counts_a_request_as_a_collective():
+    # One blocking allreduce (1 ms, 1 MiB) and one iallreduce (in flight 5 ms,
+    # 2 MiB) whose wait() blocked 0.5 ms: two collectives, 1.5 ms in them, 3 MiB.
+    def span(cat, ts, dur, **args):
+        return {"name": cat, "cat": cat, "ph": "X", "pid": 0, "tid": 1 if cat == "request" else 0, "ts": ts,
+                "dur": dur, "args": dict({"op": "allreduce", "elements": 8, "communicator": "world", "ranks": [0],
+                                          "seq": 1}, **args)}
+    events = [span("collective", 0, 1000, bytes=2**20),
+              span("request", 2000, 5000, op="iallreduce", bytes=2**21, request=1, seq=2),
+              span("wait", 6500, 500, op="wait", request=1, seq=2)]
+    lines = trace.summary(events, {})
+    assert lines[1].split() == ["0", "7.0", "2", "1.5", "21%", "3.00"], lines
+    assert "rank 0: 1 request (iallreduce), 5.0 ms in flight, 0.5 ms of it blocked in wait(), 2.00 MiB" in lines
