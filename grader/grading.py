@@ -4,8 +4,10 @@ the command). Standard library only.
 grade_handin runs these steps on one handin, in a fresh scratch directory;
 a step that can't go on ends grading with every part it did not reach at 0:
   extract   only the whitelisted members (student/x.cpp or bare x.cpp, and
-            feedback.txt), refusing absolute paths, '..', links, devices and
-            oversized members, each named in the report;
+            feedback.txt), read by a limited child process
+            (kit/handin_reader.py), refusing absolute paths, '..', links,
+            devices and oversized members, each named in the report; an
+            archive it can't read is "not a readable handin";
   stage     claim a sandbox (sandbox.py) and hand it the files;
   check     the static rules (kit/static_checks.py): a file that breaks one
             is not compiled (an early, friendly word; the link check decides);

@@ -1,5 +1,5 @@
 """Reads a handin's tar archive in a child process of its own, bounded, so
-that no handin's bytes can cost the grader more than a honest handin does.
+that no handin's bytes can cost the grader more than an honest handin does.
 
   python3 -m kit.handin_reader HANDIN.tar      (prints what it read, as JSON)
 
@@ -169,7 +169,7 @@ def read_members(path: str) -> HandinRead:
                     out.rejected.append(TOO_MANY)
                     break
                 take(tar, member, out)
-        if kind != "tar" and not out.rejected[-1:] == [TOO_MANY]:
+        if kind != "tar" and out.rejected[-1:] != [TOO_MANY]:
             while counted.read(1 << 20):  # to the end: the decompressor checks its checksum there
                 pass
         out.key = content_key(out.files, out.rejected, out.notes)
@@ -181,7 +181,7 @@ def read_members(path: str) -> HandinRead:
         return HandinRead(False, "reading it takes more memory than a handin may")
     except tarfile.ReadError:
         return HandinRead(False, "it is not a tar archive" if kind == "tar" else
-                          f"its {kind} stream holds no readable tar archive (corrupt or cut short)")
+                          f"its {kind} stream holds no readable tar archive")
     except Exception:  # noqa: BLE001 (zlib, lzma, bz2, EOF, header errors: all the handin's bytes)
         return HandinRead(False, "its tar archive is corrupt or cut short" if kind == "tar" else
                           f"its {kind} stream is corrupt or cut short")

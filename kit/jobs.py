@@ -65,13 +65,15 @@ class CaseOutcome:
             first, more = key[1], key[2]
             body = first.splitlines() or [""]
             lines.append((who + clipped(body[0]), True))
-            lines += [(pad + clipped(line), not is_value_dump(line)) for line in body[1:]]
+            lines += [(pad + clipped(line), False) for line in body[1:]]
             if more:
                 lines.append((pad + f"(and {more} more failure{'s' if more > 1 else ''} on "
                                     f"{'each of these ranks' if len(ranks) > 1 else 'this rank'})", True))
         if max_lines is None or len(lines) <= max_lines:
             return [text for text, _ in lines]
         extra = [i for i, (_, essential) in enumerate(lines) if not essential]
+        # Room left goes to the earliest continuation lines, values last.
+        extra.sort(key=lambda i: (is_value_dump(lines[i][0]), i))
         cut = set(extra[max(0, max_lines - (len(lines) - len(extra))):])
         kept = [text for i, (text, _) in enumerate(lines) if i not in cut][:max(max_lines, ESSENTIAL_LINES)]
         dropped = len(lines) - len(kept)
