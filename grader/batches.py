@@ -17,10 +17,10 @@ Ctrl-C (or SIGTERM) stops the batch: the handins in progress are abandoned
 import csv
 import glob
 import hashlib
-import shlex
 import io
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -94,6 +94,7 @@ class Batch:
         self.version = kit_version(args.build)
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.unfinished = self.pending_regrade()  # a regrade an earlier run began, or None
         self.regrade = self.regrade_begun() if args.regrade else ""
         # What no handin's code may see: the other handins and every grade.
         self.private = tuple(dict.fromkeys([os.path.dirname(os.path.abspath(h)) for h in handins]
@@ -130,9 +131,8 @@ class Batch:
     def regrade_begun(self) -> str:
         """The regrade this --regrade run belongs to: the unfinished one, if
         any (so that the same command goes on where it stopped), else a new one."""
-        pending = self.pending_regrade()
-        if pending and pending.get("id"):
-            return str(pending["id"])
+        if self.unfinished and self.unfinished.get("id"):
+            return str(self.unfinished["id"])
         begun = {"id": os.urandom(8).hex(), "began": time.strftime("%Y-%m-%d %H:%M:%S")}
         write_json_atomically(self.regrade_path(), begun)
         return begun["id"]
@@ -207,7 +207,7 @@ def run_batch(args) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
     b = Batch(args, handins)
     resume = resume_command(args.regrade)
-    unfinished = b.pending_regrade()
+    unfinished = b.unfinished
     if args.regrade and unfinished:
         print(f"grade: going on with the regrade begun {unfinished.get('began', 'earlier')}", flush=True)
     elif unfinished:

@@ -6,15 +6,11 @@ command it names.
   python3 -m pytest grader/tests/test_case_reports.py -q      (after `make build`)
 """
 import argparse
-import json
 import os
 import re
 import signal
-import threading
 
-import pytest
-
-from conftest import BUILD, grade, handin, hanging
+from conftest import BUILD, grade, handin
 from grader import batches, grading
 from kit import parts as table
 from kit.jobs import CaseOutcome, roll_call
@@ -116,14 +112,19 @@ def test_a_stopped_regrade_resumes_with_the_command_it_names(tmp_path, monkeypat
     finally:
         signal.signal(signal.SIGINT, previous)
     out = capsys.readouterr().out
+    assert "going on with the regrade begun" not in out, out  # a new regrade
     assert f"the same command grades the rest, going on with the regrade: grader/grade --batch {inbox} " in out, out
     assert out.rstrip().endswith("--regrade"), out
     done_first = graded[:1]
     graded.clear()
     stop_after_two[0] = False
+    args.regrade = False  # a plain run meanwhile names the command that finishes the regrade
+    assert batches.run_batch(args) == 0 and graded == []
+    assert "To finish the regrade: grader/grade --batch" in capsys.readouterr().out
+    args.regrade = True
     assert batches.run_batch(args) == 0
     out = capsys.readouterr().out
-    assert "going on with the regrade" in out and "1 handin(s) already graded" in out, out
+    assert "going on with the regrade begun" in out and "1 handin(s) already graded" in out, out
     assert sorted(graded + done_first) == ["a.tar", "b.tar", "c.tar", "d.tar"], graded
     graded.clear()
     assert batches.run_batch(args) == 0 and len(graded) == 4  # that regrade finished: the next one is new
