@@ -20,9 +20,9 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import signal
 import sys
-import tarfile
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 
 from grader import grading, reports
 from kit import parts as table
-from kit.parts import IMPL_FILES
+from kit.handin_reader import read_handin, unreadable_key
 from kit.paths import KIT_DIR
 from kit.report import fmt
 
@@ -68,22 +68,19 @@ def kit_version(build: str) -> str:
 
 
 def content_key(path: str) -> str:
-    """The hash of what grading reads from a handin: its student files and
-    feedback, by name; a file that is no tar archive, by its bytes."""
-    digest = hashlib.sha256()
+    """The hash of what grading reads from a handin (kit/handin_reader.py,
+    in a limited child process): its accepted files by name and what it
+    refused; a file that is no readable handin, by its bytes. Never raises:
+    no handin stops a batch or its resumption."""
     try:
-        with tarfile.open(path, "r:*") as tar:
-            members = {}
-            for member in tar:
-                base = os.path.basename(member.name.replace("\\", "/"))
-                if member.isfile() and base in set(IMPL_FILES) | {"feedback.txt"}:
-                    members[member.name] = tar.extractfile(member).read(grading.MAX_MEMBER_BYTES + 1)
-            for name in sorted(members):
-                digest.update(name.encode() + b"\0" + hashlib.sha256(members[name]).digest())
-    except (tarfile.TarError, OSError, EOFError):
-        with open(path, "rb") as f:
-            digest.update(b"not a tar\0" + f.read())
-    return digest.hexdigest()[:16]
+        return read_handin(path).key
+    except Exception:  # noqa: BLE001 (the host's trouble starting the reader: the file's bytes still tell)
+        return unreadable_key(path)
+
+
+def content_keys(handins: List[str], workers: int) -> Dict[str, str]:
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        return dict(zip(handins, pool.map(content_key, handins)))
 
 
 class Batch:
@@ -97,6 +94,8 @@ class Batch:
         self.version = kit_version(args.build)
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.unfinished = self.pending_regrade()  # a regrade an earlier run began, or None
+        self.regrade = self.regrade_begun() if args.regrade else ""
         # What no handin's code may see: the other handins and every grade.
         self.private = tuple(dict.fromkeys([os.path.dirname(os.path.abspath(h)) for h in handins]
                                            + [self.out_dir, self.state_dir]))
@@ -109,12 +108,40 @@ class Batch:
         return os.path.join(self.state_dir, self.stem(handin) + ".json")
 
     def done(self, handin: str, key: str) -> bool:
+        """Graded with this content by this kit (and, during a regrade, since it began)."""
         try:
             with open(self.state_path(handin)) as f:
                 state = json.load(f)
-            return state["key"] == key and state["kit"] == self.version
+            return state["key"] == key and state["kit"] == self.version and \
+                (not self.regrade or state.get("regrade") == self.regrade)
         except (OSError, ValueError, KeyError):
             return False
+
+    def regrade_path(self) -> str:
+        return os.path.join(self.state_dir, "regrade.json")
+
+    def pending_regrade(self) -> Optional[Dict]:
+        """The regrade an earlier --regrade run began and did not finish, or None."""
+        try:
+            with open(self.regrade_path()) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def regrade_begun(self) -> str:
+        """The regrade this --regrade run belongs to: the unfinished one, if
+        any (so that the same command goes on where it stopped), else a new one."""
+        if self.unfinished and self.unfinished.get("id"):
+            return str(self.unfinished["id"])
+        begun = {"id": os.urandom(8).hex(), "began": time.strftime("%Y-%m-%d %H:%M:%S")}
+        write_json_atomically(self.regrade_path(), begun)
+        return begun["id"]
+
+    def regrade_finished(self) -> None:
+        try:
+            os.unlink(self.regrade_path())
+        except OSError:
+            pass
 
     def grade(self, handin: str, key: str) -> Optional[grading.Grade]:
         try:
@@ -131,6 +158,8 @@ class Batch:
         write_atomically(os.path.join(self.out_dir, self.stem(handin) + ".report.txt"), report)
         state = {"handin": g.handin, "key": key, "kit": self.version, "scores": g.scores(), "total": g.total,
                  "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1)}
+        if self.regrade:
+            state["regrade"] = self.regrade
         write_json_atomically(self.state_path(handin), state)
         with self.lock:
             with open(os.path.join(self.state_dir, "graded.jsonl"), "a") as f:
@@ -177,12 +206,14 @@ def run_batch(args) -> int:
         return 2
     os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
     b = Batch(args, handins)
-    keys = {h: content_key(h) for h in handins}
-    todo = [h for h in handins if args.regrade or not b.done(h, keys[h])]
-    skipped = len(handins) - len(todo)
-    if skipped:
-        print(f"grade: {skipped} handin(s) already graded with the same content and kit; "
-              f"grading the other {len(todo)} (--regrade grades all)", flush=True)
+    resume = resume_command(args.regrade)
+    unfinished = b.unfinished
+    if args.regrade and unfinished:
+        print(f"grade: going on with the regrade begun {unfinished.get('began', 'earlier')}", flush=True)
+    elif unfinished:
+        print(f"grade: a --regrade begun {unfinished.get('began', 'earlier')} did not finish; this run grades only "
+              f"what is missing or changed. To finish the regrade: {resume_command(True)}", flush=True)
+    todo, skipped = list(handins), 0
     graded: List[str] = []
 
     # Ctrl-C and a plain kill stop the batch cleanly, even when it was started
@@ -195,6 +226,13 @@ def run_batch(args) -> int:
     signal.signal(signal.SIGTERM, stop_batch)
     futures: Dict = {}
     try:
+        keys = content_keys(handins, args.jobs)
+        todo = [h for h in handins if not b.done(h, keys[h])]
+        skipped = len(handins) - len(todo)
+        if skipped:
+            print(f"grade: {skipped} handin(s) already graded with the same content and kit"
+                  f"{' in this regrade' if args.regrade else ''}; grading the other {len(todo)}"
+                  f"{'' if args.regrade else ' (--regrade grades all)'}", flush=True)
         futures = {pool.submit(b.grade, h, keys[h]): h for h in todo}
         pending = set(futures)
         while pending:
@@ -220,14 +258,17 @@ def run_batch(args) -> int:
         b.write_gradebook()
         print(f"grade: stopped. Graded now: {len(graded)}; graded before: {skipped}; not graded: {len(missing)}"
               + (f" ({', '.join(missing)})" if missing else "") + f". Gradebook {args.csv}; "
-              "the same command grades the rest.", flush=True)
+              f"the same command grades the rest{', going on with the regrade' if args.regrade else ''}: {resume}",
+              flush=True)
         if stuck:  # a worker the stop could not reach: its threads would hold the exit
-            print(f"grade: {len(stuck)} worker(s) did not stop within {STOP_SECONDS} s; exiting without them",
-                  flush=True)
+            print(f"grade: {len(stuck)} worker(s) did not stop within {STOP_SECONDS} s; exiting without them (their "
+                  f"handins are graded by the same command: {resume})", flush=True)
             os._exit(130)
         return 130
     pool.shutdown(wait=True)
     b.write_gradebook()
+    if args.regrade:
+        b.regrade_finished()
     errors = [s["handin"] for s in b.states() if s["status"] == "grader error"]
     print(f"grade: {len(graded)} handins graded now, {skipped} before; gradebook {args.csv}, reports beside it")
     if errors:
@@ -235,6 +276,13 @@ def run_batch(args) -> int:
     if args.canvas:
         return write_canvas(b, args.roster, args.canvas, args.assignment)
     return 0
+
+
+def resume_command(regrade: bool) -> str:
+    """This batch's command line, with --regrade or without, for a person
+    to run again: a --regrade run goes on where an unfinished one stopped."""
+    argv = [a for a in sys.argv[1:] if a != "--regrade"] + (["--regrade"] if regrade else [])
+    return shlex.join([sys.argv[0]] + argv)
 
 
 # ---- Canvas ----

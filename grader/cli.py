@@ -14,7 +14,9 @@ results are written, with status "grader error" and the cause.
 Batch: grades every *.tar with N workers (grader/batches.py). Each result is
 kept the moment it is graded, so a batch that is killed, even with kill -9,
 resumes where it stopped: a rerun skips handins already graded with the same
-content by the same kit (--regrade grades them again). Ctrl-C stops cleanly.
+content by the same kit (--regrade grades them again, and the same --regrade
+command resumes a regrade that was stopped). Ctrl-C stops cleanly and prints
+the command that grades the rest.
 """
 import argparse
 import os
@@ -97,7 +99,9 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--keep", metavar="DIR", help="keep the scratch directory's files here (debugging)")
     ap.add_argument("--show-hidden", action="store_true",
                     help="staff: show every failing case with its messages, whatever grader/policy.py says")
-    ap.add_argument("--regrade", action="store_true", help="batch: grade again what an earlier run already graded")
+    ap.add_argument("--regrade", action="store_true",
+                    help="batch: grade again what an earlier run already graded; the same command resumes a "
+                         "regrade that was stopped")
     ap.add_argument("--canvas", metavar="CSV", help="batch: also write a Canvas gradebook import (needs --roster)")
     ap.add_argument("--roster", metavar="CSV", help="batch: Canvas's gradebook export, to map handins to students")
     ap.add_argument("--assignment", default="Distributed training",

@@ -4,8 +4,10 @@ the command). Standard library only.
 grade_handin runs these steps on one handin, in a fresh scratch directory;
 a step that can't go on ends grading with every part it did not reach at 0:
   extract   only the whitelisted members (student/x.cpp or bare x.cpp, and
-            feedback.txt), refusing absolute paths, '..', links, devices and
-            oversized members, each named in the report;
+            feedback.txt), read by a limited child process
+            (kit/handin_reader.py), refusing absolute paths, '..', links,
+            devices and oversized members, each named in the report; an
+            archive it can't read is "not a readable handin";
   stage     claim a sandbox (sandbox.py) and hand it the files;
   check     the static rules (kit/static_checks.py): a file that breaks one
             is not compiled (an early, friendly word; the link check decides);
@@ -34,9 +36,7 @@ check, compile and run happen in the sandbox: another user, limits, no
 access to the reference or the hidden cases.
 """
 import os
-import posixpath
 import shutil
-import tarfile
 import tempfile
 import threading
 import time
@@ -48,15 +48,13 @@ from grader.sandbox import LIMITS, Sandbox
 from kit import exec_guard, host_limits, judge
 from kit import parts as table
 from kit.build import HONEST_COMPILE_CPU_SECONDS, ResourceFailure, build, public_headers_copy, recipe
+from kit.handin_reader import read_handin
 from kit.jobs import CaseOutcome, JobTally, Launch, run_cases, run_parts
 from kit.parts import IMPL_FILES
 from kit.safe_read import copy_sandbox_tree
 from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
 from kit.static_checks import check_files
 
-ACCEPTED = set(IMPL_FILES) | {"feedback.txt"}
-MAX_MEMBER_BYTES = 1 << 20
-MAX_MEMBERS = 200
 OUTPUT_KEEP = 20000  # characters of the test program's output kept, head and tail
 
 
@@ -79,7 +77,7 @@ class PartResult:
 @dataclass
 class Grade:
     handin: str
-    status: str = "graded"  # graded | not a tar archive | grader error
+    status: str = "graded"  # graded | not a readable handin | grader error
     parts: List[PartResult] = field(default_factory=list)
     files: Dict[str, Dict] = field(default_factory=dict)  # name -> {state, errors}
     rejected: List[str] = field(default_factory=list)
@@ -101,61 +99,34 @@ class Grade:
         return {p.key: got.get(p.key, 0.0) for p in table.PARTS}
 
 
+NOT_A_HANDIN = "not a readable handin"
+
+
+def not_readable_sentence(handin: str, why: str) -> str:
+    """The one sentence a student reads about an upload that is no handin."""
+    return (f"{os.path.basename(handin)} is not a readable tar archive ({why}): upload the handin.tar that "
+            "`make handin` writes in your copy of the kit.")
+
+
 def extract_members(handin: str, dest: str, grade: Grade) -> bool:
-    """Writes the accepted members into dest/ (flat); returns False if the
-    handin is not a tar archive at all."""
-    try:
-        tar = tarfile.open(handin, "r:*")
-    except (tarfile.TarError, OSError) as e:
-        grade.status = "not a tar archive"
-        grade.notes.append(f"{os.path.basename(handin)} is not a readable tar archive ({e}); every part scores 0")
+    """Writes the accepted members into dest/ (flat), read by a limited child
+    process (kit/handin_reader.py); returns False if the handin can't be
+    read as a tar archive at all, whatever the reason."""
+    read = read_handin(handin)
+    if read.grader_fault:
+        raise RuntimeError(read.grader_fault)
+    if not read.readable:
+        grade.status = NOT_A_HANDIN
+        grade.notes.append(not_readable_sentence(handin, read.why))
         return False
-    seen = set()
-    with tar:
-        for count, member in enumerate(tar):
-            if count >= MAX_MEMBERS:
-                grade.rejected.append(f"more than {MAX_MEMBERS} members: the rest are ignored")
-                break
-            name = member.name
-            parts = name.replace("\\", "/").split("/")
-            why = None
-            if name.startswith("/"):
-                why = "absolute path"
-            elif ".." in parts:
-                why = "path with '..'"
-            elif member.issym() or member.islnk():
-                why = "link"
-            elif member.ischr() or member.isblk() or member.isfifo():
-                why = "device or pipe"
-            elif member.isdir():
-                continue
-            elif not member.isfile():
-                why = "not a regular file"
-            if why:
-                grade.rejected.append(f"{name}: {why}, not extracted")
-                continue
-            clean = posixpath.normpath(name.replace("\\", "/"))
-            base = posixpath.basename(clean)
-            if base not in ACCEPTED or clean not in (base, f"student/{base}"):
-                grade.notes.append(f"{name}: not one of the handed-in files, ignored")
-                continue
-            if member.size > MAX_MEMBER_BYTES:
-                grade.rejected.append(f"{name}: {member.size} bytes, over the {MAX_MEMBER_BYTES} byte limit")
-                continue
-            data = tar.extractfile(member).read(MAX_MEMBER_BYTES + 1)
-            if base in seen:
-                grade.notes.append(f"{name}: {base} appears twice; the last copy is used")
-            seen.add(base)
-            path = os.path.join(dest, base)
-            if os.path.lexists(path):
-                os.unlink(path)
-            # Root's own file, for root alone: another handin's sandbox user must never read it.
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as f:
-                f.write(data)
-    for name in IMPL_FILES:
-        if name not in seen:
-            grade.notes.append(f"{name} is missing: graded as the unimplemented stub")
-    return True
+    grade.rejected += read.rejected
+    grade.notes += read.notes
+    for base, data in read.files.items():
+        # Root's own file, for root alone: another handin's sandbox user must never read it.
+        with os.fdopen(os.open(os.path.join(dest, base), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                               0o600), "wb") as f:
+            f.write(data)
+    return True  # a file it lacks is named once, by the compile step (state "missing")
 
 
 def keep_head_tail(text: str, limit: int = OUTPUT_KEEP) -> str:

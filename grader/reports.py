@@ -4,19 +4,55 @@ PrairieLearn's results.json and the full JSON report; what students see
 of failing cases follows the visibility policy (policy.py).
 """
 import json
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from grader import policy
-from grader.grading import Grade, PartResult
+from grader.grading import NOT_A_HANDIN, Grade, PartResult
 from kit import parts as table
 from kit.report import fmt
 
 
-def failure_text(part: PartResult, show_hidden: bool) -> List[str]:
+# How the top of a report says what happened to a file that was not compiled as handed in.
+FILE_STATES = {"missing": "is missing", "does not compile": "does not compile",
+               "refused by the static checks": "was refused by the static checks",
+               "refused by the link check": "was refused by the link check"}
+
+
+def stubbed(grade: Grade, part: PartResult) -> List[str]:
+    """The part's files that were graded as their stubs."""
+    files = next((x.files for x in table.PARTS if x.key == part.key), [])
+    return [f for f in files if grade.files.get(f, {}).get("state", "compiled") != "compiled"]
+
+
+def file_problems(grade: Grade) -> List[str]:
+    """Each file that was not graded as handed in, said once: its state, the
+    parts that ran with its stub instead, and its first errors or findings
+    (the student's own file names and lines)."""
+    out: List[str] = []
+    for name, f in grade.files.items():
+        state = f.get("state", "not graded")
+        if state == "compiled":
+            continue
+        parts = [p.key for p in table.PARTS if name in p.files]
+        out.append(f"{name} {FILE_STATES.get(state, state)}: graded as its stub, so every case of "
+                   f"{', '.join(parts)} fails")
+        details = f.get("findings") or (f.get("errors", "").splitlines() if state == "does not compile" else [])
+        out += ["    " + line for line in details[:12]]
+        if len(details) > 12:
+            out.append(f"    ... ({len(details) - 12} more lines)")
+    return out
+
+
+def failure_text(part: PartResult, show_hidden: bool, grade: Optional[Grade] = None) -> List[str]:
     """A part's failing cases as the visibility policy (policy.py) lets
-    students see them: names and messages, names, or counts only."""
+    students see them: names and messages, names, or counts only. A part
+    that ran with a stub says so in one line (the top of the report says why)."""
     out: List[str] = []
     section = next(x.handout for x in table.PARTS if x.key == part.key)
+    broken = stubbed(grade, part) if grade else []
+    if broken and part.failures:
+        return [f"  {part.key}: its cases ran with the stub of {', '.join(broken)} (see the top of the report)"
+                f"   handout: {section}"]
     counted = {True: 0, False: 0}
     for f in part.failures:
         show = policy.for_case(f["hidden"], show_hidden).show
@@ -44,11 +80,9 @@ def case_counts(part: PartResult, show_hidden: bool) -> Tuple[int, int]:
 def human_report(grade: Grade, show_hidden: bool = False) -> str:
     out = [f"handin: {grade.handin}   ({grade.status}, graded in {grade.seconds:.1f} s)"]
     for name, f in grade.files.items():
-        out.append(f"  {name}: {f.get('state', 'not graded')}")
-        if f.get("findings"):
-            out += ["      " + line for line in f["findings"][:12]]
-        elif f.get("state") == "does not compile" and f.get("errors"):
-            out += ["      " + line for line in f["errors"].splitlines()[:12]]
+        if f.get("state") == "compiled":  # with what the checks only warned about
+            out += [f"  {name}: compiled"] + ["      " + line for line in f.get("findings", [])[:12]]
+    out += ["  " + line for line in file_problems(grade)]
     out += [f"  rejected: {r}" for r in grade.rejected]
     out += [f"  note: {n}" for n in grade.notes]
     out.append("")
@@ -57,7 +91,7 @@ def human_report(grade: Grade, show_hidden: bool = False) -> str:
         passed, cases = case_counts(p, show_hidden)
         out.append(f"{p.key:<16} {fmt(p.points):>6} / {p.max_points:<4}  {passed:>3}/{cases:<3}  {p.title}")
     out.append(f"{'total':<16} {fmt(grade.total):>6} / {table.TOTAL_POINTS}")
-    failing = [line for p in grade.parts for line in failure_text(p, show_hidden)]
+    failing = [line for p in grade.parts for line in failure_text(p, show_hidden, grade)]
     if failing:
         out += ["", "failing cases:"] + failing
     return "\n".join(out)
@@ -74,23 +108,29 @@ def gradescope_results(grade: Grade, show_hidden: bool = False) -> Dict:
     tests = []
     for p in grade.parts:
         passed, cases = case_counts(p, show_hidden)
-        text = [f"{passed}/{cases} cases passed"] + [line.strip() for line in failure_text(p, show_hidden)]
+        text = [f"{passed}/{cases} cases passed"] + [line.strip() for line in failure_text(p, show_hidden, grade)]
         tests.append({"name": f"{p.key}: {p.title}", "score": round(p.points, 2), "max_score": p.max_points,
                       "output": "\n".join(text), "visibility": "visible"})
-        deferred = [f for f in p.failures if policy.for_case(f["hidden"], show_hidden).after_due_date]
+        deferred = [f for f in p.failures if policy.for_case(f["hidden"], show_hidden).after_due_date
+                    and not stubbed(grade, p)]
         if deferred:
             tests.append({"name": f"{p.key}: details of failing cases", "score": 0, "max_score": 0,
                           "output": "\n".join(f"FAIL {f['case']}\n" + "\n".join(f"    {l}" for l in f["lines"])
                                               for f in deferred),
                           "visibility": "after_due_date"})
-    return {"score": round(grade.total, 2), "output": "\n".join([f"status: {grade.status}"] + grade.notes + grade.rejected),
+    return {"score": round(grade.total, 2), "output": "\n".join(top_lines(grade)),
             "execution_time": round(grade.seconds, 1), "stdout_visibility": policy.STDOUT_VISIBILITY, "tests": tests}
+
+
+def top_lines(grade: Grade) -> List[str]:
+    """The platforms' overall output: the status, each file's problem (once), notes, refusals."""
+    return [f"status: {grade.status}"] + file_problems(grade) + grade.notes + grade.rejected
 
 
 def not_a_handin(grade: Grade) -> List[str]:
     """Why the upload is no handin at all (so the student keeps the attempt),
     or [] when it is one: a tar that isn't one, or not one of the files."""
-    if grade.status == "not a tar archive":
+    if grade.status == NOT_A_HANDIN:
         return list(grade.notes)
     if grade.status == "graded" and all(grade.files.get(f, {}).get("state") == "missing" for f in table.IMPL_FILES):
         return [f"none of {', '.join(table.IMPL_FILES)} was in the submission: upload your files, or the handin.tar "
@@ -113,14 +153,14 @@ def prairielearn_results(grade: Grade, show_hidden: bool = False) -> Dict:
     tests = []
     for p in grade.parts:
         passed, cases = case_counts(p, show_hidden)
-        failing = [line.strip() for line in failure_text(p, show_hidden)]
+        failing = [line.strip() for line in failure_text(p, show_hidden, grade)]
         tests.append({"name": f"{p.key}: {p.title}", "description": f"{passed}/{cases} cases passed",
                       "points": round(p.points, 2), "max_points": p.max_points,
                       "message": failing[0] if failing else "all cases passed",
                       "output": "\n".join(failing)[:PL_TEST_OUTPUT]})
     return {"gradable": True, "score": round(grade.total / table.TOTAL_POINTS, 4),
             "message": f"{fmt(grade.total)} / {table.TOTAL_POINTS} points",
-            "output": "\n".join([f"status: {grade.status}"] + grade.notes + grade.rejected)[:PL_TEST_OUTPUT],
+            "output": "\n".join(top_lines(grade))[:PL_TEST_OUTPUT],
             "tests": tests}
 
 

@@ -315,6 +315,17 @@ def public_headers_copy(build_dir: str, dest: str) -> str:
     return dest
 
 
+def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:
+    """The compiler's messages with the student's files named as the student
+    knows them (func_impl.cpp:12:27), not by the scratch directory they were
+    compiled in."""
+    if messages is None:
+        return None
+    for where in dict.fromkeys([os.path.realpath(impl_dir), os.path.abspath(impl_dir), impl_dir]):
+        messages = messages.replace(where.rstrip("/") + "/", "")
+    return messages
+
+
 def pch_dir(build_dir: str) -> Optional[str]:
     """The directory of the build's precompiled header, or None: what a
     sandbox must show its user for the compiler to take it."""
@@ -353,7 +364,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         elif not os.path.isfile(source):
             errors = f"{name}: missing"
         else:
-            errors = compile_one(how, source, obj, runner=runner, pch=pch, spent=spent)
+            errors = own_names(compile_one(how, source, obj, runner=runner, pch=pch, spent=spent), impl_dir)
         found: List[str] = []
         if errors is None and name not in refused:
             found = link_check.findings(obj, source, how, elsewhere)

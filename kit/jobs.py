@@ -38,33 +38,64 @@ class CaseOutcome:
     ended_job: bool = False  # the job died in this case, so the binary never reported it
 
     def summary(self, max_lines: Optional[int] = 12) -> List[str]:
-        """The failure messages, one line each, identical ones merged across
-        ranks. Past max_lines (None: no limit) only value dumps are cut: the
-        lines that say what went wrong (the roll-call, a mismatch, each
-        rank's first line) always stay."""
-        grouped: Dict[str, List] = {}
+        """The failures, bounded whatever the code under test printed: each
+        rank's first failure (ranks with the same one on one line), then how
+        many more failed on it; the runner's own diagnosis (a roll-call)
+        whole. Past max_lines (None: no limit, every failure in full) the
+        continuation lines of those first failures go, never a first line,
+        a count or the diagnosis; the lines that say what went wrong stay
+        within ESSENTIAL_LINES however many ranks failed."""
+        per_rank: Dict[Optional[int], List[str]] = {}  # failures in the order they came, by rank
         for f in self.failures:
-            grouped.setdefault(str(f["message"]), []).append(f.get("rank"))
-        lines: List[str] = []
-        for message, ranks in grouped.items():
-            known = sorted(r for r in ranks if r is not None)
-            who = f"[{rank_label(known)}] " if known else ""
-            for i, line in enumerate(message.splitlines() or [""]):
-                lines.append((who if i == 0 else " " * len(who)) + line)
+            rank = f.get("rank")
+            # One message may hold several failures: the harness parts them with a blank line.
+            blocks = [b.strip("\n") for b in str(f["message"]).split("\n\n") if b.strip()] or [""]
+            per_rank.setdefault(rank if isinstance(rank, int) else None, []).extend(blocks)
+        groups: Dict[tuple, List[int]] = {}
+        for rank, blocks in per_rank.items():
+            shown = tuple(blocks) if rank is None or max_lines is None else (blocks[0], len(blocks) - 1)
+            groups.setdefault((rank is None,) + shown, []).extend([] if rank is None else [rank])
+        lines: List[tuple] = []  # (text, essential)
+        for key, ranks in groups.items():
+            who = f"[{rank_label(sorted(ranks))}] " if ranks else ""
+            pad = " " * len(who)
+            if key[0] or max_lines is None:
+                every = [line for block in key[1:] for line in (block.splitlines() or [""])]
+                lines += [((pad if i else who) + clipped(line), True) for i, line in enumerate(every)]
+                continue
+            first, more = key[1], key[2]
+            body = first.splitlines() or [""]
+            lines.append((who + clipped(body[0]), True))
+            lines += [(pad + clipped(line), False) for line in body[1:]]
+            if more:
+                lines.append((pad + f"(and {more} more failure{'s' if more > 1 else ''} on "
+                                    f"{'each of these ranks' if len(ranks) > 1 else 'this rank'})", True))
         if max_lines is None or len(lines) <= max_lines:
-            return lines
-        dumps = [i for i, line in enumerate(lines) if is_value_dump(line)]
-        room = max(0, max_lines - (len(lines) - len(dumps)))
-        cut = set(dumps[room:])
-        kept = [line for i, line in enumerate(lines) if i not in cut]
-        if cut:
-            kept.append(f"... ({len(cut)} lines of values cut; VERBOSE=1 shows everything)")
+            return [text for text, _ in lines]
+        extra = [i for i, (_, essential) in enumerate(lines) if not essential]
+        # Room left goes to the earliest continuation lines, values last.
+        extra.sort(key=lambda i: (is_value_dump(lines[i][0]), i))
+        cut = set(extra[max(0, max_lines - (len(lines) - len(extra))):])
+        kept = [text for i, (text, _) in enumerate(lines) if i not in cut][:max(max_lines, ESSENTIAL_LINES)]
+        dropped = len(lines) - len(kept)
+        if dropped:
+            kept.append(f"... ({dropped} more line{'s' if dropped > 1 else ''}; VERBOSE=1 shows everything)")
         return kept
 
 
+# However many ranks fail and whatever they print, a case's summary keeps at
+# most this many lines that say what went wrong, each at most LINE_CHARS long.
+ESSENTIAL_LINES = 24
+LINE_CHARS = 300
+
+
+def clipped(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + f" ... ({len(line) - LINE_CHARS} characters cut)"
+
+
 def is_value_dump(line: str) -> bool:
-    """A line of printed matrix values (tests/kit_test.cpp's `expected:` and
-    `actual:` blocks), the first thing a short summary can do without."""
+    """A line of printed matrix values (an `expected:` or `actual:` block, a
+    row of one), the first thing a short summary can do without."""
     body = line.strip()
     if body.startswith("[rank") and "] " in body:
         body = body.split("] ", 1)[1].strip()
@@ -225,6 +256,7 @@ class Job:
     stopped: Optional[str]   # why the runner had to stop it, or None
     returncode: int
     seconds: float
+    limit_scale: Optional[float] = None  # the factor on its cases' limits (Launch.scale x case_share)
 
 
 def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
@@ -271,7 +303,8 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
             state = str(plan.get("syscall_filter", "off: the test program does not say"))
             if state != "on" and state not in tally.unfiltered:
                 tally.unfiltered.append(state)
-        return Job(records, stopped, proc.returncode, time.monotonic() - started)
+        return Job(records, stopped, proc.returncode, time.monotonic() - started,
+                   launch.scale() * launch.case_share)
     finally:
         if lines is None:
             channels.close()
@@ -282,23 +315,37 @@ def rank_label(ranks: List[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
 
 
-def roll_call(case: str, answers: Dict[int, Dict]) -> str:
-    """The roll-call of a case its watchdog stopped, ranks with the same
-    state on one line, then what the ranks waiting in point-to-point calls
-    wait for (point_to_point_diagnosis):
-        rank 0:      waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad
-        ranks 1,2,3: finished the case after 2 collectives on dp_comm"""
+def roll_call(case: str, answers: Dict[int, Dict], limit_scale: Optional[float] = None) -> str:
+    """The roll-call of a case its watchdog stopped: the time limit it ran
+    past, then what each rank was doing, in one sentence when every rank
+    did the same, else ranks with the same state on one line, then what
+    the ranks waiting in point-to-point calls wait for (point_to_point_diagnosis):
+        the case did not finish within its time limit of 5 s; what each rank was doing:
+          rank 0:      waiting in allreduce #3 on dp_comm (2 elements) in collect_weight_grad
+          ranks 1,2,3: finished the case after 2 collectives on dp_comm"""
     run = next((r for r in table.all_runs() if table.matches(r.filter, case)), None)
     ranks = run.ranks if run else max(answers) + 1
     states: Dict[str, List[int]] = {}
     for rank in range(ranks):
         state = answers[rank]["state"] if rank in answers else "did not answer (stopped or killed before it could)"
         states.setdefault(state, []).append(rank)
-    width = max(len(rank_label(r)) for r in states.values()) + 1
     seconds = max(a["seconds"] for a in answers.values())
-    lines = [f"the case did not finish; what each rank was doing after {seconds:.1f} s:"]
+    head = "the case did not finish"
+    if run:
+        allowed = run.case_seconds * limit_scale if limit_scale is not None else table.limit(run.case_seconds)
+        head += f" within its time limit of {allowed:g} s"
+        if seconds > 1.2 * allowed:  # the watchdog stretches the limit on a busy machine
+            head += f" (stretched to {seconds:.1f} s: the machine was busy)"
+    else:
+        head += f" (stopped after {seconds:.1f} s)"
+    diagnosis = point_to_point_diagnosis(answers)
+    if len(states) == 1 and not diagnosis:
+        (state, who), = states.items()
+        return f"{head}; {f'all {len(who)} ranks' if len(who) > 1 else rank_label(who)}: {state}"
+    width = max(len(rank_label(r)) for r in states.values()) + 1
+    lines = [f"{head}; what each rank was doing:"]
     lines += [f"  {(rank_label(r) + ':').ljust(width)} {state}" for state, r in states.items()]
-    return "\n".join(lines + point_to_point_diagnosis(answers))
+    return "\n".join(lines + diagnosis)
 
 
 def _p2p(answer: Optional[Dict]) -> Optional[Dict]:
@@ -441,7 +488,7 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
         in_flight = missing[0]
         failures = list(job.records.failures.get(in_flight, []))
         if in_flight in job.records.rollcalls:
-            failures.append({"rank": None, "message": roll_call(in_flight, job.records.rollcalls[in_flight])})
+            failures.append({"rank": None, "message": roll_call(in_flight, job.records.rollcalls[in_flight], job.limit_scale)})
         if job.stopped:
             failures.append({"rank": None, "message": f"{job.stopped}: stopped after {job.seconds:.0f} s without "
                                                       "finishing this case (a deadlock or an endless loop?)"})

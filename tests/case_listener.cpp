@@ -38,6 +38,32 @@ std::string without_gtest_wrapper(const std::string& message, const std::string&
   return "exception in " + thrown_from + ": " + what;
 }
 
+// gtest appends the SCOPED_TRACE notes a failure happened under as lines
+// "FILE:LINE: NOTE" after "Google Test trace:". Returns the message without
+// them, and the notes as ", NOTE, NOTE" to follow the failure's place, so
+// that each failure stays one short block.
+std::pair<std::string, std::string> without_trace(const std::string& message) {
+  const std::string marker = "\nGoogle Test trace:\n";
+  const size_t at = message.find(marker);
+  if (at == std::string::npos) return {message, ""};
+  std::string notes, line;
+  std::stringstream lines(message.substr(at + marker.size()));
+  while (std::getline(lines, line)) {
+    const size_t note = line.find(": ");
+    if (!line.empty()) notes += ", " + (note == std::string::npos ? line : line.substr(note + 2));
+  }
+  return {message.substr(0, at), notes};
+}
+
+// A rank's failures in one case go to the runner as one text, parted by a
+// blank line (kit/jobs.py's CaseOutcome.summary shows the first and counts
+// the rest): inside a failure no line is blank.
+std::string one_block(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  for (size_t at = text.find("\n\n"); at != std::string::npos; at = text.find("\n\n", at)) text.erase(at, 1);
+  return text;
+}
+
 // "[rank 2]", "[ranks 0,3]", or "[all ranks]".
 std::string rank_label(const std::vector<int>& ranks, int world_size) {
   if (static_cast<int>(ranks.size()) == world_size && world_size > 1) return "[all ranks]";
@@ -91,13 +117,13 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
 
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    std::string where;
+    const auto [message, notes] = without_trace(result.message());
+    std::string where = notes.empty() ? "" : notes.substr(2) + ": ";
     if (result.file_name() && std::strcmp(result.file_name(), "unknown file") != 0)
-      where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + ": ";
-    const std::string what = without_gtest_wrapper(result.message(), dtrain::ledger::take_thrown_from());
-    std::string text = where + what;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    messages_ += (messages_.empty() ? "" : "\n") + text;
+      where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + notes + ": ";
+    const std::string what = without_gtest_wrapper(message, dtrain::ledger::take_thrown_from());
+    const std::string text = one_block(where + what);
+    messages_ += (messages_.empty() ? "" : "\n\n") + text;
     write_record(records::rank_failure(name_, job().rank, text));
     watchdog_.shorten(kFailedGraceSeconds, what);
   }
@@ -105,12 +131,12 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo& info) override {
     watchdog_.body_done();
     if (const int stray = end_stray_processes(); stray > 0)
-      messages_ += std::string(messages_.empty() ? "" : "\n") + "the case started " + std::to_string(stray) +
+      messages_ += std::string(messages_.empty() ? "" : "\n\n") + "the case started " + std::to_string(stray) +
                    " process(es) and left them running; they were killed (code under test may not start processes)";
     if (const auto refusal = dtrain::heap_budget::take(); refusal.happened) {
       char text[400];
       budget_refusal_text(text, sizeof text, refusal);
-      messages_ = text + std::string(messages_.empty() ? "" : "\n") + messages_;  // the cause, before its effects
+      messages_ = one_block(text) + std::string(messages_.empty() ? "" : "\n\n") + messages_;  // the cause first
       write_record(records::rank_failure(name_, job().rank, text));
     }
     if (info.result()->Skipped() && messages_.empty())
@@ -144,6 +170,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
       const std::string label = rank_label(ranks, meeting_->size());
       bool first = true;
       while (std::getline(lines, line)) {
+        if (line.empty()) continue;  // between two failures
         shown += "    " + (first ? label : std::string(label.size(), ' ')) + " " + line + "\n";
         first = false;
       }

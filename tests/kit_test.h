@@ -43,7 +43,8 @@ void set_hidden_salt(unsigned long long salt);
 Matrix salted(const Matrix& m);
 
 // gtest predicate: same shape and every element within `tolerance` (absolute
-// plus relative). On failure it prints both matrices with their shapes.
+// plus relative). On failure it names the first element that differs, both
+// values, and how many elements differ.
 ::testing::AssertionResult matrices_near(const char* actual_expr, const char* expected_expr, const Matrix& actual,
                                          const Matrix& expected);
 ::testing::AssertionResult vectors_near(const char* actual_expr, const char* expected_expr, const Vector& actual,

@@ -126,15 +126,22 @@ const std::set<int>& Watchdog::answered() {
   return answered_;
 }
 
-// One line: what this rank is doing, for the roll-call.
+// One line: what this rank is doing, for the roll-call. The ledger's state
+// is the call it waits in, or what it did so far ("after 2 collectives on
+// dp_comm", "without a collective"), then the requests nobody waits for.
 std::string Watchdog::state() const {
   const std::string ledger_state = dtrain::ledger::state();
-  if (failed_) return "failed (" + failure_ + "), then waited for the others; " + ledger_state;
+  const bool waiting = ledger_state.rfind("waiting in ", 0) == 0;
+  const std::string none = "without a collective";
+  const bool idle = ledger_state.rfind(none, 0) == 0;
+  // ", after 2 collectives on dp_comm; 1 request ...", "; 1 request ...", or "".
+  const std::string after = waiting ? "; " + ledger_state : idle ? ledger_state.substr(none.size()) : ", " + ledger_state;
+  if (failed_) return "failed (" + failure_ + "), then waited for the others" + after;
   if (body_done_) return "finished the case " + ledger_state;
-  if (ledger_state.rfind("waiting in ", 0) == 0) return ledger_state;
+  if (waiting) return ledger_state;
   const std::string function = dtrain::ledger::function_now();
-  return "still running" + (function.empty() ? std::string() : " " + function) + ", in no collective; " +
-         ledger_state;
+  return (function.empty() ? "still running the test's own code" : "still running " + function) +
+         ", outside any call of the communicator" + after;
 }
 
 void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {

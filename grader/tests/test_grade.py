@@ -140,7 +140,7 @@ def test_a_file_that_is_not_a_tarball(tmp_path):
     bogus.write_bytes(b"this is not a tar archive\n" * 40)
     g = grade(tmp_path, str(bogus))
     assert g.total == 0
-    assert g.report["status"] == "not a tar archive"
+    assert g.report["status"] == "not a readable handin"
 
 
 def test_gradescope_results_schema(tmp_path):
@@ -168,7 +168,7 @@ def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
     rows = {r["handin"]: r for r in csv.DictReader(gradebook.open())}
     assert rows["alice.tar"]["total"] == "150"
     assert rows["bob.tar"]["total"] == "0"
-    assert rows["carol.tar"]["status"] == "not a tar archive"
+    assert rows["carol.tar"]["status"] == "not a readable handin"
     for stem in ("alice", "bob", "carol"):
         assert (tmp_path / "out" / f"{stem}.report.txt").exists()
     assert left_behind(tmp_path) == []

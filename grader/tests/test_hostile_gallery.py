@@ -970,7 +970,7 @@ GALLERY: List[Hostile] = [
     Hostile("infinite_loop",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":
                                                   "volatile unsigned long spin = 0; for (;;) spin = spin + 1;"})],
-            10, says=("still running ZeroDPStage3FCLayer::backward, in no collective",), budget=HANGS_IN_BACKWARD,
+            10, says=("still running ZeroDPStage3FCLayer::backward, outside any call of the communicator",), budget=HANGS_IN_BACKWARD,
             hangs=True),
     Hostile("deadlock_on_one_rank",
             lambda tmp: [HONEST_PART1, zero_file({"ZeroDPStage3FCLayer::backward":

@@ -38,7 +38,7 @@ def test_prairielearn_gets_a_fraction_and_a_test_per_part():
 
 
 def test_what_is_no_handin_costs_no_attempt():
-    not_tar = Grade("h.tar", status="not a tar archive", notes=["h.tar is not a readable tar archive"])
+    not_tar = Grade("h.tar", status="not a readable handin", notes=["h.tar is not a readable tar archive"])
     r = reports.prairielearn_results(not_tar)
     assert r == {"gradable": False, "format_errors": ["h.tar is not a readable tar archive"]}
     empty = graded({p.key: 0.0 for p in table.PARTS})
@@ -61,3 +61,26 @@ def test_gradescope_never_shows_a_hidden_cases_name_or_messages():
     assert len(visible) == len(r["tests"]) == len(table.PARTS)
     assert all({"name", "score", "max_score", "output"} <= set(t) for t in visible)
     assert "secret" not in json.dumps(r) and "HiddenPart7WeightGrad" not in json.dumps(r)
+
+
+def test_a_file_problem_is_said_once_at_the_top():
+    g = graded({p.key: (0.0 if p.key == "part1" else p.points) for p in table.PARTS},
+               [{"part": "part1", "case": f"Part1DataSplit.Case{i}", "hidden": False,
+                 "lines": ["data_parallel_preprocess.cpp missing: graded with the stub",
+                           "[all ranks] split_data is not implemented yet"]} for i in range(17)])
+    g.files["data_parallel_preprocess.cpp"] = {"state": "missing"}
+    text = reports.human_report(g)
+    assert text.count("data_parallel_preprocess.cpp is missing") == 1, text
+    assert "graded with the stub" not in text and "Case3" not in text, text
+    assert text.index("is missing") < text.index("part1 ")  # at the top, before the table
+    assert "part1: its cases ran with the stub of data_parallel_preprocess.cpp" in text
+    gs = reports.gradescope_results(g)
+    assert gs["output"].count("data_parallel_preprocess.cpp is missing") == 1
+
+
+def test_compile_errors_are_shown_under_their_file():
+    g = graded()
+    g.files["func_impl.cpp"] = {"state": "does not compile", "errors": "func_impl.cpp:12:27: error: oops\n" * 30}
+    text = reports.human_report(g)
+    assert text.count("func_impl.cpp does not compile") == 1
+    assert text.count("func_impl.cpp:12:27: error: oops") == 12 and "(18 more lines)" in text

@@ -36,7 +36,7 @@ def test_a_short_summary_cuts_values_before_the_roll_call():
         rollcall.splitlines()[1:]
     assert sum("differs at" in line for line in short) == 3  # each rank's first line stays
     assert not any("[[" in line for line in short)           # the values go first
-    assert short[-1].startswith("... (12 lines of values cut; VERBOSE=1")
+    assert short[-1].startswith("... (12 more lines; VERBOSE=1")
     assert len(outcome.summary(max_lines=None)) == 3 * 5 + 3
 
 
