@@ -144,6 +144,10 @@ def remove_mqueues(uid: int) -> List[str]:
     finally:
         if mounted:
             subprocess.run(["umount", "-l", point], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
+            try:
+                os.rmdir(point)  # nothing of the look stays in root's lock folder
+            except OSError:
+                pass
     return removed
 
 

@@ -575,8 +575,9 @@ SPAWN_PART2 = 0 if build_mpi() == "openmpi" else PART2_POINTS
 
 FUNC_POINTS = sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
 # A ZeRO layer that keeps its full weight after forward: part 8's forward
-# cases and the part 9 cases that run a forward (its training cases) fail.
-KEEPER_SCORE = 127.5
+# cases and the part 9 cases that run a forward (its training cases, one of
+# them hidden) fail, so part 9's public cases count at 2/3: 6.67 of 10.
+KEEPER_SCORE = 126.67
 ZERO_POINTS = sum(p.points for p in PARTS if p.files == ("zero_dp_stage3.cpp",))
 
 
