@@ -937,7 +937,8 @@ GALLERY: List[Hostile] = [
             10, says=("absolute path", "path with '..'", "link, not extracted", "device or pipe"),
             gone=("/tmp/kit-gallery-escape.cpp", "/tmp/kit-gallery-absolute.cpp")),
     Hostile("one_gib_sparse_member", None, 10, says=("over the 1048576 byte limit",), raw=sparse_tar, budget=60),
-    Hostile("not_a_tarball", None, 0, says=("not a readable tar archive",), raw=not_a_tar, budget=20),
+    Hostile("not_a_tarball", None, 0, says=("not a readable tar archive",), raw=not_a_tar, budget=20,
+            status="not a readable handin"),
     # System V objects outlive their processes; the grader removes them.
     Hostile("sysv_ipc_left_behind",
             lambda tmp: [HONEST_PART1, func_file({"get_info":
