@@ -62,7 +62,7 @@ def results_of(gradebook: str) -> List[Tuple[str, Dict]]:
 def regrade_command(gradebook: str, states: List[Dict]) -> str:
     folders = sorted({os.path.dirname(s["path"]) for s in states if s.get("path")})
     batch = folders[0] if len(folders) == 1 else "HANDINS"
-    return shlex.join([GRADER, "--batch", os.path.relpath(batch), "--csv", gradebook, "--regrade"])
+    return shlex.join([GRADER, "--batch", batch, "--csv", gradebook, "--regrade"])
 
 
 def why_not(state: Dict) -> Optional[str]:
