@@ -166,7 +166,8 @@ def documented_variables():
     with open(os.path.join(KIT_DIR, "docs", "course-staff.md")) as f:
         text = f.read()
     section = text[text.index("## Environment variables"):]
-    return set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)`", section, re.M))
+    first_cells = re.findall(r"^\| ([^|]+) \|", section, re.M)
+    return {name for cell in first_cells for name in re.findall(r"`([A-Za-z][A-Za-z0-9_]*)`", cell)}
 
 
 def test_every_environment_variable_the_kit_reads_is_listed_in_one_place():
