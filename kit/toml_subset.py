@@ -23,26 +23,9 @@ class TomlError(ValueError):
     pass
 
 
-def _without_comment(line: str) -> str:
-    quote = None
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            return line[:i]
-        i += 1
-    return line
-
-
-def _open_brackets(text: str) -> int:
-    depth, quote, i = 0, None, 0
+def _outside_strings(text: str):
+    """(index, character) of each character of `text` outside its strings."""
+    quote, i = None, 0
     while i < len(text):
         c = text[i]
         if quote:
@@ -52,12 +35,17 @@ def _open_brackets(text: str) -> int:
                 quote = None
         elif c in "\"'":
             quote = c
-        elif c == "[":
-            depth += 1
-        elif c == "]":
-            depth -= 1
+        else:
+            yield i, c
         i += 1
-    return depth
+
+
+def _without_comment(line: str) -> str:
+    return next((line[:i] for i, c in _outside_strings(line) if c == "#"), line)
+
+
+def _open_brackets(text: str) -> int:
+    return sum({"[": 1, "]": -1}.get(c, 0) for _, c in _outside_strings(text))
 
 
 def _value(text: str, at: int, line: int) -> Tuple[Any, int]:

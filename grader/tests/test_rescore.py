@@ -11,10 +11,13 @@ import subprocess
 import sys
 import time
 
-from conftest import BUILD, GRADE, SUMMED, handin
+import pytest
+
+from conftest import BUILD, GRADE
 from grader import rescore
 from grader.grading import Grade, PartResult
 from kit import parts as table
+from test_batches import six_handins
 
 
 def course(tmp_path, body: str, name: str) -> str:
@@ -100,23 +103,19 @@ def test_what_cannot_be_re_scored_keeps_its_row_and_names_the_regrade(tmp_path):
 
 
 def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_them(tmp_path):
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    handin(inbox, name="ann.tar")
-    handin(inbox, name="ben.tar", impl="student")
-    handin(inbox, name="cat.tar", edits=SUMMED)
+    inbox = six_handins(tmp_path)  # the reference, the stubs, a bug, a file missing, one not compiling, no tar
     gradebook = str(tmp_path / "out" / "gradebook.csv")
     batch = ("--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv", gradebook)
     first = grade_cmd(*batch)
     assert first.returncode == 0 and "another course" not in first.stdout, first.stdout
     graded = rows(gradebook)
     assert (graded["ann.tar"]["total"], graded["ann.tar"]["max"]) == ("150", "150")
-    assert (graded["cat.tar"]["part7"], graded["ben.tar"]["total"]) == ("0", "0")
+    assert (graded["cat.tar"]["part7"], graded["ben.tar"]["total"], graded["fay.tar"]["total"]) == ("0", "0", "0")
 
     new = course(tmp_path, "[points]\npart2 = 15\npart7 = 20\n", "new.toml")
     again = grade_cmd(*batch, course_file=new)  # nothing to grade; the rows are of the old scale
-    assert "3 handin(s) already graded" in again.stdout
-    assert f"3 of 3 row(s) of {gradebook} were scored under another course (out of 150)" in again.stdout
+    assert "6 handin(s) already graded" in again.stdout
+    assert f"6 of 6 row(s) of {gradebook} were scored under another course (out of 150)" in again.stdout
     assert f"grader/grade --rescore {gradebook}" in again.stdout and "--regrade" in again.stdout
     started = time.monotonic()
     proc = grade_cmd("--rescore", gradebook, course_file=new)
@@ -124,4 +123,10 @@ def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_the
     after = rows(gradebook)
     assert (after["ann.tar"]["total"], after["ann.tar"]["max"]) == ("155", "155")
     assert (after["cat.tar"]["total"], after["cat.tar"]["part7"]) == ("135", "0")
+    assert (after["dan.tar"]["part1"], after["fay.tar"]["total"], after["fay.tar"]["max"]) == ("0", "0", "155")
+    for name, row in graded.items():  # every part scored as the cases scored it, under the new points
+        for p in table.PARTS:
+            share = float(row[p.key]) / table.TABLE_POINTS[p.key]
+            assert float(after[name][p.key]) == pytest.approx(share * {"part2": 15, "part7": 20}.get(p.key, p.points),
+                                                              abs=0.01), (name, p.key)
     assert "another course" not in grade_cmd(*batch, course_file=new).stdout
