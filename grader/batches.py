@@ -248,7 +248,7 @@ def run_batch(args) -> int:
     errors = [s["handin"] for s in b.states() if s["status"] == "grader error"]
     print(f"grade: {len(graded)} handins graded now, {skipped} before; gradebook {args.csv}, reports beside it")
     note = rescore.scale_note(args.csv, b.states())
-    if note:
+    if note and graded:  # said at the start already when nothing was graded since
         print(note)
     if errors:
         print(f"grade: {len(errors)} grader error(s): {', '.join(errors)} (grader/grade --errors {args.csv})")
