@@ -190,3 +190,17 @@ def test_every_environment_variable_the_kit_reads_is_listed_in_one_place():
     ignored = {"PATH", "HOME", "TMPDIR", "BASH_SOURCE"}  # the system's own
     missing = sorted(read - ignored - documented_variables())
     assert not missing, f"docs/course-staff.md, Environment variables, should list {missing}"
+
+
+def test_a_platform_s_grading_takes_the_course_s_time_budget(tmp_path, monkeypatch):
+    from grader import cli
+    (tmp_path / "impl_recipe.json").write_text("{}")
+    (tmp_path / "h.tar").write_bytes(b"")
+    seen = []
+    monkeypatch.setattr(cli, "one_handin", lambda args: seen.append(args.time_budget) or 0)
+    base = [str(tmp_path / "h.tar"), "--build", str(tmp_path)]
+    for extra in (["--platform", "autolab"], ["--platform", "prairielearn"], [], ["--platform", "gradescope",
+                                                                                  "--time-budget", "99"]):
+        assert cli.main(base + extra) == 0
+    assert seen == [table.COURSE.budget("autolab"), table.COURSE.budget("prairielearn"), table.COURSE.budget(None), 99]
+    assert seen[:3] == [55, 27, None] or os.environ.get("KIT_TIME_BUDGET")

@@ -48,19 +48,21 @@ def test_the_copy_s_course_is_the_cut_s(monkeypatch):
     from kit.toml_subset import loads
     with open(f"{dist.KIT}/kit/parts.py") as f:
         parts_source = f.read()
-    for graded, cut, mpi, want in (
-            ("", "handout", None, ([], "openmpi", [], [])),
-            ("part12", "handout", None, (["part12_pipeline"], "openmpi", [], ["part12_pipeline"])),
-            ("1", "autograder", "mpich", (["part11_ring", "part12_pipeline", "part13_ddp"], "mpich", ["grader"],
-                                          ["part11_ring", "part12_pipeline", "part13_ddp"]))):
-        monkeypatch.setenv("KIT_EXTENSIONS", graded)  # read once, when the kit loads
+    try:
+        for graded, cut, mpi, want in (
+                ("", "handout", None, ([], "openmpi", [], [])),
+                ("part12", "handout", None, (["part12_pipeline"], "openmpi", [], ["part12_pipeline"])),
+                ("1", "autograder", "mpich", (["part11_ring", "part12_pipeline", "part13_ddp"], "mpich", ["grader"],
+                                              ["part11_ring", "part12_pipeline", "part13_ddp"]))):
+            monkeypatch.setenv("KIT_EXTENSIONS", graded)  # read once, when the kit loads
+            importlib.reload(parts)
+            shipped = loads(importlib.reload(dist).shipped_course(cut, mpi))
+            assert (shipped["extensions"], shipped["mpi"], shipped["copy"]["holds"],
+                    shipped["copy"]["extension_parts"]) == want, graded
+            assert shipped["time_budget"] == {"autolab": 55, "gradescope": 540, "prairielearn": 27}
+    finally:
+        monkeypatch.delenv("KIT_EXTENSIONS")
         importlib.reload(parts)
-        shipped = loads(importlib.reload(dist).shipped_course(cut, mpi))
-        assert (shipped["extensions"], shipped["mpi"], shipped["copy"]["holds"],
-                shipped["copy"]["extension_parts"]) == want, graded
-        assert shipped["time_budget"] == {"autolab": 55, "gradescope": 540, "prairielearn": 27}
-    monkeypatch.delenv("KIT_EXTENSIONS")
-    importlib.reload(parts)
-    importlib.reload(dist)
+        importlib.reload(dist)
     # The table's source ships as it is: no cut rewrites Python.
     assert "parts.py" not in " ".join(dist.MADE) and open(f"{dist.KIT}/kit/parts.py").read() == parts_source
