@@ -1,5 +1,5 @@
-# The kit's front door. Students: `make test-part1` ... `make test-part9`,
-# `make test`, `make train`, `make handin`.
+# The kit's front door. Students: `make test-partN` (one per part: the
+# handout's parts table), `make test`, `make train`, `make handin`.
 #
 #   make setup             install what the kit needs (Debian/Ubuntu; MPI=mpich adds MPICH)
 #   make build             configure and build everything (the reference too, where there is one)
@@ -50,13 +50,13 @@ IMPL   ?= student
 JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= $(shell tools/find_python)
 
-# What the course's configuration (kit/parts.py) tells make: the default MPI
+# What the course file (course.toml) tells make: the default MPI
 # (KIT_DEFAULT_MPI) and what this copy holds (KIT_HOLDS). Written by
-# Python whenever the table changes; make reads it again after writing it.
+# Python whenever the course or the table changes; make reads it again after writing it.
 # It goes in the build directory named in the environment (the dev
 # container's volume), else in build/: never in a checkout that keeps none.
 KIT_CONFIG_MK := $(or $(BUILD),build)/kit-config.mk
-$(KIT_CONFIG_MK): kit/parts.py
+$(KIT_CONFIG_MK): kit/parts.py kit/course.py course.toml
 	@mkdir -p $(dir $@) && $(PYTHON) -m kit.parts --make > $@.tmp && mv $@.tmp $@
 -include $(KIT_CONFIG_MK)
 
@@ -224,7 +224,7 @@ grade: build
 	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
 	@$(PYTHON) grader/grade $(HANDIN)
 
-STAFF_ONLY = $(if $(and $(filter reference,$(subst $(comma), ,$(KIT_HOLDS))),$(filter staff,$(subst $(comma), ,$(KIT_HOLDS)))),@true,@echo "make $@: staff only (this copy holds no reference/ or staff/: kit/parts.py, HOLDS)"; exit 2)
+STAFF_ONLY = $(if $(and $(filter reference,$(subst $(comma), ,$(KIT_HOLDS))),$(filter staff,$(subst $(comma), ,$(KIT_HOLDS)))),@true,@echo "make $@: staff only (this copy holds no reference/ or staff/: course.toml, [copy] holds)"; exit 2)
 
 grade-reference: build
 	$(STAFF_ONLY)

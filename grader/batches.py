@@ -10,7 +10,11 @@ the same way. So:
   - running the same command again grades only what is missing, or what
     changed (another content, or another kit); --regrade grades everything;
   - the final gradebook depends only on the results, not on how many runs
-    it took; graded.jsonl logs every grading that finished.
+    it took; graded.jsonl logs every grading that finished;
+  - each row carries its maximum and stamps (the kit's, the course's), and
+    a points or visibility change is re-scored from the results, running
+    no handin (grader/rescore.py): a batch that finds rows of another
+    course's scale says so, with the commands.
 Ctrl-C (or SIGTERM) stops the batch: the handins in progress are abandoned
 (their processes killed), and a summary says what was and wasn't graded.
 """
@@ -28,7 +32,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
-from grader import grading, reports
+from grader import grading, reports, rescore
 from kit import parts as table
 from kit.handin_reader import read_handin, unreadable_key
 from kit.paths import KIT_DIR
@@ -64,6 +68,8 @@ def kit_version(build: str) -> str:
                         digest.update(f.read())
     with open(os.path.join(build, "impl_recipe.json"), "rb") as f:
         digest.update(f.read())
+    # The parts graded decide which cases run; their points do not (a re-score).
+    digest.update(",".join(p.key for p in table.PARTS).encode())
     return digest.hexdigest()[:16]
 
 
@@ -157,7 +163,7 @@ class Batch:
         report = reports.human_report(g, self.args.show_hidden) + "\n" + reports.autolab_line(g) + "\n"
         write_atomically(os.path.join(self.out_dir, self.stem(handin) + ".report.txt"), report)
         state = {"handin": g.handin, "key": key, "kit": self.version, "scores": g.scores(), "total": g.total,
-                 "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1)}
+                 "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1), **rescore.kept(g, handin)}
         if self.regrade:
             state["regrade"] = self.regrade
         write_json_atomically(self.state_path(handin), state)
@@ -179,14 +185,22 @@ class Batch:
         return found
 
     def write_gradebook(self) -> None:
-        keys = [p.key for p in table.PARTS]
-        text = io.StringIO()
-        writer = csv.writer(text)
-        writer.writerow(["handin"] + keys + ["total", "status"])
-        for state in sorted(self.states(), key=lambda s: s["handin"]):
-            writer.writerow([state["handin"]] + [fmt(state["scores"].get(k, 0.0)) for k in keys] +
-                            [fmt(state["total"]), state["status"]])
-        write_atomically(self.csv, text.getvalue())
+        write_gradebook(self.csv, self.states())
+
+
+def write_gradebook(path: str, states: List[Dict]) -> None:
+    """One row per handin: its parts, total and status, the maximum it was
+    scored out of, and the stamps of the kit that ran it and of the course
+    that scored it (kit/parts.py, COURSE_STAMP); "?" where a result kept none."""
+    keys = [p.key for p in table.PARTS]
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(["handin"] + keys + ["total", "max", "status", "kit", "course"])
+    for state in sorted(states, key=lambda s: s["handin"]):
+        writer.writerow([state["handin"]] + [fmt(state["scores"].get(k, 0.0)) for k in keys] +
+                        [fmt(state["total"]), state.get("max", "?"), state["status"], state.get("kit", "?"),
+                         state.get("course", "?")])
+    write_atomically(path, text.getvalue())
 
 
 def write_json_atomically(path: str, data) -> None:
@@ -214,6 +228,9 @@ def run_batch(args) -> int:
         print(f"grade: a --regrade begun {unfinished.get('began', 'earlier')} did not finish; this run grades only "
               f"what is missing or changed. To finish the regrade: {resume_command(True)}", flush=True)
     todo, skipped = list(handins), 0
+    note = rescore.scale_note(args.csv, b.states())
+    if note:
+        print(note, flush=True)
     graded: List[str] = []
 
     # Ctrl-C and a plain kill stop the batch cleanly, even when it was started
@@ -271,6 +288,9 @@ def run_batch(args) -> int:
         b.regrade_finished()
     errors = [s["handin"] for s in b.states() if s["status"] == "grader error"]
     print(f"grade: {len(graded)} handins graded now, {skipped} before; gradebook {args.csv}, reports beside it")
+    note = rescore.scale_note(args.csv, b.states())
+    if note and graded:  # said at the start already when nothing was graded since
+        print(note)
     if errors:
         print(f"grade: {len(errors)} grader error(s): {', '.join(errors)} (grader/grade --errors {args.csv})")
     if args.canvas:

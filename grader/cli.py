@@ -1,9 +1,10 @@
 """grader/grade: grades handins of the distributed-training kit.
 
   grader/grade HANDIN.tar [--gradescope results.json] [--prairielearn results.json] [--json report.json]
-               [--time-budget SECONDS] [--hidden-values FILE] [--show-hidden]
+               [--platform NAME | --time-budget SECONDS] [--hidden-values FILE] [--show-hidden]
   grader/grade --batch DIR_OR_GLOB --jobs N --csv gradebook.csv [--regrade]
                [--canvas canvas.csv --roster canvas-export.csv]
+  grader/grade --rescore gradebook.csv      the course's points and visibility, from the kept results
   grader/grade --errors gradebook.csv
 
 One handin: prints a table of parts and, as the last line of standard
@@ -24,7 +25,9 @@ import sys
 import traceback
 from typing import List
 
-from grader import batches, grading, reports
+from grader import batches, grading, reports, rescore
+from kit import parts as table
+from kit.course import PLATFORMS
 from kit.paths import build_dir
 
 
@@ -69,23 +72,18 @@ def one_handin(args) -> int:
     return 0
 
 
-def _env_seconds(name: str):
-    text = os.environ.get(name, "")
-    try:
-        return float(text) if text else None
-    except ValueError:
-        raise SystemExit(f"grade: {name} must be a number of seconds, got {text!r}")
-
-
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(prog="grader/grade", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("handin", nargs="?", help="the handin tarball")
     ap.add_argument("--gradescope", metavar="PATH", help="also write a Gradescope results.json")
     ap.add_argument("--prairielearn", metavar="PATH", help="also write a PrairieLearn results.json")
     ap.add_argument("--json", metavar="PATH", help="also write the full report as JSON")
-    ap.add_argument("--time-budget", type=float, metavar="SECONDS", default=_env_seconds("KIT_TIME_BUDGET"),
-                    help="the seconds the platform gives one grading ($KIT_TIME_BUDGET): the test jobs end in time "
-                         "for the reports, and cases left unrun are named")
+    ap.add_argument("--time-budget", type=float, metavar="SECONDS",
+                    help="the seconds the platform gives one grading (default: $KIT_TIME_BUDGET, else the "
+                         "course's for --platform): the test jobs end in time for the reports, and cases left "
+                         "unrun are named")
+    ap.add_argument("--platform", choices=PLATFORMS,
+                    help="the platform grading: its time budget is the course's (course.toml, [time_budget])")
     ap.add_argument("--kit-stamp", metavar="STAMP",
                     help="the stamp of the kit the platform's assignment was made from (a bundle's kit-stamp.txt): "
                          "a grader image of another kit is a grader error, not a grade")
@@ -107,9 +105,16 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--assignment", default="Distributed training",
                     help="batch: the Canvas column, as Canvas names it, e.g. 'Distributed training (12345)'")
     ap.add_argument("--errors", metavar="GRADEBOOK", help="list the grader errors of a batch's gradebook, and why")
+    ap.add_argument("--rescore", metavar="GRADEBOOK",
+                    help="score a batch's gradebook again under the course's points and visibility, from the "
+                         "results kept beside it: no handin runs")
     args = ap.parse_args(argv)
     if args.errors:
         return batches.list_errors(args.errors)
+    if args.rescore:
+        return rescore.rescore(args.rescore, args.show_hidden)
+    if args.time_budget is None:
+        args.time_budget = table.COURSE.budget(args.platform)
     if args.canvas and not args.roster:
         ap.error("--canvas needs --roster (Canvas's gradebook export)")
     if args.time_budget is not None and args.time_budget < 10:

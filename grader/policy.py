@@ -1,4 +1,5 @@
-"""What students see of the cases they fail: the one place staff set it.
+"""What students see of the cases they fail, as the course sets it
+(course.toml, [visibility]; kit/course.py checks the values).
 
 For public and hidden cases separately, `show` says what the human report,
 the Autolab output and Gradescope's visible fields contain for a failing
@@ -19,7 +20,8 @@ case's messages either.
 """
 from dataclasses import dataclass
 
-LEVELS = ("messages", "names", "counts", "nothing")
+from kit.course import LEVELS
+from kit.parts import COURSE
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,12 @@ class Visibility:
     after_due_date: bool
 
 
-PUBLIC = Visibility(show="messages", after_due_date=False)
-HIDDEN = Visibility(show="counts", after_due_date=False)
+PUBLIC = Visibility(show=COURSE.public, after_due_date=COURSE.public_after_due_date)
+HIDDEN = Visibility(show=COURSE.hidden, after_due_date=False)
 
 # Gradescope's own setting for the autograder's whole output (its stdout):
 # "visible", "hidden", "after_due_date" or "after_published".
-STDOUT_VISIBILITY = "visible"
+STDOUT_VISIBILITY = COURSE.gradescope_stdout
 
 EVERYTHING = Visibility(show="messages", after_due_date=False)
 
@@ -44,6 +46,6 @@ def for_case(hidden: bool, show_hidden: bool = False) -> Visibility:
     return HIDDEN if hidden else PUBLIC
 
 
-assert PUBLIC.show in LEVELS and HIDDEN.show in LEVELS, "policy.py: show must be one of " + ", ".join(LEVELS)
-assert HIDDEN.show in ("counts", "nothing") and not HIDDEN.after_due_date, \
-    "policy.py: a hidden case is shown to students as counts or nothing, never after the due date"
+# kit/course.py refuses a course file that breaks these; a policy that did
+# would show hidden values to students.
+assert PUBLIC.show in LEVELS and HIDDEN.show in ("counts", "nothing") and not HIDDEN.after_due_date

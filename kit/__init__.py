@@ -5,6 +5,8 @@ student commands. `python3 -m kit --help` lists the commands; the Makefile
 calls them.
 
   parts          the table of parts, files, rank counts and time limits
+  course         the course file (course.toml): its choices, checked, with the environment's overrides
+  toml_subset    the course file's reader (the part of TOML it needs, on any Python 3.8+)
   paths          the kit's directory and the build directory
   records        the results file's format (defined in tests/records.h)
   jobs           one MPI job of the test binary; its records as outcomes
@@ -20,5 +22,6 @@ calls them.
   explore        `make explore`
   trace          `make trace`: a trace file as a PNG timeline
   check_handout  the handout agrees with the headers, the Makefile and the table
+  handout_text   what the handout says of parts and points, made from the table and the course
   report         formatting shared by the runner and the grader
 """

@@ -8,6 +8,7 @@
   trace          draw a trace file as a PNG timeline (make trace)
   check-handout  check the handout against the headers, the Makefile and the table
   parts          print the parts table
+  course         check the course file (course.toml) and print the course as it takes effect
   ring           time the allreduces of Part 11, an extension part (make mpi-demo CASE=ring)
 """
 import importlib
@@ -15,7 +16,7 @@ import sys
 
 COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore",
             "static-check": "kit.static_checks", "link-check": "kit.link_check",
-            "check-handout": "kit.check_handout", "parts": "kit.parts", "trace": "kit.trace",
+            "check-handout": "kit.check_handout", "parts": "kit.parts", "course": "kit.course", "trace": "kit.trace",
             "ring": "kit.ring"}
 
 

@@ -4,9 +4,12 @@ headers student files see), so the
 handout cannot drift from the headers. Also checks that every `make TARGET`
 the handout or the Makefile's own notes name is a target of the Makefile as
 students get it (its staff-only regions cut), that every part of the table
-has its section, and that the handout is self-contained: every README
-section and README file a shipped file points to is in the handout. Run by
-CTest (framework/handout), and by staff/dist.py in the cut handout.
+has its section, that what it says of parts and points agrees with the
+table and the course (kit/handout_text.py makes it: in the kit's own
+template it checks the text as made, in a cut the text itself), and that
+the handout is self-contained: every README section and README file a
+shipped file points to is in the handout. Run by CTest (framework/handout),
+and by staff/dist.py in the cut handout.
 
   python3 -m kit check-handout
 """
@@ -16,7 +19,7 @@ from typing import List, Set, Tuple
 
 # What the student handout holds: these folders whole and these files (the
 # handout's README becomes its top-level README.md). staff/dist.py cuts it.
-SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", ".gitignore",
+SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", "course.toml", ".gitignore",
            "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
            "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
 # The Makefile's staff-only regions, which the handout's Makefile leaves out,
@@ -126,6 +129,7 @@ def readme_references(root: str, handout: str) -> Tuple[List[str], int]:
     return problems, checked
 
 from kit import parts as table
+from kit.handout_text import HandoutError, render
 from kit.paths import KIT_DIR as KIT, PUBLIC_HEADERS_DIR
 DECL = re.compile(r"((?:static\s+|explicit\s+)?[\w:<>,\s\*&]+?\b(\w+)\s*\(([^;{}]*)\)\s*(?:const\s*)?);")
 
@@ -150,6 +154,26 @@ def declarations(code: str):
     return found
 
 
+def agreement(handout: str, parts) -> Tuple[List[str], int]:
+    """What the handout says of `parts` (the graded ones) against the table:
+    a row of the parts table each, with its points and command; the total."""
+    problems, checked = [], 0
+    for p in parts:
+        checked += 1
+        row = re.search(rf"^\| \d+ \| {re.escape(p.key)} \|.*$", handout, re.M)
+        cells = [c.strip() for c in row.group().strip("|").split("|")] if row else []
+        if len(cells) != 6 or cells[3] != str(p.points) or cells[5] != f"`make test-{p.key.split('_')[0]}`":
+            problems.append(f"the handout's parts table should have a row for {p.key} with {p.points} points and "
+                            f"`make test-{p.key.split('_')[0]}`, has {row.group() if row else 'none'}")
+    total = sum(p.points for p in parts)
+    said = set(re.findall(r"`total: X / (\d+) points`", handout))
+    checked += 1
+    if said != {str(total)}:
+        problems.append(f"the handout should give the total as `total: X / {total} points`, gives "
+                        f"{', '.join(sorted(said)) or 'none'}")
+    return problems, checked
+
+
 def main(argv: List[str]) -> int:
     headers = ""
     for name in sorted(os.listdir(PUBLIC_HEADERS_DIR)):
@@ -158,8 +182,20 @@ def main(argv: List[str]) -> int:
                 headers += f.read() + "\n"
     header_decls = declarations(headers)
     with open(os.path.join(KIT, "handout", "README.md")) as f:
-        handout = f.read()
+        source = f.read()
     problems, checked = [], 0
+    try:
+        handout = render(source, table.PARTS, table.built_parts())
+    except HandoutError as e:
+        problems.append(f"handout/README.md: {e}")
+        handout = source
+    if "staff" not in table.CONFIGURATION.holds and handout != source:  # a cut: made for its course already
+        problems.append("the handout's text does not agree with the parts table and course.toml: make handout "
+                        "makes it so")
+    checked += 1
+    found, count = agreement(handout, table.PARTS)
+    problems += found
+    checked += count
     for block in re.findall(r"```cpp\n(.*?)```", handout, re.S):
         for name, decls in declarations(block).items():
             for decl in decls:

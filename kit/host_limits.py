@@ -156,8 +156,9 @@ class ResourceFailure(Exception):
 RAISE = {
     "memory": ("raise the memory (Gradescope: the autograder's memory setting; PrairieLearn: the grader host's "
                "graderDockerMemory; Autolab: the image's docker -m; docker/podman: --memory)"),
-    "time": ("raise the grading time (PrairieLearn: externalGradingOptions.timeout with KIT_TIME_BUDGET; Autolab: "
-             "the assessment's autograding timeout; Gradescope: the autograder timeout; grader/grade --time-budget)"),
+    "time": ("raise the grading time (the course's time budget, course.toml [time_budget], then make autograder; "
+             "Autolab: also the assessment's autograding timeout; Gradescope: the autograder timeout; "
+             "grader/grade --time-budget)"),
     "CPU": "raise the CPU quota (docker/podman: --cpus; PrairieLearn: graderDockerCpuQuota)",
     "processes": "raise it (Autolab: Tango's VM_ULIMIT_USER_PROC; docker/podman: --pids-limit or --ulimit nproc)",
     "file size": "raise it (Autolab: Tango's VM_ULIMIT_FILE_SIZE; ulimit -f)",

@@ -1,10 +1,11 @@
-"""The one table of graded parts, and the kit's other facts about its cases,
-with the course's configuration: which extension parts it grades, which
-MPI its builds use, and what this copy of the kit holds.
+"""The one table of graded parts, and the kit's other facts about its cases.
+The course's choices (which extension parts it grades, points other than
+the table's, which MPI its builds use, what this copy of the kit holds)
+are data in course.toml (kit/course.py), applied here when the table loads.
 
 `make test-partN`, `make test`, CTest, the grader, the test binary and the
-staff tools all read it; change points, cases, rank counts, time limits,
-files or the configuration here and nowhere else.
+staff tools all read it; change cases, rank counts, time limits or files
+here and nowhere else, and a course's points in course.toml.
   - CMake runs `python3 -m kit.parts --cmake FILE --cpp FILE` when it
     configures: the part keys, the sources and programs of the parts this
     copy holds, the student files and the test sources for the build, and
@@ -20,62 +21,25 @@ files or the configuration here and nowhere else.
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from typing import Dict, List, Tuple
+
+from kit import course as courses
 
 # The files a student edits and hands in (in handin order): three, and each
 # graded extension part's own (IMPL_FILES, below).
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
 RING, PIPELINE, DDP = "ring_collectives.cpp", "pipeline_parallel.cpp", "ddp_buckets.cpp"
 
-# ---- the course's configuration (SPEC §7); staff/dist.py writes these three lines into each cut ----
-# The extension parts this copy holds, each graded (True: in every output, the
-# handout and make handin) or not (False: built and run by make test-partN
-# here, left out of a cut). KIT_EXTENSIONS overrides the graded ones for one
-# command: 1 (all), 0 (none), or a list of keys (part11_ring,part13_ddp).
-EXTENSIONS = {"part11_ring": False, "part12_pipeline": False, "part13_ddp": False}
-# The MPI a build uses unless MPI=... (make) or KIT_MPI says otherwise: "openmpi" or "mpich".
-MPI = "openmpi"
-# What this copy holds beyond a student's handout: "reference" (the
-# solution), "grader" (grader/ with its hidden cases), "staff" (staff/, the
-# kit's self-test).
-HOLDS = ("reference", "grader", "staff")
-# ---- end of the course's configuration ----
-MPIS = ("openmpi", "mpich")
-HOLDINGS = ("reference", "grader", "staff")
-
-
 @dataclass(frozen=True)
 class Configuration:
-    """The configuration one command runs under: the table's lines above,
-    with KIT_EXTENSIONS and KIT_MPI applied."""
+    """The configuration one command runs under: the course file's
+    (course.toml, kit/course.py), with KIT_EXTENSIONS and KIT_MPI applied."""
     graded: Tuple[str, ...]  # the extension parts graded, in the table's order
     held: Tuple[str, ...]    # the extension parts this copy holds (built, whether graded or not)
     mpi: str
     holds: Tuple[str, ...]
-
-
-def configuration() -> Configuration:
-    held = tuple(EXTENSIONS)
-    text = os.environ.get("KIT_EXTENSIONS", "").strip()
-    if text == "":
-        graded = tuple(k for k in held if EXTENSIONS[k])
-    elif text in ("0", "1"):
-        graded = held if text == "1" else ()
-    else:
-        # A key, or its number alone: part13 stands for part13_ddp.
-        asked = {k.strip(): [h for h in held if h == k.strip() or h.startswith(k.strip() + "_")]
-                 for k in text.split(",") if k.strip()}
-        unknown = [k for k, found in asked.items() if not found]
-        if unknown:
-            raise SystemExit(f"KIT_EXTENSIONS must be 1, 0 or a list of extension parts this copy holds "
-                             f"({', '.join(held) or 'none'}), got {', '.join(unknown)}")
-        graded = tuple(k for k in held if any(k in found for found in asked.values()))
-    mpi = os.environ.get("KIT_MPI") or MPI
-    if mpi not in MPIS:
-        raise SystemExit(f"KIT_MPI must be one of {', '.join(MPIS)}, got {mpi!r}")
-    return Configuration(graded, held, mpi, tuple(HOLDS))
 
 
 # Time limits, in seconds.
@@ -169,8 +133,9 @@ class Part:
     # Case globs that gate the part: if one of them fails, the part scores 0
     # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
     gates: Tuple[str, ...] = ()
-    extension: bool = False      # graded only where the configuration says so (EXTENSIONS)
+    extension: bool = False      # graded only where the course says so (course.toml, extensions)
     adds: Adds = field(default_factory=Adds)
+    functions: Tuple[str, ...] = ()  # what a student implements, as the handout's parts table names it
 
     def public_runs(self) -> Tuple[Run, ...]:
         return tuple(r for r in self.runs if not r.hidden)
@@ -186,15 +151,20 @@ class Part:
         ship with the handout, so returning them earns nothing the hidden
         cases don't confirm. Correct code passes both, and loses nothing."""
         mine = {c: ok for c, ok in results.items() if self.owns(c)}
-        if self.gate_failed(mine) or not mine:
-            return 0.0
         public = [ok for c, ok in mine.items() if not is_hidden(c)]
         hidden = [ok for c, ok in mine.items() if is_hidden(c)]
+        return self.score_counts(sum(public), len(public), sum(hidden), len(hidden), bool(self.gate_failed(mine)))
+
+    def score_counts(self, public_passed: int, public: int, hidden_passed: int, hidden: int, gated: bool) -> float:
+        """The same from the counts alone, which a gradebook keeps: a re-score
+        (grader/rescore.py) runs no case."""
+        if gated or not public + hidden:
+            return 0.0
         if not hidden:
-            return self.points * sum(public) / len(mine)
-        confirmed = sum(hidden) / len(hidden)
-        return self.points * (len(public) * min(sum(public) / max(len(public), 1), confirmed)
-                              + sum(hidden)) / len(mine)
+            return self.points * public_passed / public
+        confirmed = hidden_passed / hidden
+        return self.points * (public * min(public_passed / max(public, 1), confirmed) + hidden_passed) / \
+            (public + hidden)
 
     def unconfirmed(self, results: Dict[str, bool]) -> bool:
         """Every public case passes and every hidden case fails: public answers
@@ -231,12 +201,12 @@ def hidden(run: Run, ranks: int) -> Run:
     return Run("Hidden" + run.filter, ranks, run.case_seconds, run.job_seconds, hidden=True)
 
 
-def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None) -> Part:
+def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None, functions=()) -> Part:
     """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one
     per run); an extension part when it says what it adds to the kit."""
     runs = tuple(runs)
     return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
-                tuple(files), tuple(tests), tuple(gates), adds is not None, adds or Adds())
+                tuple(files), tuple(tests), tuple(gates), adds is not None, adds or Adds(), tuple(functions))
 
 
 def test_file(name: str) -> str:
@@ -245,34 +215,41 @@ def test_file(name: str) -> str:
 
 ALL_PARTS: List[Part] = [
     part("part1", "data split", 10, [Run("Part1DataSplit.*", 1)], [1], [SPLIT], [test_file("test_part1_data_split.cpp")],
-         "Part 1"),
+         "Part 1", functions=["split_data"]),
     part("part2", "layer initialization", 20, [Run("Part2GetInfo.*", 8)], [8], [FUNC],
-         [test_file("test_part2_get_info.cpp")], "Part 2"),
+         [test_file("test_part2_get_info.cpp")], "Part 2", functions=["get_info"]),
     part("part3", "naive TP forward", 15, [Run("Part3NaiveForward.*", 4)], [8], [FUNC],
-         [test_file("test_part3_naive_forward.cpp")], "Part 3"),
+         [test_file("test_part3_naive_forward.cpp")], "Part 3",
+         functions=["naive_collect_forward_input", "naive_collect_forward_output"]),
     part("part4", "Megatron TP forward", 15, [Run("Part4MegatronForward.*", 4)], [8], [FUNC],
-         [test_file("test_part4_megatron_forward.cpp")], "Part 4"),
+         [test_file("test_part4_megatron_forward.cpp")], "Part 4",
+         functions=["megatron_collect_forward_input", "megatron_collect_forward_output"]),
     part("part5", "naive TP backward", 20, [Run("Part5NaiveBackward.*", 4)], [8], [FUNC],
-         [test_file("test_part5_naive_backward.cpp")], "Part 5"),
+         [test_file("test_part5_naive_backward.cpp")], "Part 5",
+         functions=["naive_collect_backward_output", "naive_collect_backward_x"]),
     part("part6", "Megatron TP backward", 10, [Run("Part6MegatronBackward.*", 4)], [8], [FUNC],
-         [test_file("test_part6_megatron_backward.cpp")], "Part 6"),
+         [test_file("test_part6_megatron_backward.cpp")], "Part 6",
+         functions=["megatron_collect_backward_output", "megatron_collect_backward_x"]),
     part("part7", "DP gradient averaging", 10, [Run("Part7WeightGrad.*", 4)], [8], [FUNC],
-         [test_file("test_part7_weight_grad.cpp")], "Part 7"),
+         [test_file("test_part7_weight_grad.cpp")], "Part 7", functions=["collect_weight_grad"]),
     part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition.*", 1), Run("Part8Forward.*", 4)], [1, 8],
-         [ZERO], [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"]),
+         [ZERO], [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"],
+         functions=["partition_flat_tensor", "forward"]),
     part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward.*", 4)], [8], [ZERO],
-         [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"]),
+         [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"],
+         functions=["backward"]),
     part("part9", "ZeRO-3 sharded Adam", 10,
          [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
-         [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9"),
+         [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9",
+         functions=["ZeroDPAdam::step"]),
     # The extension parts: one suite per rank count (a case runs on its run's ranks).
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
-         [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11",
+         [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11", functions=["naive_allreduce", "ring_allreduce"],
          adds=Adds(programs=("ring_timing",), hidden=("grader/hidden/hidden_ring.cpp",),
                    other=("framework/include/ring_collectives.h", "framework/ring_calls.h", "tests/ring_checks.h",
                           "kit/ring.py"))),
     part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
-         [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12",
+         [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12", functions=["pipeline_step"],
          adds=Adds(framework=("framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp"),
                    programs=("pipeline_train",), unit_tests=("tests/test_pipeline_schedule.cpp",),
                    hidden=("grader/hidden/hidden_pipeline.cpp",),
@@ -280,18 +257,23 @@ ALL_PARTS: List[Part] = [
                           "framework/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"),
                    explore="explore_pipeline")),
     part("part13_ddp", "gradient buckets and overlap", 20, [Run(f"Part13Ddp{n}.*", n) for n in (1, 2, 4)],
-         [1, 2, 4], [DDP], [test_file("test_part13_ddp.cpp")], "Part 13",
+         [1, 2, 4], [DDP], [test_file("test_part13_ddp.cpp")], "Part 13", functions=["plan_buckets", "GradientBuckets"],
          adds=Adds(framework=("framework/ddp_model.cpp",), programs=("ddp_train", "request_progress"),
                    hidden=("grader/hidden/hidden_ddp.cpp",),
                    other=("framework/include/ddp.h", "framework/ddp_model.h", "framework/ddp_calls.h",
                           "tests/ddp_checks.h", "kit/explore_ddp.py"),
                    explore="explore_ddp")),
 ]
-if not set(EXTENSIONS) <= {p.key for p in ALL_PARTS if p.extension}:
-    raise SystemExit(f"kit/parts.py: EXTENSIONS names {sorted(EXTENSIONS)}, not all of them extension parts of the "
-                     "table")
-
-CONFIGURATION = configuration()
+# The table's own points; a course may give a part others (course.toml, [points]).
+TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}
+try:
+    COURSE = courses.load([p.key for p in ALL_PARTS], [p.key for p in ALL_PARTS if p.extension])
+except courses.CourseError as e:
+    raise SystemExit(f"the course file is not valid (python3 -m kit course checks it):\n{e}")
+ALL_PARTS = [replace(p, points=COURSE.points.get(p.key, p.points)) for p in ALL_PARTS]
+CONFIGURATION = Configuration(COURSE.extensions, COURSE.held, COURSE.mpi, COURSE.holds)
+MPI = COURSE.file_mpi   # the default MPI of make and CMake (KIT_MPI, make's MPI=..., chooses for one command)
+HOLDS = COURSE.holds
 
 
 def extension_paths(keys) -> List[str]:
@@ -302,6 +284,8 @@ def extension_paths(keys) -> List[str]:
 # The graded parts: the assignment's, and the extension parts the configuration grades.
 PARTS: List[Part] = [p for p in ALL_PARTS if not p.extension or p.key in CONFIGURATION.graded]
 TOTAL_POINTS = sum(p.points for p in PARTS)
+# The scale of a gradebook row graded under this course (grader/batches.py).
+COURSE_STAMP = courses.stamp({p.key: p.points for p in PARTS}, COURSE)
 IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys([FUNC, SPLIT, ZERO] + [f for p in PARTS for f in p.files]))
 
 # The kit's own checks that are no part (CTest runs them on the reference,
@@ -445,6 +429,7 @@ def main(argv: List[str]) -> int:
     if args.make:
         sys.stdout.write(make_text())
     if not (args.cmake or args.cpp or args.make):
+        # The runs of each part; `python3 -m kit course` prints the course.
         for p in PARTS:
             runs = ", ".join(f"{r.filter} on {r.ranks}" + (" (hidden)" if r.hidden else "") for r in p.runs)
             print(f"{p.key:<15} {p.points:>3}  {p.title:<22} {'/'.join(p.files):<30} {runs}")

@@ -46,7 +46,7 @@ def run(build: str, impl: str, ranks: int, out: str) -> Optional[List[Dict]]:
     program = os.path.join(build, impl, "ring_timing")
     if not os.path.exists(program):
         print(f"kit ring: {program} is not built: make build builds it where this copy holds Part 11 "
-              f"(kit/parts.py, EXTENSIONS)")
+              f"(course.toml, [copy] extension_parts)")
         return None
     log = os.path.join(out, f"ring-n{ranks}.log")
     proc = subprocess.run([KITRUN, "-n", str(ranks), program], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

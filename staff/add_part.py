@@ -30,9 +30,10 @@ SKIPPED = {".git", "build", "dist", "__pycache__", "handin.tar"}
 DECLARATION = "namespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm);  // (B, D) -> (B, D)\n}\n"
 EDITS = {
     # 1. the table row
-    "kit/parts.py": ("\n]\nif not set(EXTENSIONS)",
+    "kit/parts.py": ("\n]\n# The table's own points",
                      f'\n    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part14Toy.*", 2)], [4], [FUNC],\n'
-                     f'         [test_file("test_part14_toy.cpp")], "{SECTION}"),\n]\nif not set(EXTENSIONS)'),
+                     f'         [test_file("test_part14_toy.cpp")], "{SECTION}", functions=["toy_sum"]),\n]\n'
+                     "# The table's own points"),
     # 3. the stub and the solution
     "student/func_impl.cpp": None, "reference/func_impl.cpp": None,
     # 4. a hidden case
@@ -159,6 +160,10 @@ def checks(kit: str) -> List[str]:
             problems.append("the handout lacks tests/test_part14_toy.cpp")
         if f"## {SECTION}" not in readme or "throw NotImplemented(\"toy_sum\"" not in stub:
             problems.append("the handout lacks the new section or the new stub")
+        # Its row of the parts table and its total, made from the table (kit/handout_text.py).
+        if f"| 14 | {KEY} | `toy_sum` | {POINTS} | 2 | `make test-part14` |" not in readme or \
+                f"`total: X / {total} points`" not in readme or f"[{SECTION}](#" not in readme:
+            problems.append("the handout's parts table, total or Contents lacks the new part")
         if any("/reference/" in n or "/staff/" in n for n in names):
             problems.append("the handout ships reference/ or staff/")
     check = in_copy([sys.executable, "-m", "kit", "check-handout"], kit)

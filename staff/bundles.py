@@ -12,8 +12,8 @@
 Every platform builds the kit once, when its image is built
 (grader/platforms/prepare-image), and then compiles only a submission's
 files for each grading. Each bundle holds the kit's shipped folders plus
-grader/ (without its own tests), kit/parts.py carrying the course's
-switch as it is for this command, and kit-stamp.txt: a hash of those
+grader/ (without its own tests), its own course.toml carrying the course
+as it is for this command, and kit-stamp.txt: a hash of those
 files, which the grader compares with the stamp the platform hands it,
 so that an image left from an older kit is a grader error, not a grade.
 Nothing under reference/, staff/ or .ci/ ships (staff/dist.py).
@@ -28,25 +28,23 @@ import tarfile
 import zipfile
 from typing import Dict, List
 
-from kit.parts import IMPL_FILES, configuration, extension_paths
-from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_configuration
+from kit.parts import COURSE, CONFIGURATION, IMPL_FILES, extension_paths
+from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_course
 
 PLATFORMS = os.path.join("grader", "platforms")
-# The seconds each platform gives a grading by default, and the share the
-# grader keeps of it (KIT_TIME_BUDGET): PrairieLearn's 30 s timeout counts
-# the container's start; Gradescope's is 10 minutes.
-PRAIRIELEARN_TIMEOUT, PRAIRIELEARN_BUDGET = 30, 27
-GRADESCOPE_BUDGET = 540
+# PrairieLearn's timeout counts the container's start too: the question's
+# timeout is the course's budget for a grading plus this.
+PRAIRIELEARN_START_SECONDS = 3
 
 
 def kit_files() -> Dict[str, bytes]:
     """The bundles' copy of the kit: name -> content, without the files of
-    the extension parts the course does not grade, and kit/parts.py holding
-    the course's configuration as it is for this command."""
-    course = configuration()
+    the extension parts the course does not grade, and course.toml holding
+    the course as it is for this command."""
+    course = CONFIGURATION
     left_out = set(extension_paths([k for k in course.held if k not in course.graded]))
     files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER) if f not in left_out}
-    files["kit/parts.py"] = shipped_configuration("autograder").encode()
+    files["course.toml"] = shipped_course("autograder").encode()
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name] + b"\0")
@@ -104,8 +102,7 @@ KIT="$ROOT/source/dtrain-kit"
 mkdir -p "$ROOT/results"
 rm -f "$ROOT/results/results.json"
 handin=$("$KIT/grader/platforms/pack-submission" "$ROOT/submission" "$ROOT/packed-handin.tar")
-python3 "$KIT/grader/grade" "$handin" --gradescope "$ROOT/results/results.json" \\
-  --time-budget "${{KIT_TIME_BUDGET:-{GRADESCOPE_BUDGET}}}"
+python3 "$KIT/grader/grade" "$handin" --gradescope "$ROOT/results/results.json" --platform gradescope
 status=$?
 # The grader writes results.json even when it fails inside; if Python itself
 # could not run it, say so rather than leave Gradescope a bare failure.
@@ -133,8 +130,8 @@ def prairielearn_info(image: str) -> Dict:
             "externalGradingOptions": {
                 "enabled": True, "image": image,
                 "entrypoint": "/opt/dtrain-kit/grader/platforms/prairielearn/entrypoint",
-                "serverFilesCourse": ["dtrain-kit/"], "timeout": PRAIRIELEARN_TIMEOUT,
-                "environment": {"KIT_TIME_BUDGET": str(PRAIRIELEARN_BUDGET)}}}
+                "serverFilesCourse": ["dtrain-kit/"],
+                "timeout": int(COURSE.budgets["prairielearn"] + PRAIRIELEARN_START_SECONDS), "environment": {}}}
 
 
 def autolab(files: Dict[str, bytes]) -> None:

@@ -9,6 +9,10 @@ helpers (tools/), with handout/README.md as their README and the Makefile
 without its staff-only regions. The autograder bundles add grader/ (without
 its own tests) and keep the whole Makefile. Nothing under reference/,
 staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
+Each copy gets a course file of its own (shipped_course): the course as it
+is for this command. What the handout says of parts and points is made
+for the course (kit/handout_text.py); a handout that fails its check is
+removed, so dist/ never holds one.
 """
 import argparse
 import io
@@ -22,8 +26,11 @@ import tempfile
 import time
 from typing import List, Optional
 
+from kit import course as courses
 from kit.check_handout import SHIPPED, files_under, students_makefile
-from kit.parts import ALL_PARTS, CONFIGURATION, IMPL_FILES, MPI, TOTAL_POINTS, configuration, extension_paths
+from kit.handout_text import HandoutError, for_the_course as cut_text, render, render_feedback
+from kit.parts import (ALL_PARTS, COURSE, CONFIGURATION, IMPL_FILES, MPI, PARTS, TABLE_POINTS, TOTAL_POINTS,
+                       built_parts, extension_paths)
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
@@ -68,61 +75,29 @@ def run(cmd, cwd, timeout=900, env=None) -> subprocess.CompletedProcess:
 OWN_SWITCH = {k: v for k, v in os.environ.items() if k != "KIT_EXTENSIONS"}
 
 
-# The handout's text (README, feedback.txt) marks what depends on the
-# extension parts the course grades: a part's own text, what only a course
-# that grades some extension part says, and what only one that grades none
-# says. The cut keeps the regions that fit the course and drops the markers.
-PART_BEGIN, PART_END = "<!-- extension part: ", "<!-- end of extension part -->"
-ANY_BEGIN, ANY_END = "<!-- extension parts -->", "<!-- end of extension parts -->"
-NONE_BEGIN, NONE_END = "<!-- without the extension parts -->", "<!-- end of without the extension parts -->"
-
-
 def for_the_course(text: str, graded) -> str:
     """The handout's text as a course that grades the extension parts
-    `graded` (keys) hands it out."""
-    out, inside, keep = [], None, True
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        bare = line.strip()
-        opens = {ANY_BEGIN: (ANY_END, bool(graded)), NONE_BEGIN: (NONE_END, not graded)}.get(bare)
-        if bare.startswith(PART_BEGIN) and bare.endswith(" -->"):
-            opens = (PART_END, bare[len(PART_BEGIN):-len(" -->")] in graded)
-        if opens:
-            if inside:
-                raise SystemExit(f"dist: line {number}: '{bare}' opens inside a region that ends with '{inside}'")
-            inside, keep = opens
-        elif bare in (PART_END, ANY_END, NONE_END):
-            if inside != bare:
-                raise SystemExit(f"dist: line {number}: '{bare}' ends a region that never opened")
-            inside, keep = None, True
-        elif keep:
-            out.append(line)
-    if inside:
-        raise SystemExit(f"dist: a region that ends with '{inside}' never ends")
-    return "".join(out)
+    `graded` (keys) hands it out (kit/handout_text.py)."""
+    try:
+        return cut_text(text, graded)
+    except HandoutError as e:
+        raise SystemExit(f"dist: {e}")
 
 
-def shipped_configuration(cut: str, mpi: Optional[str] = None) -> str:
-    """kit/parts.py as a cut holds it: the extension parts the course grades
-    now (the table's, or KIT_EXTENSIONS's), all on, and no other; the MPI
-    `mpi` (default: the configuration's); and what the cut holds beyond the
-    handout ("handout": nothing; "autograder": the grader). So the copy's
-    make handin, make test and grader agree with the cut, whatever
-    KIT_EXTENSIONS made it."""
+def shipped_course(cut: str, mpi: Optional[str] = None) -> str:
+    """The course file of a cut: the extension parts the course grades now
+    (the course file's, or KIT_EXTENSIONS's), held and graded, and no
+    other; its points, visibility and time budgets; the MPI `mpi` (default:
+    the course file's); and what the cut holds beyond the handout
+    ("handout": nothing; "autograder": the grader). So the copy's make
+    handin, make test and grader agree with the cut, whatever override made it."""
     holds = {"handout": (), "autograder": ("grader",)}[cut]
-    graded = configuration().graded
-    with open(os.path.join(KIT, "kit", "parts.py")) as f:
-        text = f.read()
-    lines = {"EXTENSIONS": "{" + ", ".join(f"{k!r}: True" for k in graded).replace("'", '"') + "}",
-             "MPI": f'"{mpi or MPI}"', "HOLDS": "(" + "".join(f'"{h}", ' for h in holds).rstrip(" ") + ")"}
-    for name, value in lines.items():
-        text, n = re.subn(rf"^{name} = .*$", f"{name} = {value}", text, flags=re.M)
-        if n != 1:
-            raise SystemExit(f"dist: kit/parts.py has no line '{name} = ...' (the course's configuration)")
-    return text
+    points = {k: n for k, n in COURSE.points.items() if k in {p.key for p in PARTS}}
+    return courses.text(COURSE, points, holds, CONFIGURATION.graded, mpi or MPI)
 
 
 # Files whose shipped text is made for the cut, not copied.
-MADE = ("Makefile", "handout/README.md", "feedback.txt", "kit/parts.py", "tests/expected_values.txt")
+MADE = ("Makefile", "handout/README.md", "feedback.txt", "course.toml", "tests/expected_values.txt")
 
 
 def public_values() -> str:
@@ -139,26 +114,54 @@ def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> in
     # Nothing of an extension part the course does not grade.
     left_out = set(extension_paths([k for k in CONFIGURATION.held if k not in graded]))
     files = [f for f in files_of(COMMON) if f not in left_out]
-    with open(os.path.join(KIT, "handout", "README.md")) as f:
-        readme = for_the_course(f.read(), graded)
-    with open(os.path.join(KIT, "feedback.txt")) as f:
-        feedback = for_the_course(f.read(), graded)
+    try:
+        with open(os.path.join(KIT, "handout", "README.md")) as f:
+            readme = render(for_the_course(f.read(), graded), PARTS, built_parts())
+        with open(os.path.join(KIT, "feedback.txt")) as f:
+            feedback = render_feedback(for_the_course(f.read(), graded), readme)
+    except HandoutError as e:
+        raise SystemExit(f"dist: {e}")
     with open(os.path.join(KIT, "Makefile")) as f:
         # Students get the Makefile without its staff-only targets (grade,
         # handout, check, ...), which need what the handout doesn't hold.
         makefile, cut = students_makefile(f.read(), graded)
-    with tarfile.open(out, "w:gz") as tar:
-        add_tree(tar, [f for f in files if f not in MADE], "dtrain-kit")
-        add_text(tar, "dtrain-kit/Makefile", makefile.encode())
-        add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
-        add_text(tar, "dtrain-kit/kit/parts.py", shipped_configuration("handout").encode())
-        add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values().encode())
-        for name in ("README.md", "handout/README.md"):
-            add_text(tar, f"dtrain-kit/{name}", readme.encode())
-    print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
-    print(f"dist: wrote {os.path.relpath(out, KIT)} ({len(files) + 1} files; extension parts graded: "
-          f"{', '.join(graded) or 'none'})")
-    return verify_handout(out) if verify else 0
+    # Written beside its place and moved there once checked: a handout
+    # that fails its check never stays in dist/.
+    partial = out + ".unchecked"
+    try:
+        with tarfile.open(partial, "w:gz") as tar:
+            add_tree(tar, [f for f in files if f not in MADE], "dtrain-kit")
+            add_text(tar, "dtrain-kit/Makefile", makefile.encode())
+            add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
+            add_text(tar, "dtrain-kit/course.toml", shipped_course("handout").encode())
+            add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values().encode())
+            for name in ("README.md", "handout/README.md"):
+                add_text(tar, f"dtrain-kit/{name}", readme.encode())
+        print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
+        print(f"dist: made the handout ({len(files) + 1} files; extension parts graded: {', '.join(graded) or 'none'}; "
+              f"{TOTAL_POINTS} points" + (f"; points other than the table's: " + ", ".join(
+                  f"{p.key} {p.points}" for p in PARTS if p.points != TABLE_POINTS[p.key]) if any(
+                  p.points != TABLE_POINTS[p.key] for p in PARTS) else "") + ")")
+        status = verify_handout(partial) if verify else 0
+    except BaseException:
+        remove(partial)
+        raise
+    remove(out)
+    if status:
+        remove(partial)
+        print(f"dist: no handout written ({os.path.relpath(out, KIT)} removed): fix what the check found, then "
+              "make handout again")
+        return status
+    os.replace(partial, out)
+    print(f"dist: wrote {os.path.relpath(out, KIT)}")
+    return 0
+
+
+def remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def verify_handout(tarball: str) -> int:

@@ -170,7 +170,7 @@ TEST(KitSyscallFilter, CountsEveryMappingAgainstTheDataLimit) {
 
 TEST(KitSyscallFilter, MakesNoKernelObjectThatOutlivesTheProcess) {
   // System V objects and POSIX message queues stay after their process ends
-  // (grader/README.md, Threat model: what the grader removes besides).
+  // (the grader's threat model lists what it removes besides).
   // What the filter wrongly let through is removed again, so that a failing
   // run leaves nothing either.
   const long queue = ::syscall(SYS_mq_open, "kit-filter-queue", O_CREAT | O_RDWR, 0600, nullptr);

@@ -87,34 +87,38 @@ def test_every_file_of_an_extension_part_is_its_own_and_exists():
             assert seen.setdefault(path, part.key) == part.key, f"{path} belongs to {seen[path]} and {part.key}"
 
 
-def load_configuration(text: str, tmp_path, name: str):
-    """A copy's kit/parts.py, loaded as a module of its own."""
-    import importlib.util
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
+    """A cut's own course file (staff/dist.py writes it; no Python source is
+    rewritten) gives its copy the cut's parts, holdings and MPI."""
+    import importlib
     from staff import dist
-    monkeypatch.setenv("KIT_EXTENSIONS", "part13_ddp")
-    texts = dist.shipped_configuration("handout"), dist.shipped_configuration("autograder", "mpich")
-    monkeypatch.delenv("KIT_EXTENSIONS")  # a copy runs under its own configuration
-    handout, bundle = (load_configuration(t, tmp_path, n) for t, n in zip(texts, ("handout_parts", "bundle_parts")))
-    for copy in (handout, bundle):
-        assert copy.CONFIGURATION.held == copy.CONFIGURATION.graded == ("part13_ddp",)
-        assert copy.TOTAL_POINTS == 170
-        cmake = copy.cmake_text()
-        assert "framework/ddp_model.cpp" in cmake and "pipeline" not in cmake and "ring" not in cmake
-        assert "set(KIT_HOLDS_REFERENCE OFF)" in cmake and "set(KIT_HOLDS_STAFF OFF)" in cmake
-    assert "set(KIT_HIDDEN_SOURCES )" in handout.cmake_text()
-    assert "set(KIT_HIDDEN_SOURCES grader/hidden/hidden_cases.cpp grader/hidden/hidden_ddp.cpp)" in bundle.cmake_text()
-    assert "KIT_DEFAULT_MPI := openmpi\nKIT_HOLDS := \n" in handout.make_text()
-    assert "KIT_DEFAULT_MPI := mpich\nKIT_HOLDS := grader\n" in bundle.make_text()
-    assert "set(KIT_DEFAULT_MPI mpich)" in bundle.cmake_text()
+    monkeypatch.setenv("KIT_EXTENSIONS", "part13_ddp")  # read once, when the kit loads
+    importlib.reload(table)
+    dist = importlib.reload(dist)
+    for name, text in (("handout", dist.shipped_course("handout")),
+                       ("bundle", dist.shipped_course("autograder", "mpich"))):
+        (tmp_path / f"{name}.toml").write_text(text)
+    monkeypatch.delenv("KIT_EXTENSIONS")  # a copy runs under its own course
+    copies = {}
+    try:
+        for name in ("handout", "bundle"):
+            monkeypatch.setenv("KIT_COURSE", str(tmp_path / f"{name}.toml"))
+            copy = importlib.reload(table)
+            assert copy.CONFIGURATION.held == copy.CONFIGURATION.graded == ("part13_ddp",)
+            assert copy.TOTAL_POINTS == 170
+            cmake = copy.cmake_text()
+            assert "framework/ddp_model.cpp" in cmake and "pipeline" not in cmake and "ring" not in cmake
+            assert "set(KIT_HOLDS_REFERENCE OFF)" in cmake and "set(KIT_HOLDS_STAFF OFF)" in cmake
+            copies[name] = (cmake, copy.make_text())
+    finally:
+        monkeypatch.delenv("KIT_COURSE")
+        importlib.reload(table)
+        importlib.reload(dist)
+    assert "set(KIT_HIDDEN_SOURCES )" in copies["handout"][0]
+    assert "set(KIT_HIDDEN_SOURCES grader/hidden/hidden_cases.cpp grader/hidden/hidden_ddp.cpp)" in copies["bundle"][0]
+    assert "KIT_DEFAULT_MPI := openmpi\nKIT_HOLDS := \n" in copies["handout"][1]
+    assert "KIT_DEFAULT_MPI := mpich\nKIT_HOLDS := grader\n" in copies["bundle"][1]
+    assert "set(KIT_DEFAULT_MPI mpich)" in copies["bundle"][0]
 
 
 def test_nothing_looks_for_files_to_learn_the_configuration():
@@ -123,6 +127,22 @@ def test_nothing_looks_for_files_to_learn_the_configuration():
     with open(os.path.join(KIT_DIR, "Makefile")) as f:
         text = f.read()
     assert "test -d" not in text and "kit_mpi.txt" not in text
+
+
+def test_a_score_from_counts_is_the_score_from_cases():
+    """A re-score (grader/rescore.py) has only each part's counts: they must
+    give what the cases gave, gate included."""
+    import itertools
+    part = next(p for p in table.PARTS if p.key == "part8_forward")
+    cases = ["Part8Partition.A", "Part8Forward.KeepsNoFullWeightA", "Part8Forward.B", "HiddenPart8Forward.C",
+             "HiddenPart8Forward.D"]
+    for outcome in itertools.product((True, False), repeat=len(cases)):
+        results = dict(zip(cases, outcome))
+        public = [ok for c, ok in results.items() if not table.is_hidden(c)]
+        hidden = [ok for c, ok in results.items() if table.is_hidden(c)]
+        gated = any(not ok and c.startswith("Part8Forward.KeepsNoFullWeight") for c, ok in results.items())
+        assert part.score_counts(sum(public), len(public), sum(hidden), len(hidden), gated) == \
+            pytest.approx(part.score(results)), results
 
 
 def test_public_cases_count_only_as_far_as_the_hidden_cases_confirm_them():
