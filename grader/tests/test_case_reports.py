@@ -73,8 +73,8 @@ def test_a_hang_names_its_time_limit_and_each_ranks_doing(tmp_path):
 
 
 def test_a_roll_call_where_every_rank_does_the_same_is_one_sentence():
-    answers = {r: {"state": "still running split_data, outside any call of the communicator", "seconds": 5.0}
-               for r in range(4)}
+    answers = {r: {"state": "still running split_data, outside any call of the communicator",
+                   "seconds": table.limit(table.CASE_SECONDS)} for r in range(4)}
     text = roll_call("Part3NaiveForward.Anything", answers)
     assert text == (f"the case did not finish within its time limit of {table.limit(table.CASE_SECONDS):g} s; "
                     "all 4 ranks: still running split_data, outside any call of the communicator"), text
