@@ -65,10 +65,15 @@ def slot_group(uid: int) -> Tuple[Optional[CpuGroup], str]:
         return None, "the grader is not root"
     if os.environ.get("KIT_CPU_SHARES") == "off":  # staff: to see a batch without them
         return None, "KIT_CPU_SHARES=off"
+    return make(f"{PREFIX}{uid}")
+
+
+def make(name: str) -> Tuple[Optional[CpuGroup], str]:
+    """A group `name` below this process's own CPU cgroup, with a job's weight."""
     parent, version, why = _parent()
     if parent is None:
         return None, why
-    group = CpuGroup(os.path.join(parent, f"{PREFIX}{uid}"), version)
+    group = CpuGroup(os.path.join(parent, name), version)
     try:
         if version == 2:
             # A v2 group's children get the cpu controller only through the

@@ -618,26 +618,26 @@ class Sandbox:
         """Removes what the compile left in the run directory (objects, a
         killed compiler's temporary files) before the job runs: its tmpfs is
         memory, which the job's own share of the machine does not count."""
-        for entry in os.scandir(self.run_dir):
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
+        self._remove_owned(self.run_dir, anyone=True)
 
-    def _remove_owned(self, top: str) -> None:
-        """Top-level entries only: the sticky temporary directories let a
-        user create there, and nowhere below another user's directory."""
+    def _remove_owned(self, top: str, anyone: bool = False) -> None:
+        """Top-level entries only, the sandbox user's (or `anyone`'s): the
+        sticky temporary directories let a user create there, and nowhere
+        below another user's directory."""
         try:
             entries = list(os.scandir(top))
         except OSError:
             return
         for entry in entries:
             try:
-                if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                if not anyone and entry.stat(follow_symlinks=False).st_uid != self.uid:
                     continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
                 if entry.is_dir(follow_symlinks=False):
                     shutil.rmtree(entry.path, ignore_errors=True)
                 else:

@@ -4,8 +4,11 @@ threads leaves the handin graded beside it its share of the CPUs.
 
   python3 -m pytest grader/tests/test_cpu_share.py -q      (as root, after `make build`)
 
-KIT_CPU_SHARES=off (staff only) grades the same batch without the groups:
-the spinning handin then starves its neighbour (run by hand to see it).
+The batch runs in a CPU cgroup the test makes, as a platform's container
+would: the kernel's autogroup (one share per session), which evens the
+load out on a host's root cgroup, does nothing there. With KIT_CPU_SHARES=off
+(staff only) the spinning handin starves its neighbour in it and the second
+test fails.
 """
 import glob
 import json
@@ -78,10 +81,20 @@ def test_each_slot_runs_in_a_group_of_its_own_removed_after(tmp_path):
     assert not os.path.exists(box.cpu.path), "the slot's CPU group outlived its grader"
 
 
-def batch(tmp_path, inbox, env):
+@pytest.fixture
+def container():
+    """A CPU cgroup for the batch, as a container gives its grader."""
+    group, why = cpu_share.make(f"kit-test-container-{os.getpid()}")
+    if group is None:
+        pytest.skip(f"no CPU cgroup here: {why}")
+    yield group
+    cpu_share.remove(group)
+
+
+def batch(tmp_path, inbox, env, group):
     out = tmp_path / "out"
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv",
+    proc = subprocess.run(cpu_share.join_prefix(group) + [sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv",
                            str(out / "gradebook.csv")], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout
@@ -94,12 +107,12 @@ def batch(tmp_path, inbox, env):
 
 
 @ROOT_ONLY
-def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_in_time(tmp_path):
+def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_in_time(tmp_path, container):
     alone = tmp_path / "alone"
     alone.mkdir()
     handin(alone, name="honest.tar")
     env = dict(marked(tmp_path), KIT_STATIC_CHECKS="warn")  # std::thread passes the link check only as a warning
-    solo, _, said = batch(tmp_path / "solo", alone, env)
+    solo, _, said = batch(tmp_path / "solo", alone, env, container)
     assert solo["honest.tar"]["total"] == TOTAL_POINTS, said
     both = tmp_path / "both"
     both.mkdir()
@@ -116,12 +129,12 @@ def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_i
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        beside, _, said = batch(tmp_path / "beside", both, env)
+        beside, _, said = batch(tmp_path / "beside", both, env, container)
     finally:
         stop.set()
         watcher.join()
     honest = beside["honest.tar"]
-    assert max(load) > 100, f"the spinners never ran (runnable tasks at most {max(load)})"
+    assert max(load) > 50, f"the spinners never ran (runnable tasks at most {max(load)})"
     assert honest["status"] == "graded" and honest["total"] == TOTAL_POINTS, (honest, said)
     # Its normal time: the groups give it at least half the CPUs, as a
     # second honest handin beside it would take.
