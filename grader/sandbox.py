@@ -638,9 +638,3 @@ class Sandbox:
                     os.unlink(entry.path)
             except OSError:
                 continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
