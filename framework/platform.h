@@ -52,6 +52,13 @@ std::string restrict_system_calls(bool allow_opening_files);
 void limit_private_memory(long long bytes);
 // That limit now, for a message; -1 where there is none.
 long long private_memory_limit();
+// The same for the main thread's stack (RLIMIT_STACK), the one private
+// memory RLIMIT_DATA does not count.
+void limit_main_stack(long long bytes);
+// Threads started from now on without a size of their own get stacks of
+// `bytes` (glibc's default is RLIMIT_STACK's, often 8 MiB, all of it counted
+// by the data limit). False where the system has no such default.
+bool set_thread_stack_size(long long bytes);
 
 // glibc's malloc tuning: blocks up to `mmap_threshold` come from the heap, and
 // up to `trim_threshold` of freed memory stays for reuse (layer_profiler.h).

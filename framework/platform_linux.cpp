@@ -8,6 +8,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -91,14 +92,33 @@ int runnable_tasks() {
 
 void forbid_reading_memory() { ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
 
-void limit_private_memory(long long bytes) {
+namespace {
+
+void lower_for_good(int resource, long long bytes) {
   rlimit now{};
-  if (::getrlimit(RLIMIT_DATA, &now) != 0) return;
+  if (::getrlimit(resource, &now) != 0) return;
   const rlim_t wanted = static_cast<rlim_t>(bytes);
   if (now.rlim_max != RLIM_INFINITY && now.rlim_max <= wanted) return;
   // The hard limit too: raising it back takes a privilege no rank has.
   const rlimit lower{std::min(now.rlim_cur, wanted), wanted};
-  ::setrlimit(RLIMIT_DATA, &lower);
+  ::setrlimit(resource, &lower);
+}
+
+}  // namespace
+
+void limit_private_memory(long long bytes) { lower_for_good(RLIMIT_DATA, bytes); }
+
+// The kernel checks the limit each time the stack grows, so lowering it
+// now bounds the main thread's stack from here on.
+void limit_main_stack(long long bytes) { lower_for_good(RLIMIT_STACK, bytes); }
+
+bool set_thread_stack_size(long long bytes) {
+  pthread_attr_t attr;
+  if (::pthread_attr_init(&attr) != 0) return false;
+  const bool set = ::pthread_attr_setstacksize(&attr, static_cast<size_t>(bytes)) == 0 &&
+                   ::pthread_setattr_default_np(&attr) == 0;
+  ::pthread_attr_destroy(&attr);
+  return set;
 }
 
 long long private_memory_limit() {

@@ -265,6 +265,7 @@ def compile_files(g: Grading) -> bool:
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; nothing was "
                                       "graded: grade it again once the setting is raised")
     g.sandbox.clean_up()
+    g.sandbox.empty_run_dir()  # the objects are linked (and cached outside): the job's memory is its own
     for name, r in report["files"].items():
         if name not in IMPL_FILES:
             continue  # an ungraded part's file (the extensions, off): its stub fills in, unsaid

@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from grader import cpu_share
 from kit import parts as table
 from kit.build import Ran, pch_dir, run_measured
 from kit.paths import STUBS_DIR
@@ -169,12 +170,37 @@ def namespaces_work() -> bool:
         return False
 
 
+# A grader that is not root runs its jobs with its own rights, but where the
+# kernel lets anyone make a user namespace, in IPC, PID and mount namespaces
+# of their own: the System V objects and POSIX message queues a job leaves
+# end with its IPC namespace, and its processes with its PID namespace.
+USER_NAMESPACES = ["unshare", "--user", "--map-current-user", "--ipc", "--pid", "--fork", "--mount", "--mount-proc",
+                   "--kill-child", "--"]
+
+
+@functools.lru_cache(maxsize=None)
+def user_namespaces_work() -> bool:
+    """Can this grader, not root, put a job in USER_NAMESPACES? Not where the
+    kernel forbids unprivileged user namespaces (a sysctl, AppArmor, a
+    container's seccomp profile), nor with the staff's KIT_SANDBOX_NAMESPACES=off."""
+    if os.environ.get("KIT_SANDBOX_NAMESPACES") == "off" or os.geteuid() == 0 or not shutil.which("unshare"):
+        return False
+    try:
+        return subprocess.run(USER_NAMESPACES + ["true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 _RLIMITS = {"cpu": resource.RLIMIT_CPU, "as": resource.RLIMIT_AS, "nproc": resource.RLIMIT_NPROC,
-            "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE, "data": resource.RLIMIT_DATA}
+            "fsize": resource.RLIMIT_FSIZE, "core": resource.RLIMIT_CORE, "data": resource.RLIMIT_DATA,
+            "stack": resource.RLIMIT_STACK}
 # A test job's processes (the ranks, the launcher) also get the parts
-# table's data limit, set here outside the ranks: all of a rank's private
-# memory, whatever route it was taken by. The compiler needs far more.
+# table's data and stack limits, set here outside the ranks: all of a
+# rank's private memory, whatever route it was taken by (the main thread's
+# stack is the one the data limit does not count). The compiler needs far more.
 JOB_DATA_BYTES = table.RANK_DATA_LIMIT_MIB << 20
+JOB_STACK_BYTES = table.RANK_STACK_LIMIT_MIB << 20
 
 
 def _within_hard(name: str, value: int) -> int:
@@ -253,8 +279,12 @@ class Sandbox:
         if self.root:
             self.slot = self._claim_slot(self.slot)
         self.uid = self.base + self.slot if self.root else os.geteuid()
+        self.cpu, self.cpu_why = None, ""
+        self.user_ns = not self.root and user_namespaces_work()
         try:
             self.isolated_fs = self.root and namespaces_work()
+            if self.root:
+                self.cpu, self.cpu_why = cpu_share.slot_group(self.uid)
             self._make_dirs()
         except BaseException:
             self.release()
@@ -372,6 +402,7 @@ class Sandbox:
 
     def release(self) -> None:
         self.clean_up()
+        cpu_share.remove(self.cpu)
         if self.run_mounted:
             for how in (["umount"], ["umount", "-l"]):
                 try:
@@ -389,10 +420,17 @@ class Sandbox:
 
     def notes(self) -> List[str]:
         if not self.root:
+            kernel = ("in IPC and PID namespaces of its own (a user namespace), so no System V object or message "
+                      "queue outlived a job" if self.user_ns else
+                      "without namespaces (no unprivileged user namespace could be made here), so only the "
+                      "system-call filter kept it from leaving System V objects or message queues behind")
             return ["isolation reduced: the grader is not root, so student code ran with the grader's own "
-                    "user rights (resource limits, a scratch directory and the judge still applied)"]
+                    f"user rights (resource limits, a scratch directory and the judge still applied), {kernel}"]
         unbounded = [] if self.run_mounted else [
             "disk use bounded per file only: no tmpfs could be mounted on the run directory here"]
+        if self.cpu is None:
+            unbounded.append(f"CPU shares: off ({self.cpu_why}): a handin's threads are bounded by its process "
+                             "limit alone, not by an equal share beside the batch's other gradings")
         if self.isolated_fs:
             return unbounded
         exposed = [p for p in self.hidden_paths if _readable_by_others(p)]
@@ -434,10 +472,12 @@ class Sandbox:
             limits = ["prlimit", f"--cpu={limit['cpu']}", f"--as={limit['as']}", f"--fsize={limit['fsize']}",
                       f"--core={limit['core']}"] + ([f"--nproc={limit['nproc']}"] if self.root else [])
             if job:
-                limits.append(f"--data={_within_hard('data', JOB_DATA_BYTES)}")
+                limits += [f"--data={_within_hard('data', JOB_DATA_BYTES)}",
+                           f"--stack={_within_hard('stack', JOB_STACK_BYTES)}"]
             limits.append("--")
         if not self.root:
-            return with_grader + limits
+            return with_grader + (USER_NAMESPACES if self.user_ns else []) + limits
+        with_grader = cpu_share.join_prefix(self.cpu) + with_grader
         drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", "--no-new-privs",
                 "--inh-caps=-all", "--"]
         if not self.isolated_fs:
@@ -578,16 +618,23 @@ class Sandbox:
         if not getattr(self, "isolated_fs", False):
             remove_mqueues(self.uid)
 
-    def _remove_owned(self, top: str) -> None:
-        """Top-level entries only: the sticky temporary directories let a
-        user create there, and nowhere below another user's directory."""
+    def empty_run_dir(self) -> None:
+        """Removes what the compile left in the run directory (objects, a
+        killed compiler's temporary files) before the job runs: its tmpfs is
+        memory, which the job's own share of the machine does not count."""
+        self._remove_owned(self.run_dir, anyone=True)
+
+    def _remove_owned(self, top: str, anyone: bool = False) -> None:
+        """Top-level entries only, the sandbox user's (or `anyone`'s): the
+        sticky temporary directories let a user create there, and nowhere
+        below another user's directory."""
         try:
             entries = list(os.scandir(top))
         except OSError:
             return
         for entry in entries:
             try:
-                if entry.stat(follow_symlinks=False).st_uid != self.uid:
+                if not anyone and entry.stat(follow_symlinks=False).st_uid != self.uid:
                     continue
                 if entry.is_dir(follow_symlinks=False):
                     shutil.rmtree(entry.path, ignore_errors=True)

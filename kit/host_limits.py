@@ -180,12 +180,10 @@ def _rlimit(which: int) -> Optional[int]:
     return None if soft == resource.RLIM_INFINITY else soft
 
 
-# What one grading job of 8 ranks needs of the container, beyond the
-# ranks' heap (each at most the budget): the ranks' own pages (code, stacks,
-# MPI's shared memory), mpirun, the grader, and the files of its run
-# directory; and its processes and threads. Measured in `make check-platforms`.
-JOB_RANKS = 8
-OVERHEAD_MIB = 224
+# What one grading job of 8 ranks needs of the container: each rank at its
+# data and stack limits, and the kit's own share (kit/parts.py,
+# JOB_MEMORY_MIB); and its processes and threads. Measured in `make check-platforms`.
+JOB_RANKS = table.JOB_RANKS
 JOB_TASKS = 90
 COMPILE_MIB = 350   # one compiler of a student file at its peak (the largest, without the precompiled header)
 MIN_CPUS = 0.25     # below this the watchdog's stretch of a time limit (8x at most) no longer covers a correct case
@@ -197,13 +195,13 @@ def compile_workers() -> int:
     one), nor than the memory holds beside the grader."""
     by_cpu = max(1, int(cpus() + 0.5))
     limit = memory_limit()
-    by_memory = max(1, (limit - (OVERHEAD_MIB << 20)) // (COMPILE_MIB << 20)) if limit else by_cpu
+    by_memory = max(1, (limit - (table.KIT_SHARE_MIB << 20)) // (COMPILE_MIB << 20)) if limit else by_cpu
     return int(min(by_cpu, by_memory))
 
 
 def memory_needed() -> int:
-    """Bytes a grading job may hold at most: 8 ranks at the budget, and the rest."""
-    return (JOB_RANKS * table.RANK_HEAP_BUDGET_MIB + OVERHEAD_MIB) << 20
+    """Bytes a grading job may hold at most: 8 ranks at their limits, and the kit's share."""
+    return table.JOB_MEMORY_MIB << 20
 
 
 @dataclass
@@ -222,8 +220,8 @@ def requirements(root: bool) -> List[Shortfall]:
     if limit is not None and limit < memory_needed():
         found.append(Shortfall("memory", (
             f"this container may hold {mib(limit)} of memory, and a grading job needs up to {mib(memory_needed())} "
-            f"({JOB_RANKS} ranks of {table.RANK_HEAP_BUDGET_MIB} MiB of heap each, and {OVERHEAD_MIB} MiB for the "
-            f"kit's processes): {RAISE['memory']}")))
+            f"({JOB_RANKS} ranks of {table.RANK_DATA_LIMIT_MIB} MiB of private memory and a {table.RANK_STACK_LIMIT_MIB} "
+            f"MiB stack each, and {table.KIT_SHARE_MIB} MiB for the kit's processes): {RAISE['memory']}")))
     have = cpus()
     if have < MIN_CPUS:
         found.append(Shortfall("CPU", (

@@ -51,17 +51,37 @@ QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck w
 
 # Memory: the heap one rank of a test job may hold at once (the kit's data
 # and MPI's buffers included), the same on every machine, so that a grade
-# never depends on the grading machine's memory. Eight ranks at the budget
-# fit in Gradescope's default 768 MB with the kit's own processes
-# (`make check-platforms`); the reference's largest case, the hidden
-# training, holds 35 MiB at its peak, its data set included.
+# never depends on the grading machine's memory; the reference's largest
+# case, the hidden training, holds 32 MiB at its peak, its data set included.
 RANK_HEAP_BUDGET_MIB = 64
 # Beside the heap: all of a rank's private memory (heap, private mappings,
 # thread stacks: the kernel's RLIMIT_DATA), set by the test program and by
 # the grader's sandbox. It stops memory taken around the heap's accounting
-# (a mapping of one's own); the reference's ranks need under 64 MiB of it,
-# so a handin at its heap budget keeps 64 MiB of room.
-RANK_DATA_LIMIT_MIB = RANK_HEAP_BUDGET_MIB + 64
+# (a mapping of one's own); the reference's ranks need 35 MiB of it at their
+# peak, so a handin at its heap budget keeps some 10 MiB of room.
+RANK_DATA_LIMIT_MIB = RANK_HEAP_BUDGET_MIB + 16
+# The one private memory the data limit does not count: the main thread's
+# stack (RLIMIT_STACK; the system-call filter refuses every other mapping
+# that grows down, and mremap). The reference's ranks use 0.2 MiB of it.
+RANK_STACK_LIMIT_MIB = 2
+# Every other thread's stack (MPI's progress threads, the watchdog) is data:
+# 1 MiB each rather than glibc's 8, since the data limit counts a stack at
+# its full size, touched or not (tests/mpi_test_main.cpp).
+THREAD_STACK_KIB = 1024
+# A grading job of 8 ranks, each at both limits, with the kit's own share:
+# mpirun (21 MiB resident, 8 MiB of it MPI's shared memory), the grader's
+# Python (34 MiB) and the records it keeps (16 MiB at most, kit/channels.py),
+# the ranks' page tables and the code they share. Measured in grader/README.md
+# (Timeouts and limits); kit/host_limits.py refuses a machine with less.
+JOB_RANKS = 8
+KIT_SHARE_MIB = 112
+JOB_MEMORY_MIB = JOB_RANKS * (RANK_DATA_LIMIT_MIB + RANK_STACK_LIMIT_MIB) + KIT_SHARE_MIB
+# The smallest memory a grading platform gives by default (Gradescope's): a
+# job at every limit fits there by construction, or nothing builds.
+SMALLEST_PLATFORM_MIB = 768
+if JOB_MEMORY_MIB > SMALLEST_PLATFORM_MIB:
+    raise ValueError(f"kit/parts.py: a grading job may hold {JOB_MEMORY_MIB} MiB, over Gradescope's "
+                     f"{SMALLEST_PLATFORM_MIB} MiB: lower a rank's limits or the kit's share")
 
 
 def time_scale() -> float:
@@ -399,6 +419,8 @@ inline constexpr TableRun kTableRuns[] = {{
 inline constexpr double kFailedGraceSeconds = {FAILED_GRACE_SECONDS!r};
 inline constexpr long long kRankHeapBudgetBytes = {RANK_HEAP_BUDGET_MIB}LL << 20;
 inline constexpr long long kRankDataLimitBytes = {RANK_DATA_LIMIT_MIB}LL << 20;
+inline constexpr long long kRankStackLimitBytes = {RANK_STACK_LIMIT_MIB}LL << 20;
+inline constexpr long long kThreadStackBytes = {THREAD_STACK_KIB}LL << 10;
 
 }}  // namespace harness
 """

@@ -79,6 +79,9 @@ int usage_error(const std::string& what) {
 
 int main(int argc, char** argv) {
   using namespace harness;
+  // Before MPI starts its progress threads: the data limit counts a thread's
+  // whole stack, and glibc's default (8 MiB) would take 24 MiB of a rank's.
+  dtrain::platform::set_thread_stack_size(kThreadStackBytes);
   dtrain::MpiSession mpi(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   dtrain::Communicator meeting = dtrain::CommAccess::duplicate_world();
@@ -158,6 +161,7 @@ int main(int argc, char** argv) {
   dtrain::keep_big_blocks_for_reuse();
   dtrain::heap_budget::set(kRankHeapBudgetBytes);  // the same on every machine (kit/parts.py)
   dtrain::platform::limit_private_memory(kRankDataLimitBytes);
+  dtrain::platform::limit_main_stack(kRankStackLimitBytes);
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
   install_sinks(job().results_fd >= 0);

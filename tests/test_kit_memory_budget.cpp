@@ -6,6 +6,7 @@
 // kept for the case's message; the kit's own code is never refused. Beside
 // it, the process's data limit (RANK_DATA_LIMIT_MIB) holds memory taken
 // around the heap, and the system's refusals are kept the same way.
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -95,6 +96,23 @@ TEST(KitMemoryBudget, LimitsAllPrivateMemoryNotOnlyTheHeap) {
   harness::budget_refusal_text(text, sizeof text, refusal);
   EXPECT_EQ(std::string(text).rfind("out of memory: zero_dp_stage3 asked for a block of ", 0), 0u) << text;
   EXPECT_NE(std::string(text).find("may reach " + std::to_string(limit >> 20) + ".0 MiB"), std::string::npos) << text;
+}
+
+TEST(KitMemoryBudget, BoundsTheStacksTheDataLimitDoesNotCountOrCountsWhole) {
+  // The main thread's stack is the one private memory the data limit does
+  // not count: its own limit holds it, and can't be raised again. Every
+  // other thread's stack is data at its full size, so it is kept small.
+  rlimit stack{};
+  ASSERT_EQ(::getrlimit(RLIMIT_STACK, &stack), 0);
+  EXPECT_LE(stack.rlim_max, static_cast<rlim_t>(harness::kRankStackLimitBytes)) << "the main stack's limit";
+  rlimit raised{RLIM_INFINITY, RLIM_INFINITY};
+  EXPECT_NE(::setrlimit(RLIMIT_STACK, &raised), 0) << "the stack limit was raised again";
+  pthread_attr_t attr;
+  ASSERT_EQ(::pthread_getattr_default_np(&attr), 0);
+  size_t size = 0;
+  ::pthread_attr_getstacksize(&attr, &size);
+  ::pthread_attr_destroy(&attr);
+  EXPECT_EQ(static_cast<long long>(size), harness::kThreadStackBytes) << "a new thread's stack";
 }
 
 TEST(KitMemoryBudget, NeverRefusesTheKitsOwnCode) {

@@ -706,6 +706,39 @@ void hold_a_stack() {
 }  // namespace
 """
 
+# Private memory up to the data limit on each of 8 ranks at once: mapped a
+# MiB at a time until the limit refuses one, every page touched, all held
+# until the rank's next get_info (past the end of the case, where the ranks
+# meet), with 8 MiB handed back for the rest of the case. Each rank holds
+# its limit less its own use: the job's memory at every limit, which fits
+# the smallest platform by construction (kit/parts.py, JOB_MEMORY_MIB), so
+# no OOM killer ends it and the reference keeps its 150.
+AT_THE_DATA_LIMIT = r"""
+#include <sys/mman.h>
+namespace {
+void hold_up_to_the_data_limit(int ranks) {
+  static std::vector<void*> held;
+  static bool done = false;
+  for (void* p : held) ::munmap(p, 1 << 20);
+  held.clear();
+  if (done || ranks != 8) return;
+  done = true;
+  held.reserve(256);
+  for (;;) {
+    void* p = ::mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) break;
+    std::memset(p, 1, 1 << 20);
+    held.push_back(p);
+  }
+  for (int i = 0; i < 8 && !held.empty(); ++i) {
+    ::munmap(held.back(), 1 << 20);
+    held.pop_back();
+  }
+  if (held.size() < 16) throw std::runtime_error("held only " + std::to_string(held.size()) + " MiB");
+}
+}  // namespace
+"""
+
 # POSIX message queues outlive their processes (the red team left 8 on a
 # host without namespaces). The filter refuses mq_open; behind it (filter
 # off), the namespace or the grader's clean-up removes them.
@@ -1096,6 +1129,9 @@ GALLERY: List[Hostile] = [
             lambda tmp: reference_calling("hold_a_stack();", GROWS_DOWN), 130, static="warn", budget=120,
             says=("refused by the system-call filter: get_info asked for a mapping that grows down",),
             scores={"part2": 0}),
+    Hostile("eight_ranks_hold_private_memory_up_to_the_data_limit",
+            lambda tmp: reference_calling("hold_up_to_the_data_limit(comm.size());", AT_THE_DATA_LIMIT), 150,
+            static="warn", budget=120, never=("grader error", "held only")),
     # Refused by the filter: mq_open fails and the reference goes on.
     Hostile("posix_message_queues_refused",
             lambda tmp: reference_calling("leave_queues(comm.rank());", MQUEUES), 150, static="warn", budget=120),

@@ -17,7 +17,7 @@ from grader import grading
 from grader.sandbox import Sandbox
 from kit import host_limits
 from kit.build import Ran, compile_one, recipe, resource_failure
-from kit.parts import PARTS
+from kit.parts import JOB_MEMORY_MIB, PARTS
 from kit.jobs import JobTally, Launch, run_job
 
 
@@ -89,6 +89,17 @@ def test_the_oom_killers_count_names_memory_for_certain(monkeypatch):
     monkeypatch.setattr(host_limits, "memory_limit", lambda: 768 << 20)
     said = resource_failure(-9, oom_before=host_limits.oom_kills())
     assert "OOM killer" in said and "768 MiB" in said and "raise the memory" in said
+
+
+def test_a_platform_a_mib_under_the_job_total_is_a_grader_error(tmp_path, monkeypatch):
+    # The job's total (8 ranks at their data and stack limits, and the kit's
+    # share) is what the preflight asks; a MiB less is named, never graded.
+    monkeypatch.setattr(host_limits, "memory_limit", lambda: (JOB_MEMORY_MIB - 1) << 20)
+    grade = grading.grade_handin(handin(tmp_path), BUILD)
+    assert grade.status == "grader error", grade.notes
+    notes = "\n".join(grade.notes)
+    assert f"may hold {JOB_MEMORY_MIB - 1} MiB" in notes and f"needs up to {JOB_MEMORY_MIB} MiB" in notes, notes
+    assert "the autograder's memory setting" in notes and "nothing was graded" in notes, notes
 
 
 def test_an_mpi_launcher_killed_from_outside_is_a_resource_failure(tmp_path):
