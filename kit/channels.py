@@ -23,6 +23,10 @@ from typing import List, Optional, Tuple
 from kit.records import MAX_FILE_BYTES as MAX_BYTES, MAX_LINE_BYTES
 
 BOARD_BYTES = 4096  # tests/job.h: kBoardSlots 32-bit slots
+# What keeping one line costs the grader beyond its bytes (a tuple and a
+# bytes object): charged against MAX_BYTES too, so a flood of empty lines
+# is bounded like a flood of long ones.
+LINE_COST = 96
 
 
 class Channels:
@@ -33,6 +37,7 @@ class Channels:
         self.dir = tempfile.mkdtemp(prefix="kit-records-", dir=parent)
         self.ranks = ranks
         self.bytes = 0          # received, kept or not: the job's sign of life
+        self.kept = 0           # what the kept lines cost, bytes and LINE_COST each
         self.dropped = 0        # bytes past MAX_BYTES, or in lines past MAX_LINE_BYTES
         self.torn = 0           # channels whose last line the job's end cut off
         self.lines: List[Tuple[int, bytes]] = []
@@ -72,7 +77,7 @@ class Channels:
         rank = self._fds[fd]
         with self._lock:
             self.bytes += len(chunk)
-            if self.bytes > MAX_BYTES:
+            if self.kept > MAX_BYTES:
                 self.dropped += len(chunk)
                 return True
             buf = self._partial[rank]
@@ -83,9 +88,10 @@ class Channels:
                     break
                 line = bytes(buf[:end])
                 del buf[:end + 1]
-                if len(line) > MAX_LINE_BYTES:
-                    self.dropped += len(line)
+                if len(line) > MAX_LINE_BYTES or self.kept > MAX_BYTES:
+                    self.dropped += len(line) + 1
                 else:
+                    self.kept += len(line) + LINE_COST
                     self.lines.append((rank, line))
             if len(buf) > MAX_LINE_BYTES:  # a line that never ends
                 self.dropped += len(buf)

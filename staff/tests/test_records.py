@@ -218,3 +218,19 @@ def test_channels_keep_each_ranks_lines_apart_and_bound_the_flood(tmp_path, monk
     assert [line for rank, line in lines if rank == 0][0] == b"zero"
     assert c.torn == 1 and c.dropped > 0 and c.bytes > ch.MAX_BYTES
     assert not os.path.exists(c.dir)
+
+
+def test_a_flood_of_empty_lines_costs_the_grader_no_more_than_the_cap(tmp_path, monkeypatch):
+    """Each kept line is charged what keeping it costs, so lines of nothing
+    are bounded like long ones (a million newlines, 1 MiB, kept past the cap
+    would cost the grader a hundred times that)."""
+    from kit import channels as ch
+    monkeypatch.setattr(ch, "MAX_BYTES", 1 << 16)
+    c = ch.Channels(str(tmp_path), 1)
+    writer = os.open(os.path.join(c.dir, "rank0"), os.O_WRONLY)
+    for _ in range(16):
+        os.write(writer, b"\n" * (1 << 16))
+    os.close(writer)
+    lines = c.close()
+    assert len(lines) * ch.LINE_COST <= (1 << 16) + ch.LINE_COST and c.dropped > 0
+    assert c.bytes == 16 << 16
