@@ -125,18 +125,27 @@ void forge_and_leave() {
 # without the case, and values for the labels a forger can guess, each as
 # every rank; it then throws as the stub does. Nothing it writes is a
 # verdict, and a record that names another rank than its channel's is none.
-FORGE_EVERY_PASS = r"""
+# The rank's record channel among its descriptors, by its name (MPI has
+# pipes too), or -1: what every attack on the channel starts with.
+FIND_CHANNEL = r"""
+namespace {
+int record_channel() {
+  for (int fd = 3; fd < 1024; ++fd) {
+    char name[512] = {};
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    if (::readlink(link.c_str(), name, sizeof name - 1) > 0 && std::strstr(name, "kit-records-")) return fd;
+  }
+  return -1;
+}
+}  // namespace
+"""
+FORGE_EVERY_PASS = FIND_CHANNEL + r"""
 namespace {
 void forge_every_pass() {
   static bool done = false;
   if (done) return;
   done = true;
-  int channel = -1;
-  for (int fd = 3; fd < 1024 && channel < 0; ++fd) {  // MPI has pipes too: the channel is the named one
-    char name[512] = {};
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    if (::readlink(link.c_str(), name, sizeof name - 1) > 0 && std::strstr(name, "kit-records-")) channel = fd;
-  }
+  const int channel = record_channel();
   if (channel < 0) return;
   char back[64];
   if (::pread(channel, back, sizeof back, 0) > 0 || ::read(channel, back, sizeof back) > 0 ||
@@ -171,23 +180,18 @@ void forge_every_pass() {
 # logs the case's name and input and writes them, as its rank's failure, into
 # a public case whose messages students see. Hidden cases run in jobs of
 # their own, which plan no public case: the record is nobody's.
-LEAK_HIDDEN_INPUTS = r"""
+LEAK_HIDDEN_INPUTS = FIND_CHANNEL + r"""
 namespace {
 void leak_hidden_input(const dtrain::Matrix& grad_w) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   if (info == nullptr || std::strncmp(info->test_suite_name(), "Hidden", 6) != 0) return;
   const std::string log = std::string("HIDDEN-INPUT ") + info->test_suite_name() + "." + info->name() + " " +
                           std::to_string(grad_w.size() ? grad_w(0, 0) : 0.0);
-  for (int fd = 3; fd < 1024; ++fd) {
-    char name[512] = {};
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    if (::readlink(link.c_str(), name, sizeof name - 1) <= 0 || !std::strstr(name, "kit-records-")) continue;
-    for (const char* open_case : {"Part7WeightGrad.SeedCaseTwoRows", "Part1DataSplit.Mp1Dp2Halves"}) {
-      const std::string record = std::string("{\"event\":\"rank_failure\",\"case\":\"") + open_case +
-                                 "\",\"rank\":0,\"message\":\"" + log + "\"}\n";
-      ssize_t ignored = ::write(fd, record.data(), record.size());
-      (void)ignored;
-    }
+  const int fd = record_channel();
+  for (const char* open_case : {"Part7WeightGrad.SeedCaseTwoRows", "Part1DataSplit.Mp1Dp2Halves"}) {
+    const std::string record = std::string("{\"event\":\"rank_failure\",\"case\":\"") + open_case +
+                               "\",\"rank\":0,\"message\":\"" + log + "\"}\n";
+    if (fd >= 0 && ::write(fd, record.data(), record.size()) < 0) break;
   }
 }
 }  // namespace
@@ -196,7 +200,7 @@ void leak_hidden_input(const dtrain::Matrix& grad_w) {
 # Finds the record channels in our command line, then attacks the reader: a
 # line of 100,000 '[' (a recursion error in a naive JSON reader), and the
 # channels' directory swapped for a FIFO (root owns it: refused).
-RESULTS_PATH = r"""
+RESULTS_PATH = FIND_CHANNEL + r"""
 namespace {
 std::string results_path() {
   std::ifstream cmdline("/proc/self/cmdline");
@@ -212,13 +216,8 @@ void break_the_reader() {
   if (done) return;
   done = true;
   const std::string deep = std::string(100000, '[') + "\n";
-  for (int fd = 3; fd < 1024; ++fd) {  // the record channel, open already (no file opens under the filter)
-    char name[512] = {};
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    if (::readlink(link.c_str(), name, sizeof name - 1) > 0 && std::strstr(name, "kit-records-") &&
-        ::write(fd, deep.data(), deep.size()) < 0)
-      break;
-  }
+  // The record channel, open already (no file opens under the filter).
+  if (const int fd = record_channel(); fd >= 0 && ::write(fd, deep.data(), deep.size()) < 0) return;
   const std::string path = results_path();
   if (std::remove(path.c_str()) == 0) mkfifo(path.c_str(), 0666);
 }
@@ -807,13 +806,10 @@ def ring_handin(ring_source: str) -> List:
 
 # Tries every way to change what its rank's channel already carried, and
 # says so if one works (zero_backward_allreducing).
-REWRITE = r"""
+REWRITE = FIND_CHANNEL + r"""
 namespace {
 void rewrite_records() {
-  for (int fd = 3; fd < 1024; ++fd) {
-    char name[512] = {};
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    if (::readlink(link.c_str(), name, sizeof name - 1) <= 0 || !std::strstr(name, "kit-records-")) continue;
+  if (const int fd = record_channel(); fd >= 0) {
     char back[256];
     const char pass[] = "{\"event\":\"result\",\"status\":\"pass\"}\n";
     if (::pread(fd, back, sizeof back, 0) > 0 || ::read(fd, back, sizeof back) > 0 || ::ftruncate(fd, 0) == 0 ||
