@@ -36,6 +36,7 @@
 #   make handout           cut dist/handout.tar.gz for students, and verify it
 #   make autograder        dist/autolab/, dist/gradescope.zip, dist/prairielearn/ (PRAIRIELEARN_IMAGE=NAME)
 #   make hidden-data       re-record the hidden cases' expected values from the reference
+#   make check-fast        before each commit (under 2 min): units, stubs, reference, a known bug per file
 #   make check             the kit's self-test: reference full marks, stubs zero,
 #                          and every known bug (staff/mutants.py) caught
 #   make check-arm64       as root: the kit cross-built for aarch64 and run under qemu
@@ -103,7 +104,7 @@ FULL     ?= 0
 TRAIN_ARGS ?=
 MEGATRON_FLAG = $(if $(filter 1 yes true,$(MEGATRON)),--megatron-mp)
 
-.PHONY: all setup build configure test check check-arm64 check-container check-platforms clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
+.PHONY: all setup build configure test check check-fast check-arm64 check-container check-platforms clean train train-zero mpi-demo explore trace handin grade grade-reference hidden-data handout autograder bench
 
 all: build
 
@@ -258,6 +259,21 @@ check: build
 	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
 	  KIT_TIME_SCALE=$${KIT_TIME_SCALE:-0.4} $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider \
 	    --durations=12 $$workers; fi
+
+# The tier a developer runs before each commit (under 2 minutes; docs/internals.md):
+# the framework's units, the stubs at zero, the reference's full marks, one
+# known bug in each of the three student files caught, and the suites that
+# read records and reports without running a job. make check runs all of it
+# and more; .ci/run runs make check and the staff checks of other machines.
+FAST_MUTANTS = "data split by rank instead of by data-parallel group" "gradients summed instead of averaged" \
+  "reduce-scatter averages instead of summing"
+check-fast: build
+	$(STAFF_ONLY)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -R '^framework/units$$|^stubs/part[0-9]+(_[a-z]+)?$$'
+	@$(PYTHON) -m kit test --impl reference --all
+	@$(PYTHON) -m staff.mutants --exact $(FAST_MUTANTS)
+	@py=$$(tools/find_python --with-pytest) && $$py -m pytest -q -p no:cacheprovider staff/tests/test_records.py \
+	  staff/tests/test_parts.py staff/tests/test_course.py grader/tests/test_reports.py grader/tests/test_case_reports.py
 
 # Staff, as root: the kit on aarch64 Linux (cross-built, run under qemu in an
 # arm64 Debian root kept in build-arm64/), and the dev container (podman).
