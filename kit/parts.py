@@ -70,9 +70,10 @@ RANK_STACK_LIMIT_MIB = 2
 THREAD_STACK_KIB = 1024
 # A grading job of 8 ranks, each at both limits, with the kit's own share:
 # mpirun (21 MiB resident, 8 MiB of it MPI's shared memory), the grader's
-# Python (34 MiB) and the records it keeps (16 MiB at most, kit/channels.py),
-# the ranks' page tables and the code they share. Measured in grader/README.md
-# (Timeouts and limits); kit/host_limits.py refuses a machine with less.
+# Python (34 MiB) and the records it keeps (4 MiB of them at most,
+# kit/channels.py, some 30 MiB once read), the ranks' page tables and the
+# code they share, as measured for the grader's own documentation;
+# kit/host_limits.py refuses a machine with less.
 JOB_RANKS = 8
 KIT_SHARE_MIB = 112
 JOB_MEMORY_MIB = JOB_RANKS * (RANK_DATA_LIMIT_MIB + RANK_STACK_LIMIT_MIB) + KIT_SHARE_MIB

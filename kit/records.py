@@ -30,10 +30,10 @@ FIELDS = {  # the members each kind must have, with their types (records.h)
     ABORT: {"case": str, "rank": int, "why": str},
     ROLLCALL: {"case": str, "rank": int, "state": str, "seconds": (int, float)},
 }
-# A whole job of the kit writes a few MB (256 values a record at most); a
+# A whole job of the kit writes about 1 MB (256 values a record at most); a
 # file far past that was written by something else (kit/channels.py keeps
 # the same bounds for a job's channels).
-MAX_FILE_BYTES = 16 << 20
+MAX_FILE_BYTES = 4 << 20
 MAX_LINE_BYTES = 1 << 20
 # The harness writes at most 256 values a record (tests/observations.cpp);
 # past these limits a job wrote to fill the grader's memory, and the rest
