@@ -27,8 +27,7 @@ int g_forward_calls = 0, g_backward_calls = 0;
 }  // namespace
 
 std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage3FCLayer& layer,
-                                                 const std::vector<ledger::LoggedCall>& calls,
-                                                 std::uint64_t bytes_moved) {
+                                                 const std::vector<ledger::LoggedCall>& calls) {
   const std::string pass = forward ? "forward" : "backward";
   const long w = layer.w_shard_size, b = layer.b_shard_size;
   std::vector<Needed> needed =
@@ -55,12 +54,6 @@ std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage
   for (const Needed& n : needed)
     problems.push_back(pass + ": no " + in_words(n.kind) + " of " + elements(n.count) + " (" + n.what +
                        "), which ZeRO-3's " + pass + " makes");
-  // comm.h's formula: an all-gather or reduce-scatter of shards of s elements moves (P-1)*s*8 bytes per rank.
-  const std::uint64_t per_shard = static_cast<std::uint64_t>(layer.dp_size - 1) * sizeof(double);
-  const std::uint64_t expected = per_shard * static_cast<std::uint64_t>(forward ? w + b : 2 * w + b);
-  if (problems.empty() && bytes_moved != expected)
-    problems.push_back(pass + " moved " + std::to_string(bytes_moved) + " bytes; ZeRO-3's moves " +
-                       std::to_string(expected));
   return problems;
 }
 
@@ -107,7 +100,7 @@ void restart_call_numbers() { g_forward_calls = g_backward_calls = 0; }
 
 ZeroCallRules::ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward, long rows)
     : layer_(layer), forward_(forward), number_(forward ? ++g_forward_calls : ++g_backward_calls),
-      shape_(shape_before(layer, rows)), bytes_before_(layer.comm.bytes_transferred()) {
+      shape_(shape_before(layer, rows)) {
   if (under_test() && HeapWatch::available() && !HeapWatch::busy()) watch_ = std::make_unique<HeapWatch>();
 }
 
@@ -123,7 +116,7 @@ void ZeroCallRules::returned(const Matrix& result) {
     const std::string memory = memory_rule_problem(what, kept, std::int64_t(shape_.in_dim) * shape_.out_dim * 8);
     if (!memory.empty()) problems.push_back(memory);
   }
-  for (auto& p : stage3_traffic_problems(forward_, layer_, log_.take(), layer_.comm.bytes_transferred() - bytes_before_))
+  for (auto& p : stage3_traffic_problems(forward_, layer_, log_.take()))
     problems.push_back(std::move(p));
   std::string text;
   for (const auto& p : problems) text += (text.empty() ? "" : "\n") + p;

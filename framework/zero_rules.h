@@ -31,10 +31,11 @@ constexpr std::int64_t kHeapSlack = 64 * 1024;
 
 // One line per way a call's collectives differ from ZeRO-3's ("backward:
 // all-gather of 12 elements on comm that ZeRO-3's backward doesn't need");
-// none if they match.
+// none if they match. From the ledger's log alone: the bytes follow from
+// the calls (comm.h's formulas), and the Communicator's counter is a field
+// of an object the student's code holds.
 std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage3FCLayer& layer,
-                                                 const std::vector<ledger::LoggedCall>& calls,
-                                                 std::uint64_t bytes_moved);
+                                                 const std::vector<ledger::LoggedCall>& calls);
 
 // The memory rule's message, or "" when `kept` is within the slack.
 std::string memory_rule_problem(const std::string& what, const HeapWatch::Kept& kept, std::int64_t full_weight_bytes);
@@ -72,7 +73,6 @@ class ZeroCallRules {
   bool forward_;
   int number_;
   LayerShape shape_;
-  std::uint64_t bytes_before_;
   ledger::CallLog log_;
   std::unique_ptr<HeapWatch> watch_;  // null where the memory rule isn't checked
 };
