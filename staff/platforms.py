@@ -1,6 +1,6 @@
 """`make check-platforms` (staff, as root): each grading platform's bundle
 (`make autograder`) built into its image with podman, from a Debian 12 base
-made here, and five handins graded in it as the platform runs a job, at the
+made here, and six handins graded in it as the platform runs a job, at the
 platform's default limits:
 
   Autolab       dist/autolab/Containerfile; a job as Tango's docker back end and its
