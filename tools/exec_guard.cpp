@@ -5,7 +5,7 @@
 // tools/kitrun puts it before the launcher when the grader asks (KIT_EXEC_GUARD).
 //
 // Why: the ranks run under a system-call filter that refuses execve, but MPI's
-// launcher (mpirun, orted, Hydra's proxies) has none, and MPI_Comm_spawn, or
+// launcher (mpirun, orted, Hydra's proxies) has none, and MPI's Comm_spawn, or
 // PMIx's spawn, called by address from a rank asks the launcher to start a
 // program: it would run outside the ranks' filter. So the launcher runs under
 // a filter of its own whose execve and execveat go to this process
@@ -14,7 +14,7 @@
 // ioctl). While the job starts, each exec is let through; every exec of the
 // test program is counted, and once `--ranks` of them have run, every exec
 // of the job is refused with EPERM, for good. No student code runs before
-// then: it runs in a rank after MPI_Init, which waits for every rank.
+// then: it runs in a rank after MPI's Init, which waits for every rank.
 // If this process dies, the kernel fails the job's execs (ENOSYS): it fails closed.
 #include <fcntl.h>
 #include <linux/audit.h>
