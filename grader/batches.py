@@ -32,7 +32,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
-from grader import grading, reports, rescore
+from grader import grades, grading, reports, rescore, staging
 from kit import parts as table
 from kit.handin_reader import read_handin, unreadable_key
 from kit.paths import KIT_DIR
@@ -149,15 +149,15 @@ class Batch:
         except OSError:
             pass
 
-    def grade(self, handin: str, key: str) -> Optional[grading.Grade]:
+    def grade(self, handin: str, key: str) -> Optional[grades.Grade]:
         try:
             g = grading.grade_handin(handin, self.args.build, cancel=self.stop, private=self.private)
         except grading.Cancelled:
             return None
         except Exception as e:  # noqa: BLE001 (one handin's grader error never stops the batch)
-            g = grading.Grade(os.path.basename(handin), status="grader error",
+            g = grades.Grade(os.path.basename(handin), status="grader error",
                               notes=[f"the grader itself failed ({type(e).__name__}: {e})"],
-                              parts=grading.nothing_graded())
+                              parts=grades.nothing_graded())
         if self.stop.is_set():
             return None  # abandoned mid-way: its result can't be trusted
         report = reports.human_report(g, self.args.show_hidden) + "\n" + reports.autolab_line(g) + "\n"
@@ -264,9 +264,9 @@ def run_batch(args) -> int:
         # job does can hold the batch longer than STOP_SECONDS.
         deadline = time.monotonic() + STOP_SECONDS
         while any(not f.done() for f in futures) and time.monotonic() < deadline:
-            grading.end_all_sandboxes()
+            staging.end_all_sandboxes()
             wait([f for f in futures if not f.done()], timeout=0.2)
-        grading.end_all_sandboxes()
+        staging.end_all_sandboxes()
         stuck = [futures[f] for f in futures if not f.done()]
         graded += [futures[f] for f in futures if f.done() and not f.cancelled() and f.exception() is None
                    and f.result() is not None and futures[f] not in graded]

@@ -26,7 +26,7 @@ from fnmatch import fnmatchcase
 from typing import Dict, List, Optional, Tuple
 
 from grader import batches, reports
-from grader.grading import Grade, PartResult
+from grader.grades import Grade, PartResult
 from kit import parts as table
 from kit.report import fmt
 

@@ -26,7 +26,9 @@ import pytest
 
 from conftest import (BUILD, GRADE, IMPL_FILES, KIT, hang_limit, hanging, left_behind, live_processes, make_tar,
                       marked, source)
-from grader.sandbox import LOCK_DIR, SANDBOX_UID_BASE, SHARED_TMP, SLOTS, remove_mqueues, sysv_objects
+from grader.leftovers import remove_mqueues, sysv_objects
+from grader.namespaces import SHARED_TMP
+from grader.slots import LOCK_DIR, SANDBOX_UID_BASE, SLOTS
 from kit.parts import CASE_SECONDS, PARTS
 
 SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
