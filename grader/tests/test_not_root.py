@@ -20,7 +20,7 @@ import pytest
 
 from conftest import BUILD, GRADE, make_tar
 from grader.leftovers import remove_mqueues, sysv_objects
-from test_hostile_gallery import MQUEUES, reference_calling
+from hostile_gallery import MQUEUES, reference_calling
 
 USER = "kit-notroot"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"),
