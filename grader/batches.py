@@ -33,6 +33,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
 from grader import grades, grading, reports, rescore, staging
+from grader.gradebook import write_atomically, write_gradebook, write_json_atomically
 from kit import parts as table
 from kit.handin_reader import read_handin, unreadable_key
 from kit.paths import KIT_DIR
@@ -42,17 +43,6 @@ from kit.report import fmt
 # the kit (their sources) and the build's recipe.
 VERSIONED = ("framework", "tests", "kit", "grader", "student", "programs")
 STOP_SECONDS = 20  # Ctrl-C: how long the batch waits for its workers to notice
-
-
-def write_atomically(path: str, text: str) -> None:
-    """The file has either its old or its new content, whenever the grader
-    is killed: a temporary file, flushed to disk, then renamed over it."""
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def kit_version(build: str) -> str:
@@ -186,25 +176,6 @@ class Batch:
 
     def write_gradebook(self) -> None:
         write_gradebook(self.csv, self.states())
-
-
-def write_gradebook(path: str, states: List[Dict]) -> None:
-    """One row per handin: its parts, total and status, the maximum it was
-    scored out of, and the stamps of the kit that ran it and of the course
-    that scored it (kit/parts.py, COURSE_STAMP); "?" where a result kept none."""
-    keys = [p.key for p in table.PARTS]
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["handin"] + keys + ["total", "max", "status", "kit", "course"])
-    for state in sorted(states, key=lambda s: s["handin"]):
-        writer.writerow([state["handin"]] + [fmt(state["scores"].get(k, 0.0)) for k in keys] +
-                        [fmt(state["total"]), state.get("max", "?"), state["status"], state.get("kit", "?"),
-                         state.get("course", "?")])
-    write_atomically(path, text.getvalue())
-
-
-def write_json_atomically(path: str, data) -> None:
-    write_atomically(path, json.dumps(data, indent=2) + "\n")
 
 
 def run_batch(args) -> int:

@@ -25,13 +25,13 @@ import sys
 import traceback
 from typing import List
 
-from grader import batches, grades, grading, reports, rescore
+from grader import batches, gradebook, grades, grading, reports, rescore
 from kit import parts as table
 from kit.course import PLATFORMS
 from kit.paths import build_dir
 
 
-write_json = batches.write_json_atomically
+write_json = gradebook.write_json_atomically
 
 
 def failed_grade(handin: str, e: BaseException) -> grades.Grade:
