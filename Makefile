@@ -262,9 +262,11 @@ check: build
 
 # The tier a developer runs before each commit (under 2 minutes; docs/internals.md):
 # the framework's units, the stubs at zero, the reference's full marks, one
-# known bug in each of the three student files caught, and the suites that
-# read records and reports without running a job. make check runs all of it
-# and more; .ci/run runs make check and the staff checks of other machines.
+# known bug in each of the three student files caught, the suites that
+# read records and reports without running a job, and the kit's shape (no
+# file over 400 lines, no import cycle: staff/tests/test_structure.py).
+# make check runs all of it and more; .ci/run runs make check and the staff
+# checks of other machines.
 FAST_MUTANTS = "data split by rank instead of by data-parallel group" "gradients summed instead of averaged" \
   "reduce-scatter averages instead of summing"
 check-fast: build
@@ -273,7 +275,8 @@ check-fast: build
 	@$(PYTHON) -m kit test --impl reference --all
 	@$(PYTHON) -m staff.mutants --exact $(FAST_MUTANTS)
 	@py=$$(tools/find_python --with-pytest) && $$py -m pytest -q -p no:cacheprovider staff/tests/test_records.py \
-	  staff/tests/test_parts.py staff/tests/test_course.py grader/tests/test_reports.py grader/tests/test_case_reports.py
+	  staff/tests/test_parts.py staff/tests/test_course.py grader/tests/test_reports.py grader/tests/test_case_reports.py \
+	  staff/tests/test_structure.py
 
 # Staff, as root: the kit on aarch64 Linux (cross-built, run under qemu in an
 # arm64 Debian root kept in build-arm64/), and the dev container (podman).
