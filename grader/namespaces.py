@@ -74,9 +74,10 @@ def under(path: str, top: str) -> bool:
 
 
 def kept_paths(box, hide_kit: bool = False) -> List[str]:
-    """What the job of sandbox `box` (grader/sandbox.py) must see of the host at its own path, whatever covers
-    the places around it: the scratch directory (its run tmpfs apart, a
-    mount of its own), the kit (not for a compile) and the data set."""
+    """What the job of sandbox `box` (grader/sandbox.py) must see of the
+    host at its own path, whatever covers the places around it: the scratch
+    directory (its run tmpfs apart, a mount of its own), the kit (not for a
+    compile) and the data set."""
     kit = os.path.realpath(box.kit_dir)
     # A compile sees of the kit only the stubs, which stand in for a file that fails.
     keeps = [box.scratch] + ([box.run_dir] if box.run_mounted else []) + \
