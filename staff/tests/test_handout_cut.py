@@ -41,6 +41,12 @@ def test_the_cut_fills_each_slot_with_the_texts_of_the_graded_parts_found_by_key
     assert "<!--" not in fill(TEXT, "part11_ring", "part12_pipeline", "part13_ddp")
 
 
+def test_a_cut_s_own_text_has_no_slot_and_needs_no_part_s_texts(tmp_path):
+    """In a cut, the handout is made already; its copy holds no handout/parts/."""
+    made = fill(TEXT, "part13_ddp")
+    assert handout_text.for_the_course(made, graded("part13_ddp"), str(tmp_path)) == made
+
+
 def test_an_unknown_slot_stops_the_cut():
     with pytest.raises(handout_text.HandoutError, match="the slot 'prose'"):
         fill("<!-- filled by make handout: prose (something) -->\n", "part11_ring")
