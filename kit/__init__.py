@@ -8,6 +8,7 @@ calls them.
   part_types     what a row of the table is: a part, its runs, the files it adds (found by its key)
   build_lists    what CMake and the Makefile read of the table
   course         the course file (course.toml): its choices, checked, with the environment's overrides
+  course_cli     `python3 -m kit course`: the course as it takes effect, checked and printed
   toml_subset    the course file's reader (the part of TOML it needs, on any Python 3.8+)
   paths          the kit's directory and the build directory
   records        the results file's format (defined in tests/records.h)
