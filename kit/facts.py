@@ -1,0 +1,163 @@
+"""The facts both languages use, written once: the model's sizes, the
+trainers' batch, the communication volumes, the ledger's operations, the
+record cap and the per-file limit. The kit's Python imports them from here;
+CMake writes them into a C++ header when it configures:
+
+  python3 -m kit.facts --cpp build/generated/kit_facts.h
+
+A formula is written here twice, in Python and as the C++ the header
+carries, side by side; staff/tests/test_facts.py compiles the header and
+checks that both give the same numbers on a table of inputs, and that no
+fact is written again anywhere else. Each run's rank count stays in the
+parts table (kit/parts.py); the header names the suites of the runs whose
+suite ends in its rank count, so that a test file lists them from there.
+"""
+import argparse
+import re
+import sys
+from typing import Dict, List
+
+# The assignment's model: a 784-256-10 MLP on 28x28 images of 10 classes.
+FEATURES, HIDDEN, CLASSES = 784, 256, 10
+# The trainers' default global batch (each rank takes GLOBAL_BATCH / dp rows).
+GLOBAL_BATCH = 60
+# The bytes of one value the communicator moves (a double).
+VALUE_BYTES = 8
+
+# The ledger's operations, in the order of their codes (from 1); the
+# records and the trace name a call by these.
+OPERATIONS = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "send", "recv", "sendrecv",
+              "iallreduce", "wait")
+POINT_TO_POINT = ("send", "recv", "sendrecv")
+# The calls every rank of a communicator makes at the same point of its
+# sequence, which the agreement check compares.
+COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce")
+
+# The most values one value record holds: the harness writes no more, and
+# the runner reads no more (kit/records.py).
+MAX_VALUES_PER_RECORD = 256
+
+# The largest file a grading writes (the test binary, an object): the
+# sandbox's per-file limit, which the host must allow too.
+FILE_LIMIT_BYTES = 64 << 20
+
+
+def ring_bytes(elements: int, n: int, passes: int) -> int:
+    """What one rank sends in one collective of `elements` values on n ranks,
+    by the ring algorithm (framework/include/comm.h): passes * (n-1)/n of
+    the buffer, in integer arithmetic. An allreduce makes 2 passes, an
+    allgather or a reduce-scatter 1."""
+    return passes * (n - 1) * elements * VALUE_BYTES // n
+
+
+def ring_allreduce_bounds(elements: int, n: int) -> Dict[str, int]:
+    """What one rank of Part 11's ring allreduce sends: 2(n-1) blocks of
+    floor(L/n) or ceil(L/n) values."""
+    return {"low": 2 * (n - 1) * (elements // n) * VALUE_BYTES,
+            "high": 2 * (n - 1) * (-(-elements // n)) * VALUE_BYTES}
+
+
+def naive_allreduce_bytes(elements: int, n: int, rank: int) -> int:
+    """What one rank of Part 11's naive allreduce sends: each rank its buffer
+    to rank 0, and rank 0 the sum back to each other rank."""
+    return (n - 1) * elements * VALUE_BYTES if rank == 0 else elements * VALUE_BYTES
+
+
+# The same three formulas in C++, for the header.
+CPP_FORMULAS = """\
+// What one rank sends in one collective of `elements` values on n ranks, by
+// the ring algorithm (framework/include/comm.h): passes * (n-1)/n of the buffer.
+constexpr std::uint64_t ring_bytes(long elements, int n, int passes) {
+  return static_cast<std::uint64_t>(passes) * (static_cast<std::uint64_t>(n) - 1) *
+         static_cast<std::uint64_t>(elements) * kValueBytes / static_cast<std::uint64_t>(n);
+}
+
+// Part 11's ring allreduce: 2(n-1) blocks of floor(L/n) or ceil(L/n) values.
+constexpr std::uint64_t ring_allreduce_low(long elements, int n) {
+  return 2 * (static_cast<std::uint64_t>(n) - 1) * static_cast<std::uint64_t>(elements / n) * kValueBytes;
+}
+constexpr std::uint64_t ring_allreduce_high(long elements, int n) {
+  return 2 * (static_cast<std::uint64_t>(n) - 1) * static_cast<std::uint64_t>((elements + n - 1) / n) * kValueBytes;
+}
+
+// Part 11's naive allreduce: each rank its buffer to rank 0, rank 0 the sum to each other rank.
+constexpr std::uint64_t naive_allreduce_bytes(long elements, int n, int rank) {
+  const std::uint64_t buffer = static_cast<std::uint64_t>(elements) * kValueBytes;
+  return rank == 0 ? (static_cast<std::uint64_t>(n) - 1) * buffer : buffer;
+}
+"""
+
+
+def _code_name(op: str) -> str:
+    """reduce_scatter -> kReduceScatter: the ledger's C++ name of an operation."""
+    return "k" + "".join(w.capitalize() for w in op.split("_"))
+
+
+def suites_by_ranks(runs) -> Dict[str, List[str]]:
+    """The runs whose filter is a whole suite named for its rank count
+    (Part11Ring4.* on 4 ranks), grouped by the suite's stem (Part11Ring)."""
+    stems: Dict[str, List[str]] = {}
+    for r in runs:
+        m = re.fullmatch(r"([A-Za-z]\w*?)(\d+)\.\*", r.filter)
+        if m and int(m.group(2)) == r.ranks:
+            stems.setdefault(m.group(1), []).append(m.group(1) + m.group(2))
+    return stems
+
+
+def cpp_text() -> str:
+    from kit import parts  # the table's runs; kit.parts does not import this module's callers
+    codes = ", ".join(f"{_code_name(op)}{' = 1' if i == 0 else ''}" for i, op in enumerate(OPERATIONS))
+    names = ", ".join(['""'] + [f'"{op}"' for op in OPERATIONS])
+    p2p = " || ".join(f"op == {_code_name(op)}" for op in POINT_TO_POINT)
+    coll = " || ".join(f"op == {_code_name(op)}" for op in COLLECTIVES)
+    runs = [r for p in parts.ALL_PARTS for r in p.runs]
+    suites = "\n".join(f"#define KIT_SUITES_{stem}(CASES) " + " ".join(f"CASES({s})" for s in names_)
+                       for stem, names_ in suites_by_ranks(runs).items())
+    return f"""// Generated from kit/facts.py when CMake configures; edit kit/facts.py, not this file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dtrain::facts {{
+
+inline constexpr int kFeatures = {FEATURES}, kHidden = {HIDDEN}, kClasses = {CLASSES};
+inline constexpr int kGlobalBatch = {GLOBAL_BATCH};
+inline constexpr std::uint64_t kValueBytes = {VALUE_BYTES};
+inline constexpr long kMaxValuesPerRecord = {MAX_VALUES_PER_RECORD};
+
+// The ledger's operations: a code each (0 is none), and its name.
+enum OpCode : std::int64_t {{ {codes} }};
+inline constexpr const char* kOpNames[] = {{{names}}};
+inline constexpr bool is_point_to_point(std::int64_t op) {{ return {p2p}; }}
+inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
+// An operation's code by its name; 0 for none of them.
+inline std::int64_t op_code(const std::string& name) {{
+  for (std::int64_t op = 1; op < static_cast<std::int64_t>(sizeof kOpNames / sizeof *kOpNames); ++op)
+    if (name == kOpNames[op]) return op;
+  return 0;
+}}
+
+{CPP_FORMULAS}
+}}  // namespace dtrain::facts
+
+// The suites of the runs named for their rank count (kit/parts.py): a test
+// file writes KIT_SUITES_Part11Ring(ITS_CASES) to define its cases in each.
+{suites}
+"""
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cpp", metavar="FILE", help="write the C++ header of the facts")
+    args = ap.parse_args(argv)
+    if args.cpp:
+        from kit.build_lists import write_if_changed
+        write_if_changed(args.cpp, cpp_text())
+    else:
+        sys.stdout.write(cpp_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
