@@ -121,12 +121,9 @@ void require_distinct(const void* src, const void* dst, const char* call) {
                                 ": source and destination are the same object; pass a separate destination");
 }
 
-// Ring volume of one call, in bytes, per rank (see comm.h).
-std::uint64_t ring_bytes(long elements, int n, int passes) {
-  const std::uint64_t bytes = static_cast<std::uint64_t>(elements) * sizeof(double);
-  return static_cast<std::uint64_t>(passes) * (static_cast<std::uint64_t>(n) - 1) * bytes /
-         static_cast<std::uint64_t>(n);
-}
+// Ring volume of one call, in bytes, per rank (see comm.h; the formula: kit/facts.py).
+using facts::ring_bytes;
+static_assert(facts::kValueBytes == sizeof(double), "the communicator moves doubles");
 
 std::vector<int> world_ranks_of(MPI_Comm comm) {
   MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;

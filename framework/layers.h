@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "func_impl.h"
+#include "kit_facts.h"  // generated from kit/facts.py
 #include "layer_profiler.h"
 #include "tensor.h"
 
 namespace dtrain {
 
-// Sizes of the assignment's model.
-constexpr int kFeatures = 784, kHidden = 256, kClasses = 10;
+// Sizes of the assignment's model (kit/facts.py).
+using facts::kFeatures, facts::kHidden, facts::kClasses;
 
 struct ParallelConfig {
   int mp_size = 1, dp_size = 1;

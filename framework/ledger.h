@@ -11,18 +11,14 @@
 #include "comm_internal.h"
 #include "comm_runtime.h"
 #include "heap_watch.h"
+#include "kit_facts.h"  // generated from kit/facts.py
 
 namespace dtrain::comm_detail {
 
-enum OpCode : std::int64_t {
-  kAllreduce = 1, kAllgather, kReduceScatter, kSplit, kBarrier, kSend, kRecv, kSendrecv, kIallreduce, kWait
-};
-inline constexpr const char* kOpNames[] = {"",        "allreduce", "allgather", "reduce_scatter", "split", "barrier",
-                                           "send",    "recv",      "sendrecv",  "iallreduce",     "wait"};
-inline bool is_point_to_point(OpCode op) { return op >= kSend && op <= kSendrecv; }
-// The calls every rank of a communicator makes at the same point of its
-// sequence, which the agreement check compares.
-inline bool is_collective(std::int64_t op) { return (op >= kAllreduce && op <= kBarrier) || op == kIallreduce; }
+// The operations' codes and names, is_point_to_point and is_collective (the
+// calls every rank of a communicator makes at the same point of its sequence,
+// which the agreement check compares): kit/facts.py, shared with the records.
+using namespace facts;
 
 // The other end of a point-to-point call, by rank on its communicator; -1
 // for the direction a call does not have (a send has no source).

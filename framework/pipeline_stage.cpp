@@ -142,9 +142,9 @@ Matrix PipelineStage::backward(int mb, const Matrix& grad_out) {
 }
 
 std::vector<int> pipeline_dims(int stages) {
-  std::vector<int> dims{784};
-  for (int k = 1; k < stages; ++k) dims.push_back(256);
-  dims.push_back(10);
+  std::vector<int> dims{kFeatures};
+  for (int k = 1; k < stages; ++k) dims.push_back(kHidden);
+  dims.push_back(kClasses);
   return dims;
 }
 

@@ -11,6 +11,7 @@
 
 #include "comm_runtime.h"
 #include "idx_dataset.h"
+#include "kit_facts.h"
 #include "random.h"
 #include "tensor.h"
 
@@ -32,7 +33,7 @@ inline constexpr double kAdamInitLr = 0.003;
 // down) per iteration, as the seed programs do.
 struct TrainOptions {
   int epochs = 1;
-  int global_batch = 60;
+  int global_batch = facts::kGlobalBatch;  // kit/explore.py counts bytes by it
   double init_lr = 0;  // kSgdInitLr or kAdamInitLr by default; see linear_lr and decayed_lr
   std::uint64_t shuffle_seed = 15442;
   // Rank 0 only: every report_every iterations and at each epoch's end.

@@ -117,7 +117,7 @@ double measure(const Gemm& gemm, int batch, double seconds) {
 
 int main(int argc, char** argv) {
   dtrain::Flags flags("gemm_peak", "The fastest matrix products of one training iteration on one core.");
-  const int& batch = flags.add_int("--batch", 60, "rows per batch (the trainers' default global batch)");
+  const int& batch = flags.add_int("--batch", dtrain::facts::kGlobalBatch, "rows per batch (the trainers' default global batch)");
   const double& seconds = flags.add_double("--seconds", 1.0, "how long to measure each candidate");
   const bool& json = flags.add_switch("--json", "print one JSON line instead of text");
   if (const int status = flags.parse(argc, argv, 0); status >= 0) return status;

@@ -56,7 +56,7 @@ struct TrainingFlags {
 inline TrainingFlags add_training_flags(Flags& flags, const char* batch_help, double default_lr, const char* lr_help) {
   return TrainingFlags{
       flags.add_int("--num_epoch", 1, "epochs"),
-      flags.add_int("--batch_size", 60, batch_help),
+      flags.add_int("--batch_size", facts::kGlobalBatch, batch_help),
       flags.add_double("--init_lr", default_lr, lr_help),
       flags.add_int("--num_train_samples", -1, "use the first N training samples (-1: all 60000)"),
       flags.add_int("--num_test_samples", -1, "use the first N test samples (-1: all 10000)"),

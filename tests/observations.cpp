@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "job.h"
+#include "kit_facts.h"
 #include "observe.h"
 #include "records.h"
 #include "zero_rules.h"
@@ -17,9 +18,9 @@ namespace {
 
 // A case that trains calls forward thousands of times; its first calls are
 // the evidence, and they keep the records small. The runner reads no
-// value record of more than kMaxElements values (kit/records.py).
+// value record of more than kMaxElements values (kit/facts.py).
 constexpr int kCallsPerLabel = 2;
-constexpr long kMaxElements = 256;
+constexpr long kMaxElements = dtrain::facts::kMaxValuesPerRecord;
 
 std::string g_case;  // empty between cases: nothing is recorded there
 std::map<std::string, int> g_seen;

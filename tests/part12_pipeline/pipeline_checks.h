@@ -13,6 +13,7 @@
 #include "comm_runtime.h"
 #include "pipeline_calls.h"
 #include "kit_test.h"
+#include "kit_facts.h"  // the model's sizes, generated from kit/facts.py
 #include "pipeline_runtime.h"
 
 using dtrain::PipelineAccess;
@@ -25,9 +26,9 @@ constexpr int kBatch = 20;
 
 // The batch: pixels and labels from the row and column numbers.
 inline Matrix batch_x() {
-  Matrix x(kBatch, 784);
+  Matrix x(kBatch, dtrain::facts::kFeatures);
   for (int i = 0; i < kBatch; ++i)
-    for (int j = 0; j < 784; ++j) x(i, j) = ((i * 31 + j * 7) % 97) / 97.0;
+    for (int j = 0; j < dtrain::facts::kFeatures; ++j) x(i, j) = ((i * 31 + j * 7) % 97) / 97.0;
   return x;
 }
 inline Labels batch_y() {
