@@ -1,8 +1,9 @@
-// Part 11 (an extension part): naive_allreduce and ring_allreduce, on 1, 2,
-// 3, 4 and 8 ranks (one suite per rank count), for lengths below, equal to
-// and not a multiple of the rank count (the checks: ring_checks.h).
+// Part 11 (an extension part): naive_allreduce and ring_allreduce, on each
+// rank count of its runs (kit/parts.py; one suite per rank count), for
+// lengths below, equal to and not a multiple of the rank count (the checks: ring_checks.h).
 //   make test-part11
 #include "ring_checks.h"
+#include "kit_facts.h"  // KIT_SUITES_Part11Ring
 
 using namespace kit;
 
@@ -16,8 +17,4 @@ using namespace kit;
   TEST(Suite, RingNotAMultipleOfTheRanks) { check_ring(2 * world().size() + 1); }            \
   TEST(Suite, RingOfAThousandElements) { check_ring(1000); }
 
-KIT_RING_CASES(Part11Ring1)
-KIT_RING_CASES(Part11Ring2)
-KIT_RING_CASES(Part11Ring3)
-KIT_RING_CASES(Part11Ring4)
-KIT_RING_CASES(Part11Ring8)
+KIT_SUITES_Part11Ring(KIT_RING_CASES)  // one suite per run of kit/parts.py

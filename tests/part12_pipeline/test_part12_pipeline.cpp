@@ -1,8 +1,9 @@
-// Part 12 (an extension part): pipeline_step under GPipe and 1F1B, on 1, 2
-// and 4 stages (one suite per stage count), with 1, 3 and 8 micro-batches
-// (the checks: pipeline_checks.h).
+// Part 12 (an extension part): pipeline_step under GPipe and 1F1B, on each
+// stage count of its runs (kit/parts.py; one suite per stage count), with 1,
+// 3 and 8 micro-batches (the checks: pipeline_checks.h).
 //   make test-part12
 #include "pipeline_checks.h"
+#include "kit_facts.h"  // KIT_SUITES_Part12Pipeline
 
 using namespace kit;
 
@@ -15,6 +16,4 @@ using namespace kit;
   TEST(Suite, OneFOneBThreeMicroBatches) { check_step(Schedule::OneFOneB, 3); }  \
   TEST(Suite, OneFOneBEightMicroBatches) { check_step(Schedule::OneFOneB, 8); }
 
-KIT_PIPELINE_CASES(Part12Pipeline1)
-KIT_PIPELINE_CASES(Part12Pipeline2)
-KIT_PIPELINE_CASES(Part12Pipeline4)
+KIT_SUITES_Part12Pipeline(KIT_PIPELINE_CASES)  // one suite per run of kit/parts.py

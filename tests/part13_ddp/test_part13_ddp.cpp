@@ -1,8 +1,9 @@
 // Part 13 (an extension part): plan_buckets on 1 rank, and GradientBuckets
-// on 1, 2 and 4 ranks (one suite per rank count), each played through two
-// backwards (the checks: ddp_checks.h).
+// on each rank count of its runs (kit/parts.py; one suite per rank count),
+// each played through two backwards (the checks: ddp_checks.h).
 //   make test-part13
 #include "ddp_checks.h"
+#include "kit_facts.h"  // KIT_SUITES_Part13Ddp
 
 using namespace kit;
 
@@ -33,6 +34,4 @@ TEST(Part13Ddp1, PlanOfTheTrainersModel) {
   TEST(Suite, OneBucket) { check_buckets(kSizes, 100, {{5, 4, 3, 2, 1, 0}}); }                           \
   TEST(Suite, ALargeFirstLayer) { check_buckets({160, 8, 32, 4}, 40, {{3, 2}, {1}, {0}}); }
 
-KIT_DDP_CASES(Part13Ddp1)
-KIT_DDP_CASES(Part13Ddp2)
-KIT_DDP_CASES(Part13Ddp4)
+KIT_SUITES_Part13Ddp(KIT_DDP_CASES)  // one suite per run of kit/parts.py

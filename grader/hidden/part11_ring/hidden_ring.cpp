@@ -3,6 +3,7 @@
 // (tests/part11_ring/ring_checks.h).
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='HiddenPart11Ring4.*'
 #include "part11_ring/ring_checks.h"
+#include "kit_facts.h"  // KIT_SUITES_HiddenPart11Ring
 
 using namespace kit;
 
@@ -11,8 +12,4 @@ using namespace kit;
   TEST(Suite, RingOfThreeBlocksAndTwo) { check_ring(3 * world().size() + 2); }           \
   TEST(Suite, RingOfAnOddLength) { check_ring(4097); }
 
-KIT_HIDDEN_RING_CASES(HiddenPart11Ring1)
-KIT_HIDDEN_RING_CASES(HiddenPart11Ring2)
-KIT_HIDDEN_RING_CASES(HiddenPart11Ring3)
-KIT_HIDDEN_RING_CASES(HiddenPart11Ring4)
-KIT_HIDDEN_RING_CASES(HiddenPart11Ring8)
+KIT_SUITES_HiddenPart11Ring(KIT_HIDDEN_RING_CASES)  // one suite per run of kit/parts.py

@@ -4,6 +4,7 @@
 // cases' (tests/part13_ddp/ddp_checks.h).
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='HiddenPart13Ddp4.*'
 #include "part13_ddp/ddp_checks.h"
+#include "kit_facts.h"  // KIT_SUITES_HiddenPart13Ddp
 
 using namespace kit;
 
@@ -17,6 +18,4 @@ TEST(HiddenPart13Ddp1, PlanOfOnesInThrees) { check_plan({1, 1, 1, 1, 1, 1, 1}, 3
   TEST(Suite, ThreeBackwards) { check_buckets({5, 5, 5, 5}, 10, {{3, 2}, {1, 0}}, 3); }                \
   TEST(Suite, ManySmallBuckets) { check_buckets({1, 1, 1, 1, 1, 1, 1}, 3, {{6, 5, 4}, {3, 2, 1}, {0}}); }
 
-KIT_HIDDEN_DDP_CASES(HiddenPart13Ddp1)
-KIT_HIDDEN_DDP_CASES(HiddenPart13Ddp2)
-KIT_HIDDEN_DDP_CASES(HiddenPart13Ddp4)
+KIT_SUITES_HiddenPart13Ddp(KIT_HIDDEN_DDP_CASES)  // one suite per run of kit/parts.py
