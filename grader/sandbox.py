@@ -46,6 +46,7 @@ from grader.namespaces import SHARED_TMP, USER_NAMESPACES, namespace_script, nam
 from grader.slots import SANDBOX_UID_BASE, claim_slot
 from kit import parts as table
 from kit.build import Ran, run_measured
+from kit.facts import FILE_LIMIT_BYTES
 from kit.processes import kill_all, processes
 
 # Per process (each rank, mpirun, the compiler). Generous for the real tests:
@@ -55,7 +56,7 @@ LIMITS = {
     "cpu": 300,                   # seconds of CPU time
     "as": 3 << 29,                # bytes of address space (1.5 GiB)
     "nproc": 256,                 # processes and threads of the sandbox user (8 ranks use ~60)
-    "fsize": 64 << 20,            # bytes in any one file written
+    "fsize": FILE_LIMIT_BYTES,    # bytes in any one file written
     "core": 0,
 }
 # The per-file limit alone lets a job fill the disk with many files: what a

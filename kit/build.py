@@ -21,13 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from kit import host_limits, link_check
+from kit import facts, host_limits, link_check
 from kit.host_limits import ResourceFailure
 from kit.parts import IMPL_FILES
 from kit.processes import kill_all, session_members
 from kit.safe_read import open_sandbox_file
 
-MAX_OBJECT_BYTES = 64 << 20  # the sandbox's per-file limit: no object the compiler wrote there is larger
+MAX_OBJECT_BYTES = facts.FILE_LIMIT_BYTES  # the sandbox's per-file limit: no object the compiler wrote there is larger
 
 
 class NotBuilt(Exception):

@@ -17,12 +17,10 @@ import subprocess
 import time
 from typing import Dict, List, NamedTuple, Optional
 
-from kit import gnuplot
+from kit import facts, gnuplot
+from kit.facts import CLASSES, FEATURES, GLOBAL_BATCH, HIDDEN
 from kit.parts import built_parts
 from kit.paths import KITRUN, build_dir
-
-FEATURES, HIDDEN, CLASSES = 784, 256, 10
-GLOBAL_BATCH = 60
 
 
 class Config(NamedTuple):
@@ -51,7 +49,7 @@ CONFIGS = [Config("dp", 1, d) for d in (1, 2, 4, 8)] + \
 
 def ring(n: int, elements: int, passes: int) -> int:
     """comm.h's per-rank bytes of one call, with its integer arithmetic."""
-    return passes * (n - 1) * elements * 8 // n
+    return facts.ring_bytes(elements, n, passes)
 
 
 def batches(rows: int, local_batch: int) -> List[int]:
@@ -114,7 +112,7 @@ SCALE_MODELS = [  # (name, parameters, data-parallel ranks)
     ("GPT-2 medium", 355_000_000, 8),
     ("GPT-2 large", 774_000_000, 8),
     ("GPT-2 XL", 1_558_000_000, 16),
-    ("this MLP (784-256-10)", PARAMETERS, 4),
+    (f"this MLP ({FEATURES}-{HIDDEN}-{CLASSES})", PARAMETERS, 4),
 ]
 K = 12
 
@@ -236,7 +234,7 @@ def chart(rows: List[Dict], out: str) -> Optional[str]:
     script = f"""
 set terminal pngcairo size 1400,1350 font ",11" noenhanced
 set output "{png}"
-set multiplot layout 3,1 title "Parallel strategies of the 784-256-10 MLP: rank 0, per training iteration"
+set multiplot layout 3,1 title "Parallel strategies of the {FEATURES}-{HIDDEN}-{CLASSES} MLP: rank 0, per training iteration"
 set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1

@@ -17,6 +17,7 @@ import os
 from typing import Dict, List, Optional
 
 from kit import gnuplot
+from kit.facts import CLASSES, FEATURES, HIDDEN
 from kit.explore import finish_panel, run_panel_program, series_files
 
 STAGES = 4 if (os.cpu_count() or 1) >= 4 else 2
@@ -100,7 +101,7 @@ def panel(build: str, impl: str, out: str) -> List[str]:
             problems.append(f"pipeline {r['schedule']} M={r['micro_batches']}: stashes {r['stash_micro_batches']}, "
                             f"the formula {r['stash_formula']}")
     print("  bubble: the share of a step the busiest stage idles; equal stages: pipeline_train's pipeline of equal "
-          "layers, as the formula assumes; this MLP: 784-256-...-10, with its schedule played out from its stages' "
-          "measured times and free messages")
+          f"layers, as the formula assumes; this MLP: {FEATURES}-{HIDDEN}-...-{CLASSES}, with its schedule played out "
+          "from its stages' measured times and free messages")
     finish_panel(rows, out, "pipeline", chart)
     return problems

@@ -25,6 +25,7 @@ import resource
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from kit import facts
 from kit import parts as table
 
 MOUNTINFO = "/proc/self/mountinfo"
@@ -187,7 +188,7 @@ JOB_RANKS = table.JOB_RANKS
 JOB_TASKS = 90
 COMPILE_MIB = 350   # one compiler of a student file at its peak (the largest, without the precompiled header)
 MIN_CPUS = 0.25     # below this the watchdog's stretch of a time limit (8x at most) no longer covers a correct case
-BINARY_MIB = 64     # the largest file a grading writes (the test binary, an object)
+BINARY_MIB = facts.FILE_LIMIT_BYTES >> 20  # the largest file a grading writes (the test binary, an object)
 
 
 def compile_workers() -> int:

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from kit import facts
 from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
 
 PLAN, VALUE, RESULT, RANK_FAILURE, ABORT, ROLLCALL = "plan", "value", "result", "rank_failure", "abort", "rollcall"
@@ -30,15 +31,15 @@ FIELDS = {  # the members each kind must have, with their types (records.h)
     ABORT: {"case": str, "rank": int, "why": str},
     ROLLCALL: {"case": str, "rank": int, "state": str, "seconds": (int, float)},
 }
-# A whole job of the kit writes about 1 MB (256 values a record at most); a
+# A whole job of the kit writes about 1 MB (a few hundred values a record at most); a
 # file far past that was written by something else (kit/channels.py keeps
 # the same bounds for a job's channels).
 MAX_FILE_BYTES = 4 << 20
 MAX_LINE_BYTES = 1 << 20
-# The harness writes at most 256 values a record (tests/observations.cpp);
+# The harness writes at most so many values a record (kit/facts.py);
 # past these limits a job wrote to fill the grader's memory, and the rest
 # is not kept.
-MAX_VALUES_PER_RECORD = 256
+MAX_VALUES_PER_RECORD = facts.MAX_VALUES_PER_RECORD
 # A job of the kit writes at most about 1,400 (the hidden cases, every
 # extension part on); 4,000 bound the grader's floats to about 30 MiB.
 MAX_VALUE_RECORDS = 4000
@@ -112,10 +113,9 @@ def _well_formed(record, rank: Optional[int] = None) -> bool:
     return True
 
 
-# The calls a roll-call's "wait" may name (framework/ledger.h's), and where a rank may be in its case.
-CALLS = ("send", "recv", "sendrecv", "allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce",
-         "wait")
-POINT_TO_POINT = ("send", "recv", "sendrecv")
+# The calls a roll-call's "wait" may name (the ledger's, kit/facts.py), and where a rank may be in its case.
+CALLS = facts.OPERATIONS
+POINT_TO_POINT = facts.POINT_TO_POINT
 PHASES = ("running", "finished", "failed")
 
 

@@ -18,7 +18,7 @@ import os
 import subprocess
 from typing import Dict, List, Optional
 
-from kit import gnuplot
+from kit import facts, gnuplot
 from kit.parts import CONFIGURATION
 from kit.paths import KITRUN, build_dir
 
@@ -26,14 +26,13 @@ ALGORITHMS = {"naive": "#cc3311", "ring": "#0077bb", "mpi": "#555555"}
 
 
 def formula_bytes(algorithm: str, n: int, elements: int, rank0: bool) -> Dict[str, int]:
-    """What one rank sends, at least and at most (ring_collectives.h; comm.h for MPI's)."""
-    b = 8 * elements
+    """What one rank sends, at least and at most (ring_collectives.h; comm.h for MPI's; kit/facts.py)."""
     if algorithm == "naive":
-        exact = (n - 1) * b if rank0 else b
+        exact = facts.naive_allreduce_bytes(elements, n, 0 if rank0 else 1)
         return {"low": exact, "high": exact}
     if algorithm == "ring":  # 2(n-1) blocks of floor(L/n) or ceil(L/n) elements
-        return {"low": 2 * (n - 1) * (elements // n) * 8, "high": 2 * (n - 1) * (-(-elements // n)) * 8}
-    exact = 2 * (n - 1) * b // n  # the ledger counts a collective by comm.h's ring formula
+        return facts.ring_allreduce_bounds(elements, n)
+    exact = facts.ring_bytes(elements, n, 2)  # the ledger counts a collective by comm.h's ring formula
     return {"low": exact, "high": exact}
 
 

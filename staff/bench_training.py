@@ -8,6 +8,7 @@ import statistics
 import tempfile
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
+from kit.facts import CLASSES, FEATURES, HIDDEN
 from kit.paths import KITRUN
 from staff.bench_table import Table, run
 
@@ -45,7 +46,7 @@ SINGLE_RANK_SHARE = 1 / 2  # a training's whole run may take at most this share 
 MULTI_RANK_SHARE = 2 / 3
 
 
-def fc_gflop(samples: int, din: int = 784, hidden: int = 256, dout: int = 10) -> float:
+def fc_gflop(samples: int, din: int = FEATURES, hidden: int = HIDDEN, dout: int = CLASSES) -> float:
     """FC products of one epoch: forward and weight gradients of both layers,
     and FC2's input gradient (FC1's is never needed)."""
     return (2 * samples * (din * hidden + hidden * dout) * 2 + 2 * samples * hidden * dout) / 1e9
@@ -135,7 +136,7 @@ def pipeline(t: Table, build: str, samples: int) -> None:
               "target <= 0.05")
         t.targets.append((f"{label}: off the formula", "<=", 0.05))
         t.add(f"{label}: bubble, this MLP", [r["bubble_measured"] for r in reports], "share",
-              "stage 0 (784x256) sets the pace; played out with free messages: "
+              f"stage 0 ({FEATURES}x{HIDDEN}) sets the pace; played out with free messages: "
               f"{statistics.median(r['bubble_played'] for r in reports):.3f}")
     for schedule in ("gpipe", "1f1b"):
         label = f"pipeline K4 M8 {schedule}"
