@@ -117,7 +117,6 @@ def cpp_text() -> str:
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace dtrain::facts {{
 
@@ -131,12 +130,6 @@ enum OpCode : std::int64_t {{ {codes} }};
 inline constexpr const char* kOpNames[] = {{{names}}};
 inline constexpr bool is_point_to_point(std::int64_t op) {{ return {p2p}; }}
 inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
-// An operation's code by its name; 0 for none of them.
-inline std::int64_t op_code(const std::string& name) {{
-  for (std::int64_t op = 1; op < static_cast<std::int64_t>(sizeof kOpNames / sizeof *kOpNames); ++op)
-    if (name == kOpNames[op]) return op;
-  return 0;
-}}
 
 {CPP_FORMULAS}
 }}  // namespace dtrain::facts

@@ -18,7 +18,7 @@
 //   allgather         (n-1)/n * B(dst)    n-1 steps of one block each
 //   reduce_scatter    (n-1)/n * B(src)    n-1 steps of one block each
 //
-// This is the one place the formula is written down; the trainers' reports,
+// The kit computes it in one place (kit/facts.py); the trainers' reports,
 // the explorer and the tests all read it through bytes_transferred().
 //
 // The ledger. Every rank records each call it makes (its position in this

@@ -24,6 +24,7 @@ from grader import sandbox
 
 KIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOME = "kit/facts.py"
+RING_CHECKS = "ring_checks.h"  # Part 11's checks, wherever its files sit
 CODE = (".py", ".cpp", ".h", ".hpp", ".cc", ".cmake", ".mk")
 
 # A fact written again: what its literal looks like in code, and the files
@@ -37,11 +38,14 @@ WRITTEN_AGAIN = {
                            {HOME}),
     "the memory limits": (r"(?i)(heap_budget|data_limit|stack_limit|thread_stack)\w*\s*=\s*\d", {"kit/parts.py"}),
     # (n-1) times a buffer's bytes, or a block count times 8 bytes.
+    # Part 11's checks keep their own words, which a failure shows; they
+    # check them against kit_facts.h's on every case (ring_checks.h).
     "the communication volumes": (r"\bn\)?\s*-\s*1\s*\)\s*\*[^;\n]*(\b8\b|sizeof\(double\)|\bbytes\b|\bbuffer\b|\bb\b)"
-                                  r"|\*\s*8\s*//\s*n\b", {HOME}),
+                                  r"|\*\s*8\s*//\s*n\b", {HOME, RING_CHECKS}),
     # Three of the ledger's operations, quoted, in one list: a list of them.
-    # kit/trace.py's colours name every operation, checked below.
-    "the operation names": (r"(?:[\"'](?:%s)[\"'][^\n]*){3}" % OPS, {HOME, "kit/trace.py"}),
+    # kit/trace.py's colours name every operation, and Part 11's check the
+    # point-to-point calls in the words a failure shows: both checked below.
+    "the operation names": (r"(?:[\"'](?:%s)[\"'][^\n]*){3}" % OPS, {HOME, "kit/trace.py", RING_CHECKS}),
 }
 # A suite named for its rank count, defined by a macro call of its own: the
 # parts table's runs, written again (KIT_SUITES_<stem> lists them).
@@ -120,7 +124,7 @@ def written_again(root):
             text = f.read()
         code = without_comments(name, text)
         for fact, (pattern, homes) in WRITTEN_AGAIN.items():
-            if name in homes or case_file(name):
+            if name in homes or os.path.basename(name) in homes or case_file(name):
                 continue
             for m in re.finditer(pattern, code):
                 found.append((fact, name, code.count("\n", 0, m.start()) + 1))
@@ -145,7 +149,7 @@ def test_the_search_finds_a_fact_written_again(tmp_path):
         "staff/bench.py": "def fc_gflop(samples: int, din: int = 784, hidden: int = 256) -> float:\n",
         "kit/mine.py": "RANK_HEAP_BUDGET_MIB = 64\n",
         "framework/comm.cpp": "  return passes * (static_cast<std::uint64_t>(n) - 1) * bytes / n;\n",
-        "tests/ring_checks.h": "    EXPECT_EQ(t.bytes, (n - 1) * buffer);\n",
+        "programs/ring_timing.cpp": "    const std::uint64_t low = 2 * (n - 1) * (length / n) * 8;\n",
         "kit/ring.py": "    exact = 2 * (n - 1) * b // n\n    low = passes * (n - 1) * elements * 8 // n\n",
         "kit/records.py": 'CALLS = ("send", "recv", "sendrecv", "allreduce")\n',
         "framework/ledger.h": 'inline constexpr const char* kOpNames[] = {"", "allreduce", "allgather", "split"};\n',
@@ -162,7 +166,7 @@ def test_the_search_finds_a_fact_written_again(tmp_path):
         ("the trainers' batch", "framework/training_loop.h"),
         ("the record cap", "tests/observations.cpp"), ("the per-file limit", "grader/sandbox.py"),
         ("the per-file limit", "kit/host_limits.py"), ("the memory limits", "kit/mine.py"),
-        ("the communication volumes", "framework/comm.cpp"), ("the communication volumes", "tests/ring_checks.h"),
+        ("the communication volumes", "framework/comm.cpp"), ("the communication volumes", "programs/ring_timing.cpp"),
         ("the communication volumes", "kit/ring.py"), ("the operation names", "kit/records.py"),
         ("the operation names", "framework/ledger.h"), ("the runs' rank counts", "grader/hidden/hidden_ring.cpp"),
     }
@@ -177,9 +181,7 @@ using namespace dtrain::facts;
 int main() {
   std::printf("sizes %d %d %d %d %ld\n", kFeatures, kHidden, kClasses, kGlobalBatch, kMaxValuesPerRecord);
   for (int code = 1; code < static_cast<int>(sizeof kOpNames / sizeof *kOpNames); ++code)
-    std::printf("op %d %s %d %d %d\n", code, kOpNames[code], is_point_to_point(code), is_collective(code),
-                static_cast<int>(op_code(kOpNames[code])));
-  std::printf("no op %d\n", static_cast<int>(op_code("broadcast")));
+    std::printf("op %d %s %d %d\n", code, kOpNames[code], is_point_to_point(code), is_collective(code));
   long lengths[] = {0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960};
   for (int n : {1, 2, 3, 4, 5, 8, 16})
     for (long e : lengths) {
@@ -196,9 +198,8 @@ int main() {
 def python_probe():
     lines = [f"sizes {facts.FEATURES} {facts.HIDDEN} {facts.CLASSES} {facts.GLOBAL_BATCH} "
              f"{facts.MAX_VALUES_PER_RECORD}"]
-    lines += [f"op {code} {op} {int(op in facts.POINT_TO_POINT)} {int(op in facts.COLLECTIVES)} {code}"
+    lines += [f"op {code} {op} {int(op in facts.POINT_TO_POINT)} {int(op in facts.COLLECTIVES)}"
               for code, op in enumerate(facts.OPERATIONS, 1)]
-    lines.append("no op 0")
     for n in (1, 2, 3, 4, 5, 8, 16):
         for e in (0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960):
             bounds = facts.ring_allreduce_bounds(e, n)
@@ -244,5 +245,16 @@ def test_the_kits_python_takes_its_facts_from_one_place():
     assert records.MAX_VALUES_PER_RECORD == facts.MAX_VALUES_PER_RECORD
     assert records.CALLS == facts.OPERATIONS and records.POINT_TO_POINT == facts.POINT_TO_POINT
     assert set(trace.OP_COLORS) == set(facts.OPERATIONS), "the trace draws each of the ledger's operations"
+
+
+def test_part11s_checks_name_the_point_to_point_calls():
+    held = "part11_ring" in table.CONFIGURATION.held
+    checks = [n for n in kit_files(KIT) if os.path.basename(n) == RING_CHECKS]
+    assert len(checks) == int(held), f"{RING_CHECKS} is where this copy holds Part 11, and only there"
+    for name in checks:
+        with open(os.path.join(KIT, name)) as f:
+            check = re.search(r"EXPECT_TRUE\((kind == [^)]*)\)", f.read())
+        assert check and set(re.findall(r'kind == "(\w+)"', check.group(1))) == set(facts.POINT_TO_POINT), \
+            f"{name} allows other calls than the ledger's point-to-point ones"
     assert sandbox.LIMITS["fsize"] == build.MAX_OBJECT_BYTES == host_limits.BINARY_MIB << 20 == facts.FILE_LIMIT_BYTES
 
