@@ -67,7 +67,7 @@ inline void expect_point_to_point_only(const Traffic& t) {
 // length and rank count the cases try. Independent of the code under test:
 // only a kit whose two statements differ fails here.
 inline void agrees_with_the_facts(std::uint64_t checked, std::uint64_t facts) {
-  EXPECT_EQ(checked, facts) << "tests/ring_checks.h and kit/facts.py give other byte counts";
+  EXPECT_EQ(checked, facts) << "ring_checks.h and kit/facts.py give other byte counts";
 }
 
 // Runs one allreduce and checks its sum and that it used no collective.
