@@ -624,7 +624,8 @@ class PartsRun:
 
 def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launch_args: Optional[Dict] = None,
               tally: Optional[JobTally] = None,
-              on_outcome: Optional[Callable[[CaseOutcome], None]] = None) -> PartsRun:
+              on_outcome: Optional[Callable[[CaseOutcome], None]] = None,
+              settled: Optional[Callable[[str, Dict[str, CaseOutcome]], bool]] = None) -> PartsRun:
     """Runs the chosen parts' public cases in one job with as many ranks as
     the largest case needs, then, if asked, their hidden cases in jobs of
     their own: no process that ran a hidden case runs a public one, so
@@ -633,7 +634,9 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     ended a job (a hang, a crash) runs its other cases, public then hidden,
     after every other part's, each at HUNG_PART_SHARE of its limit: under a
     platform's time limit, one part's hangs never cost the other parts their
-    turn, and cost its own the same time everywhere."""
+    turn, and cost its own the same time everywhere. Without hidden cases,
+    a put-off case for which `settled(case, outcomes so far)` holds is not
+    run: the known-bug checks stop a part whose verdict is already certain."""
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
 
@@ -662,5 +665,5 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
         run(later_hidden, [c for c in put_off if table.is_hidden(c)] +
             [r.filter for r in later_hidden if not any(table.matches(r.filter, c) for c in outcomes)])
     else:
-        run(public, put_off)
+        run(public, [c for c in put_off if not (settled and settled(c, outcomes))])
     return PartsRun(outcomes, tally.error, ", ".join(p.key for p in chosen))

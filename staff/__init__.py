@@ -8,7 +8,7 @@ run from the kit's top as python3 -m staff.NAME.
   platforms            `make check-platforms`: the bundles' images, handins graded at each platform's limits
                        (each platform's image and job: platform_jobs.py)
   hidden_data          `make hidden-data`: records the hidden cases' expected values
-  mutants              CTest's `mutants`: known bugs that must lose exactly their parts
+  mutants              CTest's `mutants/FILE`: known bugs that must lose exactly their parts
   check_readme         CI: runs every command of README.md and docs/
   add_part             CI: follows docs/course-staff.md's "Add a part" recipe in a scratch copy
   repeat_check         CI: the whole suite again and again on correct code, half beside CPU hogs

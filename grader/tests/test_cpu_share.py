@@ -30,8 +30,7 @@ ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("KIT_REQ
 
 # Each rank starts spinning threads until its process limit (256 for the
 # sandbox user) or its data limit (a 1 MiB stack each) refuses one: some
-# 190 in all. They stop after SPIN_SECONDS, so the batch ends.
-SPIN_SECONDS = 60
+# 190 in all. They stop after a while (spin_seconds), so the batch ends.
 SPINNERS = r"""
 #include <chrono>
 #include <thread>
@@ -50,13 +49,29 @@ void spin_everywhere() {
   }
 }
 }  // namespace
-""".replace("SECONDS", str(SPIN_SECONDS))
+"""
 
 
-def spinning_handin(path: str) -> str:
+def normal_seconds(alone: float) -> float:
+    """The longest the honest handin may take beside the spinner, from its
+    time alone: the groups give it at least half the CPUs, as a second
+    honest handin beside it would take."""
+    return 2.5 * alone + 10
+
+
+def spin_seconds(alone: float) -> int:
+    """How long the spinners run. Without the groups the honest handin gets
+    next to no CPU while they run, so it ends after them: spinning past
+    normal_seconds is enough for the test to fail then (KIT_CPU_SHARES=off),
+    and 5 s past it leaves a margin. Longer only makes the batch wait."""
+    return int(normal_seconds(alone)) + 5
+
+
+def spinning_handin(path: str, seconds: int) -> str:
     text = source("reference", "data_parallel_preprocess.cpp").decode()
     at = text.index("{", text.index("split_data(")) + 1
-    spinner = "#include <stdexcept>\n" + SPINNERS + text[:at] + "\n  spin_everywhere();" + text[at:]
+    spinners = SPINNERS.replace("SECONDS", str(seconds))
+    spinner = "#include <stdexcept>\n" + spinners + text[:at] + "\n  spin_everywhere();" + text[at:]
     return make_tar(path, [("student/data_parallel_preprocess.cpp", spinner.encode())] +
                     [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "data_parallel_preprocess.cpp"])
 
@@ -117,7 +132,7 @@ def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_i
     both = tmp_path / "both"
     both.mkdir()
     handin(both, name="honest.tar")
-    spinning_handin(str(both / "spinner.tar"))
+    spinning_handin(str(both / "spinner.tar"), spin_seconds(solo["honest.tar"]["seconds"]))
     load = []
     stop = threading.Event()
 
@@ -136,8 +151,6 @@ def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_i
     honest = beside["honest.tar"]
     assert max(load) > 50, f"the spinners never ran (runnable tasks at most {max(load)})"
     assert honest["status"] == "graded" and honest["total"] == TOTAL_POINTS, (honest, said)
-    # Its normal time: the groups give it at least half the CPUs, as a
-    # second honest handin beside it would take.
-    normal = 2.5 * solo["honest.tar"]["seconds"] + 10
+    normal = normal_seconds(solo["honest.tar"]["seconds"])
     assert honest["seconds"] <= normal, (f"graded in {honest['seconds']} s beside the spinner, "
                                          f"{solo['honest.tar']['seconds']} s alone")
