@@ -66,7 +66,7 @@ RANK_DATA_LIMIT_MIB = RANK_HEAP_BUDGET_MIB + 16
 RANK_STACK_LIMIT_MIB = 2
 # Every other thread's stack (MPI's progress threads, the watchdog) is data:
 # 1 MiB each rather than glibc's 8, since the data limit counts a stack at
-# its full size, touched or not (tests/mpi_test_main.cpp).
+# its full size, touched or not (tests/harness/mpi_test_main.cpp).
 THREAD_STACK_KIB = 1024
 # A grading job of 8 ranks, each at both limits, with the kit's own share:
 # mpirun (21 MiB resident, 8 MiB of it MPI's shared memory), the grader's
@@ -267,21 +267,21 @@ ALL_PARTS: List[Part] = [
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
          [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11", functions=["naive_allreduce", "ring_allreduce"],
          adds=Adds(programs=("ring_timing",), hidden=("grader/hidden/hidden_ring.cpp",),
-                   other=("framework/include/ring_collectives.h", "framework/ring_calls.h", "tests/ring_checks.h",
+                   other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "tests/ring_checks.h",
                           "kit/ring.py"))),
     part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
          [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12", functions=["pipeline_step"],
-         adds=Adds(framework=("framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp"),
+         adds=Adds(framework=("framework/model/pipeline_stage.cpp", "framework/model/pipeline_schedule.cpp"),
                    programs=("pipeline_train",), unit_tests=("tests/test_pipeline_schedule.cpp",),
                    hidden=("grader/hidden/hidden_pipeline.cpp",),
-                   other=("framework/include/pipeline_parallel.h", "framework/pipeline_runtime.h",
-                          "framework/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"),
+                   other=("framework/include/pipeline_parallel.h", "framework/model/pipeline_runtime.h",
+                          "framework/calls/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"),
                    explore="explore_pipeline")),
     part("part13_ddp", "gradient buckets and overlap", 20, [Run(f"Part13Ddp{n}.*", n) for n in (1, 2, 4)],
          [1, 2, 4], [DDP], [test_file("test_part13_ddp.cpp")], "Part 13", functions=["plan_buckets", "GradientBuckets"],
-         adds=Adds(framework=("framework/ddp_model.cpp",), programs=("ddp_train", "request_progress"),
+         adds=Adds(framework=("framework/model/ddp_model.cpp",), programs=("ddp_train", "request_progress"),
                    hidden=("grader/hidden/hidden_ddp.cpp",),
-                   other=("framework/include/ddp.h", "framework/ddp_model.h", "framework/ddp_calls.h",
+                   other=("framework/include/ddp.h", "framework/model/ddp_model.h", "framework/calls/ddp_calls.h",
                           "tests/ddp_checks.h", "kit/explore_ddp.py"),
                    explore="explore_ddp")),
 ]

@@ -1,5 +1,5 @@
 """Reads the records the test binary's ranks write; the format is defined in
-tests/records.h, and this module follows it.
+tests/harness/records.h, and this module follows it.
 
 Every record is evidence written by a process that runs student code, so
 none is a verdict: a result's "pass" only says the ranks' own checks found
@@ -35,7 +35,7 @@ FIELDS = {  # the members each kind must have, with their types (records.h)
 # the same bounds for a job's channels).
 MAX_FILE_BYTES = 4 << 20
 MAX_LINE_BYTES = 1 << 20
-# The harness writes at most 256 values a record (tests/observations.cpp);
+# The harness writes at most 256 values a record (tests/harness/observations.cpp);
 # past these limits a job wrote to fill the grader's memory, and the rest
 # is not kept.
 MAX_VALUES_PER_RECORD = 256
@@ -112,7 +112,7 @@ def _well_formed(record, rank: Optional[int] = None) -> bool:
     return True
 
 
-# The calls a roll-call's "wait" may name (framework/ledger.h's), and where a rank may be in its case.
+# The calls a roll-call's "wait" may name (framework/comm/ledger.h's), and where a rank may be in its case.
 CALLS = ("send", "recv", "sendrecv", "allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce",
          "wait")
 POINT_TO_POINT = ("send", "recv", "sendrecv")
