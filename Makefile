@@ -10,20 +10,7 @@
 #   make mpi-demo          Part 0's warm-up: CASE=allreduce|allgather|reduce_scatter|split
 #   make explore           every strategy side by side: table, CSV and PNG (FULL=1 for whole epochs)
 #   make trace             a short training traced: build/trace.json (Perfetto) and build/trace.png (MP, DP, MEGATRON)
-# ---- extension part: part11_ring ----
-#   make mpi-demo CASE=ring            Part 11: the naive and ring allreduces against MPI's, timed and charted
-# ---- end of extension part ----
-# ---- extension part: part12_pipeline ----
-#   make train-pipeline K=4 M=8 SCHEDULE=1f1b
-#                                      Part 12: pipeline_train on K ranks; the bubble and the stashes
-#   make trace PIPELINE=1 K=4 M=8 SCHEDULE=gpipe   a short pipeline training traced
-# ---- end of extension part ----
-# ---- extension part: part13_ddp ----
-#   make train-ddp DP=4 BUCKET_KB=256  Part 13: ddp_train with your buckets; OVERLAP=0 hands the gradients over
-#                                      after backward; step times and overlap shares, with buckets and without
-#   make trace DDP=1 DP=2 BUCKET_KB=256   a short bucketed training traced
-#   make mpi-demo CASE=progress        does an iallreduce move while the rank computes? (2 ranks)
-# ---- end of extension part ----
+#   (each extension part this copy holds adds its own targets: make/KEY.mk lists them)
 #   make handin            check and pack handin.tar for submission
 #   make clean             remove the build directory
 #
@@ -57,7 +44,7 @@ PYTHON ?= $(shell tools/find_python)
 # It goes in the build directory named in the environment (the dev
 # container's volume), else in build/: never in a checkout that keeps none.
 KIT_CONFIG_MK := $(or $(BUILD),build)/kit-config.mk
-$(KIT_CONFIG_MK): kit/parts.py kit/course.py course.toml
+$(KIT_CONFIG_MK): kit/parts.py kit/part_types.py kit/build_lists.py kit/course.py course.toml
 	@mkdir -p $(dir $@) && $(PYTHON) -m kit.parts --make > $@.tmp && mv $@.tmp $@
 -include $(KIT_CONFIG_MK)
 
@@ -167,54 +154,9 @@ trace: $(BUILD)/CMakeCache.txt
 	$(TRACE_RUN) --num_train_samples 1200 --num_test_samples 200 --trace $(TRACE_FILE) $(TRAIN_ARGS)
 	@$(PYTHON) -m kit trace $(TRACE_FILE) --check-overlap
 
-# ---- extension part: part11_ring ----
-# Part 11: CASE=ring times the student's naive and ring allreduces against
-# MPI's on 2, 3, 4 and 8 ranks.
-ifeq ($(CASE),ring)
-MPI_DEMO_TARGET = ring_timing_$(IMPL)
-MPI_DEMO_RUN = $(PYTHON) -m kit ring --impl $(IMPL)
-endif
-# ---- end of extension part ----
-# ---- extension part: part12_pipeline ----
-# Part 12: K stages (ranks), M micro-batches.
-K        ?= 4
-M        ?= 8
-SCHEDULE ?= 1f1b
-PIPELINE ?= 0
-PIPELINE_RUN = tools/kitrun -n $(K) $(BUILD)/$(IMPL)/pipeline_train --micro_batches $(M) --schedule $(SCHEDULE)
-ifneq ($(filter 1 yes true,$(PIPELINE)),)
-TRACE_PROGRAM = pipeline_train
-TRACE_RUN = $(PIPELINE_RUN)
-endif
-.PHONY: train-pipeline
-train-pipeline: $(BUILD)/CMakeCache.txt
-	@$(call build_targets,pipeline_train_$(IMPL))
-	$(PIPELINE_RUN) $(TRAIN_ARGS)
-# ---- end of extension part ----
-# ---- extension part: part13_ddp ----
-# Part 13: data parallelism on DP ranks (4 unless DP is given), with buckets
-# of BUCKET_KB KiB; OVERLAP=0 hands every gradient over after backward.
-# CASE=progress: does a request move while its rank computes (2 ranks)?
-BUCKET_KB ?= 256
-OVERLAP   ?= 1
-DDP       ?= 0
-DDP_RANKS = $(if $(filter file,$(origin DP)),4,$(DP))
-DDP_RUN = tools/kitrun -n $(DDP_RANKS) $(BUILD)/$(IMPL)/ddp_train --bucket_kb $(BUCKET_KB) \
-  $(if $(filter 0 no false,$(OVERLAP)),--no-overlap)
-ifneq ($(filter 1 yes true,$(DDP)),)
-TRACE_PROGRAM = ddp_train
-TRACE_RUN = $(DDP_RUN)
-endif
-ifeq ($(CASE),progress)
-MPI_DEMO_TARGET = request_progress_$(IMPL)
-MPI_DEMO_RUN = tools/kitrun -n 2 $(BUILD)/$(IMPL)/request_progress --trace $(BUILD)/progress.json && \
-  $(PYTHON) -m kit trace $(BUILD)/progress.json
-endif
-.PHONY: train-ddp
-train-ddp: $(BUILD)/CMakeCache.txt
-	@$(call build_targets,ddp_train_$(IMPL))
-	$(DDP_RUN) $(TRAIN_ARGS)
-# ---- end of extension part ----
+# The make targets of the extension parts this copy holds (make/KEY.mk; the
+# list, KIT_PART_MAKEFILES, is kit-config.mk's).
+include $(KIT_PART_MAKEFILES)
 
 handin: $(BUILD)/CMakeCache.txt
 	@$(call build_targets,kit_tests_$(IMPL))
@@ -262,9 +204,11 @@ check: build
 
 # The tier a developer runs before each commit (under 2 minutes; docs/internals.md):
 # the framework's units, the stubs at zero, the reference's full marks, one
-# known bug in each of the three student files caught, and the suites that
-# read records and reports without running a job. make check runs all of it
-# and more; .ci/run runs make check and the staff checks of other machines.
+# known bug in each of the three student files caught, the suites that
+# read records and reports without running a job, and the kit's shape (no
+# file over 400 lines, no import cycle: staff/tests/test_structure.py).
+# make check runs all of it and more; .ci/run runs make check and the staff
+# checks of other machines.
 FAST_MUTANTS = "data split by rank instead of by data-parallel group" "gradients summed instead of averaged" \
   "reduce-scatter averages instead of summing"
 check-fast: build
@@ -273,7 +217,8 @@ check-fast: build
 	@$(PYTHON) -m kit test --impl reference --all
 	@$(PYTHON) -m staff.mutants --exact $(FAST_MUTANTS)
 	@py=$$(tools/find_python --with-pytest) && $$py -m pytest -q -p no:cacheprovider staff/tests/test_records.py \
-	  staff/tests/test_parts.py staff/tests/test_course.py grader/tests/test_reports.py grader/tests/test_case_reports.py
+	  staff/tests/test_parts.py staff/tests/test_course.py grader/tests/test_reports.py grader/tests/test_case_reports.py \
+	  staff/tests/test_structure.py
 
 # Staff, as root: the kit on aarch64 Linux (cross-built, run under qemu in an
 # arm64 Debian root kept in build-arm64/), and the dev container (podman).

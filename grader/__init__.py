@@ -1,4 +1,7 @@
 """The autograder: `grader/grade` is the command; grading.py grades one
-handin in named steps, sandbox.py says where and as whom student code runs,
+handin in named steps (staging.py and running.py hold them, grades.py the
+grade they fill in), sandbox.py says where and as whom student code runs
+(with slots.py, namespaces.py and leftovers.py),
 reports.py writes a grade in its four forms, batches.py grades a folder of
-handins, and cli.py reads the command line. Standard library only."""
+handins into the files gradebook.py writes, and cli.py reads the command
+line. Standard library only."""

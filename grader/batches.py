@@ -32,7 +32,8 @@ import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
-from grader import grading, reports, rescore
+from grader import grades, grading, reports, rescore, staging
+from grader.gradebook import write_atomically, write_gradebook, write_json_atomically
 from kit import parts as table
 from kit.handin_reader import read_handin, unreadable_key
 from kit.paths import KIT_DIR
@@ -42,17 +43,6 @@ from kit.report import fmt
 # the kit (their sources) and the build's recipe.
 VERSIONED = ("framework", "tests", "kit", "grader", "student", "programs")
 STOP_SECONDS = 20  # Ctrl-C: how long the batch waits for its workers to notice
-
-
-def write_atomically(path: str, text: str) -> None:
-    """The file has either its old or its new content, whenever the grader
-    is killed: a temporary file, flushed to disk, then renamed over it."""
-    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "w", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def kit_version(build: str) -> str:
@@ -149,15 +139,15 @@ class Batch:
         except OSError:
             pass
 
-    def grade(self, handin: str, key: str) -> Optional[grading.Grade]:
+    def grade(self, handin: str, key: str) -> Optional[grades.Grade]:
         try:
             g = grading.grade_handin(handin, self.args.build, cancel=self.stop, private=self.private)
         except grading.Cancelled:
             return None
         except Exception as e:  # noqa: BLE001 (one handin's grader error never stops the batch)
-            g = grading.Grade(os.path.basename(handin), status="grader error",
+            g = grades.Grade(os.path.basename(handin), status="grader error",
                               notes=[f"the grader itself failed ({type(e).__name__}: {e})"],
-                              parts=grading.nothing_graded())
+                              parts=grades.nothing_graded())
         if self.stop.is_set():
             return None  # abandoned mid-way: its result can't be trusted
         report = reports.human_report(g, self.args.show_hidden) + "\n" + reports.autolab_line(g) + "\n"
@@ -186,25 +176,6 @@ class Batch:
 
     def write_gradebook(self) -> None:
         write_gradebook(self.csv, self.states())
-
-
-def write_gradebook(path: str, states: List[Dict]) -> None:
-    """One row per handin: its parts, total and status, the maximum it was
-    scored out of, and the stamps of the kit that ran it and of the course
-    that scored it (kit/parts.py, COURSE_STAMP); "?" where a result kept none."""
-    keys = [p.key for p in table.PARTS]
-    text = io.StringIO()
-    writer = csv.writer(text)
-    writer.writerow(["handin"] + keys + ["total", "max", "status", "kit", "course"])
-    for state in sorted(states, key=lambda s: s["handin"]):
-        writer.writerow([state["handin"]] + [fmt(state["scores"].get(k, 0.0)) for k in keys] +
-                        [fmt(state["total"]), state.get("max", "?"), state["status"], state.get("kit", "?"),
-                         state.get("course", "?")])
-    write_atomically(path, text.getvalue())
-
-
-def write_json_atomically(path: str, data) -> None:
-    write_atomically(path, json.dumps(data, indent=2) + "\n")
 
 
 def run_batch(args) -> int:
@@ -264,9 +235,9 @@ def run_batch(args) -> int:
         # job does can hold the batch longer than STOP_SECONDS.
         deadline = time.monotonic() + STOP_SECONDS
         while any(not f.done() for f in futures) and time.monotonic() < deadline:
-            grading.end_all_sandboxes()
+            staging.end_all_sandboxes()
             wait([f for f in futures if not f.done()], timeout=0.2)
-        grading.end_all_sandboxes()
+        staging.end_all_sandboxes()
         stuck = [futures[f] for f in futures if not f.done()]
         graded += [futures[f] for f in futures if f.done() and not f.cancelled() and f.exception() is None
                    and f.result() is not None and futures[f] not in graded]

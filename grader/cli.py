@@ -25,20 +25,20 @@ import sys
 import traceback
 from typing import List
 
-from grader import batches, grading, reports, rescore
+from grader import batches, gradebook, grades, grading, reports, rescore
 from kit import parts as table
 from kit.course import PLATFORMS
 from kit.paths import build_dir
 
 
-write_json = batches.write_json_atomically
+write_json = gradebook.write_json_atomically
 
 
-def failed_grade(handin: str, e: BaseException) -> grading.Grade:
-    g = grading.Grade(os.path.basename(handin), status="grader error")
+def failed_grade(handin: str, e: BaseException) -> grades.Grade:
+    g = grades.Grade(os.path.basename(handin), status="grader error")
     g.notes.append(f"the grader itself failed ({type(e).__name__}: {e}); this is not the handin's fault")
     g.traceback = traceback.format_exc()
-    g.parts = grading.nothing_graded()
+    g.parts = grades.nothing_graded()
     return g
 
 

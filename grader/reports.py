@@ -1,4 +1,4 @@
-"""The five forms of a grade (grading.Grade): the table graders and
+"""The five forms of a grade (grades.Grade): the table graders and
 students read, the Autolab score line, Gradescope's results.json,
 PrairieLearn's results.json and the full JSON report; what students see
 of failing cases follows the visibility policy (policy.py).
@@ -7,7 +7,7 @@ import json
 from typing import Dict, List, Optional, Tuple
 
 from grader import policy
-from grader.grading import NOT_A_HANDIN, Grade, PartResult
+from grader.grades import NOT_A_HANDIN, Grade, PartResult
 from kit import parts as table
 from kit.report import fmt
 

@@ -25,8 +25,9 @@ from dataclasses import asdict
 from fnmatch import fnmatchcase
 from typing import Dict, List, Optional, Tuple
 
-from grader import batches, reports
-from grader.grading import Grade, PartResult
+from grader import reports
+from grader.gradebook import write_atomically, write_gradebook, write_json_atomically
+from grader.grades import Grade, PartResult
 from kit import parts as table
 from kit.report import fmt
 
@@ -117,10 +118,10 @@ def rescore(gradebook: str, show_hidden: bool = False) -> int:
         g.notes.append(f"re-scored under course {table.COURSE_STAMP} (grader/grade --rescore): no case ran again")
         report = reports.human_report(g, show_hidden) + "\n" + reports.autolab_line(g) + "\n"
         stem = os.path.splitext(os.path.basename(path))[0]
-        batches.write_atomically(os.path.join(out_dir, stem + ".report.txt"), report)
-        batches.write_json_atomically(path, state)
+        write_atomically(os.path.join(out_dir, stem + ".report.txt"), report)
+        write_json_atomically(path, state)
     states = [s for _, s in found]
-    batches.write_gradebook(os.path.abspath(gradebook), states)
+    write_gradebook(os.path.abspath(gradebook), states)
     print(f"grade: re-scored {changed + same} handin(s) out of {table.TOTAL_POINTS} (course {table.COURSE_STAMP}): "
           f"{changed} changed, {same} unchanged; no handin ran; {time.monotonic() - started:.1f} s. Gradebook "
           f"{gradebook}, reports beside it")

@@ -5,7 +5,10 @@ student commands. `python3 -m kit --help` lists the commands; the Makefile
 calls them.
 
   parts          the table of parts, files, rank counts and time limits
+  part_types     what a row of the table is: a part, its runs, the files it adds (found by its key)
+  build_lists    what CMake and the Makefile read of the table
   course         the course file (course.toml): its choices, checked, with the environment's overrides
+  course_cli     `python3 -m kit course`: the course as it takes effect, checked and printed
   toml_subset    the course file's reader (the part of TOML it needs, on any Python 3.8+)
   paths          the kit's directory and the build directory
   records        the results file's format (defined in tests/harness/records.h)
@@ -22,6 +25,7 @@ calls them.
   explore        `make explore`
   trace          `make trace`: a trace file as a PNG timeline
   check_handout  the handout agrees with the headers, the Makefile and the table
-  handout_text   what the handout says of parts and points, made from the table and the course
+  handout_text   what the handout says of parts and points, made from the table and the course;
+                 each graded part's texts in the template's slots
   report         formatting shared by the runner and the grader
 """

@@ -21,37 +21,30 @@ from typing import List, Set, Tuple
 # handout's README becomes its top-level README.md). staff/dist.py cuts it.
 SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", "course.toml", ".gitignore",
            "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
-           "framework", "student", "tests", "programs", "kit", "tools", "handout/README.md"]
-# The Makefile's staff-only regions, which the handout's Makefile leaves out,
-# and each extension part's regions, which it leaves out when the course
-# does not grade the part (the key follows the colon).
+           "framework", "student", "tests", "programs", "kit", "tools", "make", "handout/README.md"]
+# The Makefile's staff-only regions, which the handout's Makefile leaves out.
+# An extension part's targets are its own file (make/KEY.mk), which ships
+# where the course grades the part.
 STAFF_BEGIN = "# ---- staff only: staff/dist.py leaves this out of the students' handout ----"
 STAFF_END = "# ---- end of staff only ----"
-EXTENSION_BEGIN = "# ---- extension part: "
-EXTENSION_END = "# ---- end of extension part ----"
 
 
-def students_makefile(text: str, graded=None) -> Tuple[str, Set[str]]:
-    """The Makefile as students get it: each staff-only region cut, and each
-    region of an extension part that `graded` (keys; None: all of them)
-    leaves out, the marker lines dropped, and the targets the cut regions
-    defined dropped from .PHONY. Returns it and those targets."""
-    out, cut, open_end, cutting = [], set(), None, False
+def students_makefile(text: str) -> Tuple[str, Set[str]]:
+    """The Makefile as students get it: each staff-only region cut, the
+    marker lines dropped, and the targets the cut regions defined dropped
+    from .PHONY. Returns it and those targets."""
+    out, cut, open_end = [], set(), None
     for line in text.splitlines(keepends=True):
         bare = line.rstrip("\n")
-        if bare == STAFF_BEGIN or (bare.startswith(EXTENSION_BEGIN) and bare.endswith(" ----")):
+        if bare == STAFF_BEGIN:
             if open_end:
                 raise ValueError(f"Makefile: a region opens inside another: {bare}")
-            if bare == STAFF_BEGIN:
-                open_end, cutting = STAFF_END, True
-            else:
-                key = bare[len(EXTENSION_BEGIN):-len(" ----")]
-                open_end, cutting = EXTENSION_END, graded is not None and key not in graded
-        elif bare in (STAFF_END, EXTENSION_END):
+            open_end = STAFF_END
+        elif bare == STAFF_END:
             if bare != open_end:
                 raise ValueError(f"Makefile: a region ends that never opened: {bare}")
-            open_end, cutting = None, False
-        elif cutting:
+            open_end = None
+        elif open_end:
             m = re.match(r"^([\w-]+):", line)
             if m:
                 cut.add(m.group(1))
@@ -129,7 +122,7 @@ def readme_references(root: str, handout: str) -> Tuple[List[str], int]:
     return problems, checked
 
 from kit import parts as table
-from kit.handout_text import HandoutError, render
+from kit.handout_text import HandoutError, for_the_course, render
 from kit.paths import KIT_DIR as KIT, PUBLIC_HEADERS_DIR
 DECL = re.compile(r"((?:static\s+|explicit\s+)?[\w:<>,\s\*&]+?\b(\w+)\s*\(([^;{}]*)\)\s*(?:const\s*)?);")
 
@@ -185,7 +178,7 @@ def main(argv: List[str]) -> int:
         source = f.read()
     problems, checked = [], 0
     try:
-        handout = render(source, table.PARTS, table.built_parts())
+        handout = render(for_the_course(source, table.PARTS, KIT, table.CORE_FILES), table.PARTS, table.built_parts())
     except HandoutError as e:
         problems.append(f"handout/README.md: {e}")
         handout = source
@@ -204,6 +197,10 @@ def main(argv: List[str]) -> int:
                     problems.append(f"handout declares `{decl}`; the headers have: {header_decls.get(name, ['nothing'])}")
     with open(os.path.join(KIT, "Makefile")) as f:
         makefile = students_makefile(f.read())[0]
+    for p in table.built_parts():  # the targets of the parts this copy holds (make/KEY.mk)
+        if p.adds.make:
+            with open(os.path.join(KIT, p.adds.make)) as f:
+                makefile += f.read()
     targets = set(re.findall(r"^([\w-]+):", makefile, re.M)) | {f"test-{key}" for key in table.make_keys()}
     commands = re.findall(r"`make ([a-z][\w-]*)", handout)
     for block in re.findall(r"```sh\n(.*?)```", handout, re.S):

@@ -12,7 +12,7 @@ refused, and the content key a batch resumes by. Whatever goes wrong in it
 (a corrupt stream, a limit reached, a crash) makes the handin "not
 readable", for that handin alone, with a plain reason.
 
-The grader's extract step (grader/grading.py), a batch's content key
+The grader's extract step (grader/staging.py), a batch's content key
 (grader/batches.py) and `make handin`'s own check of what it wrote
 (kit/handin.py) all read a handin through read_handin.
 """

@@ -7,8 +7,9 @@ A list of forbidden identifiers can always be walked around (a name behind
 `extern "C"`, `(system)(...)`, `auto f = &std::system`, `not fork()`, an
 unlisted libc function); what an object can reach can't: it is the
 symbols it leaves undefined, and those are matched against an ALLOWLIST
-(kit/link_allowlist.txt): the public API of the headers student files
-include (framework/include/), and a vetted set of C and C++ runtime functions. An object
+(kit/link_allowlist.txt, and kit/allowlist/KEY.txt of each extension part
+held): the public API of the headers student files include
+(framework/include/), and a vetted set of C and C++ runtime functions. An object
 passes only if:
 
   1. every undefined symbol it references is on the allowlist, and every
@@ -55,6 +56,8 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from kit import findings_cache
+from kit.parts import built_parts
+from kit.paths import KIT_DIR
 from kit.report import check_command
 
 ALLOWLIST_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link_allowlist.txt")
@@ -212,20 +215,30 @@ class Allowlist:
         return "; ".join(g for g, _ in self.groups)
 
 
-def load_allowlist(path: str = ALLOWLIST_PATH) -> Allowlist:
-    groups: List[Tuple[str, List[str]]] = []
-    with open(path) as f:
-        for raw in f:
-            line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("re:") else raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if line.startswith("[") and line.endswith("]"):
-                groups.append((line[1:-1], []))
-            elif groups:
-                groups[-1][1].append(line)
-            else:
-                raise ValueError(f"{path}: a pattern before the first [group]: {line}")
-    return Allowlist(groups)
+def allowlist_paths() -> List[str]:
+    """The core list, then the lines of each extension part this copy holds
+    (kit/allowlist/KEY.txt, named by its row of kit/parts.py)."""
+    return [ALLOWLIST_PATH] + [os.path.join(KIT_DIR, p.adds.allowlist) for p in built_parts() if p.adds.allowlist]
+
+
+def load_allowlist(paths: Optional[List[str]] = None) -> Allowlist:
+    """The groups of every file of `paths` (default: allowlist_paths()); a
+    group a later file names again gains its patterns."""
+    groups: Dict[str, List[str]] = {}
+    for path in paths or allowlist_paths():
+        group = None
+        with open(path) as f:
+            for raw in f:
+                line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("re:") else raw.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if line.startswith("[") and line.endswith("]"):
+                    group = groups.setdefault(line[1:-1], [])
+                elif group is not None:
+                    group.append(line)
+                else:
+                    raise ValueError(f"{path}: a pattern before the first [group]: {line}")
+    return Allowlist(list(groups.items()))
 
 
 # ---- names ----
@@ -646,8 +659,9 @@ def object_findings(impl_dir: str, build: str, files: List[str],
     cache = findings_cache.load(cache_path)
     with open(__file__, "rb") as f:
         rules = f.read()
-    with open(ALLOWLIST_PATH, "rb") as f:
-        rules += f.read()
+    for path in allowlist_paths():
+        with open(path, "rb") as f:
+            rules += f.read()
     found: Dict[str, List[str]] = {}
     elsewhere = None
     for name, obj in objects.items():

@@ -11,8 +11,11 @@ here and nowhere else, and a course's points in course.toml.
     copy holds, the student files and the test sources for the build, and
     each run's rank count and per-case time limit for the test binary (a
     case runs on as many ranks as the run that selects it).
-  - The Makefile reads `python3 -m kit.parts --make`: the default MPI and
-    what this copy holds. Neither looks for files to find out.
+  - The Makefile reads `python3 -m kit.parts --make`: the default MPI,
+    what this copy holds and the make targets of the parts it builds
+    (make/KEY.mk). Neither looks for files to find out.
+  - A part's files are found by its key (kit/part_types.py); cutting a
+    course's copy selects them by the row, never by looking.
   - A part's points are split evenly over its cases; hidden cases are
     suites whose names start with "Hidden", selected by their own runs.
 
@@ -21,15 +24,20 @@ here and nowhere else, and a course's points in course.toml.
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field, replace
-from fnmatch import fnmatchcase
+from dataclasses import dataclass, replace
 from typing import Dict, List, Tuple
 
+from kit import build_lists
 from kit import course as courses
+# The table's parts are made of these (kit/part_types.py); the rest of the
+# kit imports them from here, with the table.
+from kit.part_types import (CASE_SECONDS, JOB_SECONDS, Adds, Part, Run, hidden, is_hidden, matches,  # noqa: F401
+                            part, texts, under)
 
 # The files a student edits and hands in (in handin order): three, and each
-# graded extension part's own (IMPL_FILES, below).
+# graded part's own (IMPL_FILES, below).
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
+CORE_FILES = (FUNC, SPLIT, ZERO)
 RING, PIPELINE, DDP = "ring_collectives.cpp", "pipeline_parallel.cpp", "ddp_buckets.cpp"
 
 @dataclass(frozen=True)
@@ -42,10 +50,8 @@ class Configuration:
     holds: Tuple[str, ...]
 
 
-# Time limits, in seconds.
-CASE_SECONDS = 5.0            # one case, unless its run says otherwise: a deadlock is stopped after this
+# Time limits, in seconds (a case's and a run's own: CASE_SECONDS and JOB_SECONDS, kit/part_types.py).
 FAILED_GRACE_SECONDS = 2.0    # a rank that failed waits this long for the others before ending the job
-JOB_SECONDS = 60.0            # one run's share of a job's wall-clock budget
 STARTUP_SECONDS = 30.0        # from launch to the plan record: MPI start-up and static initializers
 QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck where no watchdog reaches
 
@@ -116,120 +122,6 @@ HANG_SHARE = 0.5
 HUNG_PART_SHARE = 0.2
 
 
-@dataclass(frozen=True)
-class Run:
-    filter: str                         # gtest filter of the cases: a suite, "Part3NaiveForward.*"
-    ranks: int                          # the cases run on ranks 0..ranks-1 of the job
-    case_seconds: float = CASE_SECONDS
-    job_seconds: float = JOB_SECONDS
-    hidden: bool = False                # the grader's cases (grader/hidden/), not shipped to students
-
-
-@dataclass(frozen=True)
-class Adds:
-    """What an extension part adds to the kit besides its student files and
-    public tests, so that a build holds its sources only where the
-    configuration holds the part, and a cut leaves them out with it."""
-    framework: Tuple[str, ...] = ()   # sources of the kit's library (framework/)
-    programs: Tuple[str, ...] = ()    # programs/<name>.cpp, built against each implementation
-    unit_tests: Tuple[str, ...] = ()  # sources of the framework's unit tests (one process, no MPI)
-    hidden: Tuple[str, ...] = ()      # its hidden cases (grader/hidden/)
-    other: Tuple[str, ...] = ()       # its headers, test helpers and commands
-    explore: str = ""                 # its panel of `make explore`: a module of kit/ with panel(build, impl, out)
-
-    def paths(self) -> Tuple[str, ...]:
-        return self.framework + tuple(f"programs/{p}.cpp" for p in self.programs) + self.unit_tests + \
-            self.hidden + self.other
-
-
-@dataclass(frozen=True)
-class Part:
-    key: str
-    title: str
-    points: int
-    runs: Tuple[Run, ...]
-    handout: str                 # its section of handout/README.md
-    files: Tuple[str, ...]       # the student files its cases use
-    tests: Tuple[str, ...]       # its public test sources
-    # Case globs that gate the part: if one of them fails, the part scores 0
-    # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
-    gates: Tuple[str, ...] = ()
-    extension: bool = False      # graded only where the course says so (course.toml, extensions)
-    adds: Adds = field(default_factory=Adds)
-    functions: Tuple[str, ...] = ()  # what a student implements, as the handout's parts table names it
-
-    def public_runs(self) -> Tuple[Run, ...]:
-        return tuple(r for r in self.runs if not r.hidden)
-
-    def owns(self, case: str) -> bool:
-        return any(matches(run.filter, case) for run in self.runs)
-
-    def score(self, results: Dict[str, bool]) -> float:
-        """Points for case -> passed of this part's cases (others are ignored).
-        A part's points are split evenly over its cases, but where hidden
-        cases ran (the grader), the public cases count at most in the
-        proportion of the hidden cases that pass: their inputs and values
-        ship with the handout, so returning them earns nothing the hidden
-        cases don't confirm. Correct code passes both, and loses nothing."""
-        mine = {c: ok for c, ok in results.items() if self.owns(c)}
-        public = [ok for c, ok in mine.items() if not is_hidden(c)]
-        hidden = [ok for c, ok in mine.items() if is_hidden(c)]
-        return self.score_counts(sum(public), len(public), sum(hidden), len(hidden), bool(self.gate_failed(mine)))
-
-    def score_counts(self, public_passed: int, public: int, hidden_passed: int, hidden: int, gated: bool) -> float:
-        """The same from the counts alone, which a gradebook keeps: a re-score
-        (grader/rescore.py) runs no case."""
-        if gated or not public + hidden:
-            return 0.0
-        if not hidden:
-            return self.points * public_passed / public
-        confirmed = hidden_passed / hidden
-        return self.points * (public * min(public_passed / max(public, 1), confirmed) + hidden_passed) / \
-            (public + hidden)
-
-    def unconfirmed(self, results: Dict[str, bool]) -> bool:
-        """Every public case passes and every hidden case fails: public answers
-        returned without the code behind them, or code for the public shapes
-        alone. The grader flags the part for staff."""
-        mine = {c: ok for c, ok in results.items() if self.owns(c)}
-        public = [ok for c, ok in mine.items() if not is_hidden(c)]
-        hidden = [ok for c, ok in mine.items() if is_hidden(c)]
-        return bool(public) and bool(hidden) and all(public) and not any(hidden)
-
-    def gate_failed(self, results: Dict[str, bool]) -> List[str]:
-        return [c for c, ok in results.items() if self.owns(c) and not ok
-                and any(fnmatchcase(c, g) for g in self.gates)]
-
-    def own_paths(self) -> List[str]:
-        """Every file of the tree that only this extension part uses."""
-        return [f"student/{f}" for f in self.files] + list(self.tests) + list(self.adds.paths())
-
-
-def is_hidden(case: str) -> bool:
-    """A hidden case's suite is named Hidden<...> (grader/hidden/)."""
-    return case.startswith("Hidden")
-
-
-def matches(gtest_filter: str, case: str) -> bool:
-    """gtest's filter syntax: positive patterns, then '-' and negative ones."""
-    positive, _, negative = gtest_filter.partition("-")
-    hit = any(fnmatchcase(case, p) for p in (positive or "*").split(":") if p)
-    return hit and not any(fnmatchcase(case, p) for p in negative.split(":") if p)
-
-
-def hidden(run: Run, ranks: int) -> Run:
-    """The hidden twin of a public run: suites named Hidden<...>."""
-    return Run("Hidden" + run.filter, ranks, run.case_seconds, run.job_seconds, hidden=True)
-
-
-def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None, functions=()) -> Part:
-    """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one
-    per run); an extension part when it says what it adds to the kit."""
-    runs = tuple(runs)
-    return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
-                tuple(files), tuple(tests), tuple(gates), adds is not None, adds or Adds(), tuple(functions))
-
-
 def test_file(name: str) -> str:
     return f"tests/{name}"
 
@@ -263,27 +155,40 @@ ALL_PARTS: List[Part] = [
          [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
          [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9",
          functions=["ZeroDPAdam::step"]),
-    # The extension parts: one suite per rank count (a case runs on its run's ranks).
+    # The extension parts: one suite per rank count (a case runs on its run's
+    # ranks); each part's files are found by its key (kit/part_types.py).
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
-         [1, 2, 3, 4, 8], [RING], [test_file("test_part11_ring.cpp")], "Part 11", functions=["naive_allreduce", "ring_allreduce"],
-         adds=Adds(programs=("ring_timing",), hidden=("grader/hidden/hidden_ring.cpp",),
-                   other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "tests/ring_checks.h",
-                          "kit/ring.py"))),
+         [1, 2, 3, 4, 8], [RING], under("tests", "part11_ring", "test_part11_ring.cpp"), "Part 11",
+         functions=["naive_allreduce", "ring_allreduce"], extension=True, about="collectives from point-to-point calls",
+         adds=Adds(programs=under("programs", "part11_ring", "ring_timing.cpp"),
+                   hidden=under("grader/hidden", "part11_ring", "hidden_ring.cpp"),
+                   other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py") +
+                   under("tests", "part11_ring", "ring_checks.h"),
+                   handout=texts("part11_ring", "feedback"), make="make/part11_ring.mk",
+                   allowlist="kit/allowlist/part11_ring.txt")),
     part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
-         [1, 2, 4], [PIPELINE], [test_file("test_part12_pipeline.cpp")], "Part 12", functions=["pipeline_step"],
+         [1, 2, 4], [PIPELINE], under("tests", "part12_pipeline", "test_part12_pipeline.cpp"), "Part 12",
+         functions=["pipeline_step"], extension=True, about="pipeline parallelism",
          adds=Adds(framework=("framework/model/pipeline_stage.cpp", "framework/model/pipeline_schedule.cpp"),
-                   programs=("pipeline_train",), unit_tests=("tests/test_pipeline_schedule.cpp",),
-                   hidden=("grader/hidden/hidden_pipeline.cpp",),
+                   programs=under("programs", "part12_pipeline", "pipeline_train.cpp"),
+                   unit_tests=under("tests", "part12_pipeline", "test_pipeline_schedule.cpp"),
+                   hidden=under("grader/hidden", "part12_pipeline", "hidden_pipeline.cpp"),
                    other=("framework/include/pipeline_parallel.h", "framework/model/pipeline_runtime.h",
-                          "framework/calls/pipeline_calls.h", "tests/pipeline_checks.h", "kit/explore_pipeline.py"),
-                   explore="explore_pipeline")),
+                          "framework/calls/pipeline_calls.h", "kit/explore_pipeline.py") +
+                   under("tests", "part12_pipeline", "pipeline_checks.h"),
+                   explore="explore_pipeline", handout=texts("part12_pipeline", "feedback"),
+                   make="make/part12_pipeline.mk", allowlist="kit/allowlist/part12_pipeline.txt")),
     part("part13_ddp", "gradient buckets and overlap", 20, [Run(f"Part13Ddp{n}.*", n) for n in (1, 2, 4)],
-         [1, 2, 4], [DDP], [test_file("test_part13_ddp.cpp")], "Part 13", functions=["plan_buckets", "GradientBuckets"],
-         adds=Adds(framework=("framework/model/ddp_model.cpp",), programs=("ddp_train", "request_progress"),
-                   hidden=("grader/hidden/hidden_ddp.cpp",),
+         [1, 2, 4], [DDP], under("tests", "part13_ddp", "test_part13_ddp.cpp"), "Part 13",
+         functions=["plan_buckets", "GradientBuckets"], extension=True,
+         about="gradient buckets and their overlap with backward",
+         adds=Adds(framework=("framework/model/ddp_model.cpp",),
+                   programs=under("programs", "part13_ddp", "ddp_train.cpp", "request_progress.cpp"),
+                   hidden=under("grader/hidden", "part13_ddp", "hidden_ddp.cpp"),
                    other=("framework/include/ddp.h", "framework/model/ddp_model.h", "framework/calls/ddp_calls.h",
-                          "tests/ddp_checks.h", "kit/explore_ddp.py"),
-                   explore="explore_ddp")),
+                          "kit/explore_ddp.py") + under("tests", "part13_ddp", "ddp_checks.h"),
+                   explore="explore_ddp", handout=texts("part13_ddp", "debugging", "feedback"),
+                   make="make/part13_ddp.mk", allowlist="kit/allowlist/part13_ddp.txt")),
 ]
 # The table's own points; a course may give a part others (course.toml, [points]).
 TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}
@@ -307,7 +212,7 @@ PARTS: List[Part] = [p for p in ALL_PARTS if not p.extension or p.key in CONFIGU
 TOTAL_POINTS = sum(p.points for p in PARTS)
 # The scale of a gradebook row graded under this course (grader/batches.py).
 COURSE_STAMP = courses.stamp({p.key: p.points for p in PARTS}, COURSE)
-IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys([FUNC, SPLIT, ZERO] + [f for p in PARTS for f in p.files]))
+IMPL_FILES: Tuple[str, ...] = tuple(dict.fromkeys(list(CORE_FILES) + [f for p in PARTS for f in p.files]))
 
 # The kit's own checks that are no part (CTest runs them on the reference,
 # as reference/<name>).
@@ -360,83 +265,27 @@ def make_keys() -> List[str]:
     return keys
 
 
-# ---- what CMake and the Makefile read ----
+# ---- what CMake and the Makefile read (kit/build_lists.py) ----
+
+def build_lists_of_this_copy() -> build_lists.Lists:
+    return build_lists.Lists(built_parts(), CONFIGURATION, MPI, KIT_CHECKS, KIT_TESTS, all_runs())
+
 
 def cmake_text() -> str:
-    """The build's lists, from the parts table and the configuration."""
-    tests: List[str] = []
-    for f in [t for p in built_parts() for t in p.tests] + list(KIT_TESTS):
-        if f not in tests:
-            tests.append(f)
-    held = [p for p in built_parts() if p.extension]
-    hidden = ["grader/hidden/hidden_cases.cpp"] + [h for p in held for h in p.adds.hidden] \
-        if "grader" in CONFIGURATION.holds else []
-
-    def cmake_list(name: str, items) -> str:
-        return f"set({name} {' '.join(items)})\n"
-
-    def cmake_bool(name: str, on: bool) -> str:
-        return f"set({name} {'ON' if on else 'OFF'})\n"
-
-    return ("# Generated from kit/parts.py when CMake configures; edit the table, not this file.\n" +
-            cmake_list("KIT_PART_KEYS", [p.key for p in built_parts()]) +
-            cmake_list("KIT_IMPL_FILES", built_files()) +
-            cmake_list("KIT_PART_TEST_SOURCES", tests) +
-            cmake_list("KIT_HIDDEN_SOURCES", hidden) +
-            cmake_list("KIT_EXTENSION_FRAMEWORK", [f for p in held for f in p.adds.framework]) +
-            cmake_list("KIT_EXTENSION_PROGRAMS", [f for p in held for f in p.adds.programs]) +
-            cmake_list("KIT_EXTENSION_UNIT_TESTS", [f for p in held for f in p.adds.unit_tests]) +
-            cmake_list("KIT_SELF_CHECKS", [f"{n}={r.filter}={r.ranks}" for n, r in KIT_CHECKS.items()]) +
-            # The staff's check of a cut that grades some extension parts and not another.
-            f"set(KIT_SOME_EXTENSIONS {','.join(p.key for i, p in enumerate(held) if i != 1 or len(held) < 2)})\n" +
-            f"set(KIT_DEFAULT_MPI {MPI})\n" +
-            cmake_bool("KIT_HOLDS_REFERENCE", "reference" in CONFIGURATION.holds) +
-            cmake_bool("KIT_HOLDS_STAFF", "staff" in CONFIGURATION.holds))
+    return build_lists.cmake_text(build_lists_of_this_copy(), built_files())
 
 
 def make_text() -> str:
-    """The Makefile's variables (it includes them from kit-config.mk in the build directory)."""
-    return ("# Generated from kit/parts.py by make; edit the table, not this file.\n"
-            f"KIT_DEFAULT_MPI := {MPI}\nKIT_HOLDS := {','.join(HOLDS)}\n")
+    return build_lists.make_text(build_lists_of_this_copy())
 
 
 def cpp_text() -> str:
-    rows = "\n".join(f'    {{"{r.filter}", {r.ranks}, {r.case_seconds!r}}},' for r in all_runs())
-    return f"""// Generated from kit/parts.py when CMake configures; edit the table, not this file.
-#pragma once
-
-namespace harness {{
-
-struct TableRun {{
-  const char* filter;  // gtest filter; exactly one run may select a case
-  int ranks;
-  double case_seconds;
-}};
-
-inline constexpr TableRun kTableRuns[] = {{
-{rows}
-}};
-
-inline constexpr double kFailedGraceSeconds = {FAILED_GRACE_SECONDS!r};
-inline constexpr long long kRankHeapBudgetBytes = {RANK_HEAP_BUDGET_MIB}LL << 20;
-inline constexpr long long kRankDataLimitBytes = {RANK_DATA_LIMIT_MIB}LL << 20;
-inline constexpr long long kRankStackLimitBytes = {RANK_STACK_LIMIT_MIB}LL << 20;
-inline constexpr long long kThreadStackBytes = {THREAD_STACK_KIB}LL << 10;
-
-}}  // namespace harness
-"""
-
-
-def write_if_changed(path: str, text: str) -> None:
-    """Unchanged files keep their time stamps, so nothing rebuilds for nothing."""
-    try:
-        with open(path) as f:
-            if f.read() == text:
-                return
-    except OSError:
-        pass
-    with open(path, "w") as f:
-        f.write(text)
+    return build_lists.cpp_text(build_lists_of_this_copy(), {
+        "double kFailedGraceSeconds": repr(FAILED_GRACE_SECONDS),
+        "long long kRankHeapBudgetBytes": f"{RANK_HEAP_BUDGET_MIB}LL << 20",
+        "long long kRankDataLimitBytes": f"{RANK_DATA_LIMIT_MIB}LL << 20",
+        "long long kRankStackLimitBytes": f"{RANK_STACK_LIMIT_MIB}LL << 20",
+        "long long kThreadStackBytes": f"{THREAD_STACK_KIB}LL << 10"})
 
 
 def main(argv: List[str]) -> int:
@@ -446,9 +295,9 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--make", action="store_true", help="print the Makefile's variables (a makefile)")
     args = ap.parse_args(argv)
     if args.cmake:
-        write_if_changed(args.cmake, cmake_text())
+        build_lists.write_if_changed(args.cmake, cmake_text())
     if args.cpp:
-        write_if_changed(args.cpp, cpp_text())
+        build_lists.write_if_changed(args.cpp, cpp_text())
     if args.make:
         sys.stdout.write(make_text())
     if not (args.cmake or args.cpp or args.make):

@@ -1,10 +1,12 @@
 """Staff-only tools, never shipped to students or to the autograder bundles:
 run from the kit's top as python3 -m staff.NAME.
 
-  bench                `make bench`: speed figures and their targets
+  bench                `make bench`: speed figures and their targets (its rows of
+                       trainings: bench_training.py; its table: bench_table.py)
   dist                 `make handout`: the students' handout, cut and verified
   bundles              `make autograder`: each grading platform's bundle
   platforms            `make check-platforms`: the bundles' images, handins graded at each platform's limits
+                       (each platform's image and job: platform_jobs.py)
   hidden_data          `make hidden-data`: records the hidden cases' expected values
   mutants              CTest's `mutants`: known bugs that must lose exactly their parts
   check_readme         CI: runs every command of README.md and docs/

@@ -5,8 +5,11 @@ Gradescope JSON, and the handout cut. CTest runs it (staff/add_part).
 
   python3 -m staff.add_part [--keep DIR]
 
-The toy part, part14, sums a matrix over the ranks. The recipe may touch
-only the files in RECIPE_FILES; the check fails if it needed any other.
+The toy part, part14, sums a matrix over the ranks. A part is found by its
+key: the recipe adds new files (its test, hidden cases and handout section
+under its key, its stub and solution in a student file of its own) and one
+row of the table, and the check fails if it touched any other file
+(RECIPE_FILES).
 """
 import argparse
 import json
@@ -23,46 +26,46 @@ from kit.parts import TOTAL_POINTS
 from kit.paths import KIT_DIR
 
 KEY, POINTS, TITLE, SECTION = "part14", 5, "toy sum", "Part 14"
-RECIPE_FILES = {"kit/parts.py", "tests/test_part14_toy.cpp", "student/func_impl.cpp", "reference/func_impl.cpp",
-                "grader/hidden/hidden_cases.cpp", "handout/README.md"}
-SKIPPED = {".git", "build", "dist", "__pycache__", "handin.tar"}
-
+FILE = "toy_sum.cpp"  # the toy's student file
+# 1. the table row, before the line that ends the table
+ROW = (f'    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part14Toy.*", 2)], [4], ["{FILE}"],\n'
+       f'         under("tests", "{KEY}", "test_part14_toy.cpp"), "{SECTION}", functions=["toy_sum"],\n'
+       f'         adds=Adds(hidden=under("grader/hidden", "{KEY}", "hidden_toy.cpp"), handout=texts("{KEY}"))),\n')
+TABLE_END = "\n]\n# The table's own points"
 DECLARATION = "namespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm);  // (B, D) -> (B, D)\n}\n"
-EDITS = {
-    # 1. the table row
-    "kit/parts.py": ("\n]\n# The table's own points",
-                     f'\n    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part14Toy.*", 2)], [4], [FUNC],\n'
-                     f'         [test_file("test_part14_toy.cpp")], "{SECTION}", functions=["toy_sum"]),\n]\n'
-                     "# The table's own points"),
-    # 3. the stub and the solution
-    "student/func_impl.cpp": None, "reference/func_impl.cpp": None,
+HEAD = '#include "comm.h"\n#include "not_implemented.h"\n#include "tensor.h"\n\n' + DECLARATION
+NEW_FILES = {
+    # 2. the test file
+    f"tests/{KEY}/test_part14_toy.cpp":
+        "// Part 14, the toy part of the README's recipe. Two ranks.\n//   make test-part14\n"
+        "#include \"kit_test.h\"\n" + HEAD.replace('#include "not_implemented.h"\n', "") +
+        "\nusing namespace kit;\n\nTEST(Part14Toy, TwoRanksSumTheirRows) {\n"
+        "  const Matrix got = dtrain::toy_sum(arange(2, 2, 4.0 * rank()), world());\n"
+        "  EXPECT_MATRIX_NEAR(got, mat(2, 2, {4, 6, 8, 10}));\n}\n\n"
+        "TEST(Part14Toy, TheSumHasTheInputsShape) {\n"
+        "  EXPECT_EQ(dtrain::toy_sum(arange(3, 1), world()).rows(), 3);\n}\n",
+    # 3. the stub and the solution, a student file of its own
+    f"student/{FILE}": f"// Part 14, the toy part: sum a matrix over the ranks. You edit this file.\n" + HEAD +
+        "\nnamespace dtrain {\nMatrix toy_sum([[maybe_unused]] const Matrix& x, [[maybe_unused]] Communicator& comm) {\n"
+        f"  throw NotImplemented(\"toy_sum\", \"{SECTION}\");\n}}\n}}  // namespace dtrain\n",
+    f"reference/{FILE}": "// Part 14, the toy part: the solution.\n" + HEAD +
+        "\nnamespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm) {\n"
+        "  Matrix total(x.rows(), x.cols());\n  comm.allreduce(x, total, Op::Sum);\n"
+        "  return total;\n}\n}  // namespace dtrain\n",
     # 4. a hidden case
-    "grader/hidden/hidden_cases.cpp": None,
+    f"grader/hidden/{KEY}/hidden_toy.cpp":
+        "// The toy part's hidden case: four ranks.\n#include \"kit_test.h\"\n" +
+        HEAD.replace('#include "not_implemented.h"\n', "") + "\nusing namespace kit;\n\n"
+        "TEST(HiddenPart14Toy, FourRanksSumTheirNumbers) {\n"
+        "  const Matrix got = dtrain::toy_sum(arange(1, 3, 10.0 * rank()), world());\n"
+        "  EXPECT_MATRIX_NEAR(got, mat(1, 3, {60, 64, 68}));\n}\n",
     # 5. the handout's section
-    "handout/README.md": ("\n## Debugging\n",
-                          f"\n## {SECTION} — {TITLE} ({POINTS} points)\n\n"
-                          "Implement `toy_sum` in `func_impl.cpp`: every rank passes a matrix and gets the sum "
-                          "over the ranks. Test it with `make test-part14`.\n\n## Debugging\n"),
+    f"handout/parts/{KEY}.md": f"## {SECTION} — {TITLE} ({POINTS} points)\n\n"
+        f"Implement `toy_sum` in `{FILE}`: every rank passes a matrix and gets the sum "
+        "over the ranks. Test it with `make test-part14`.\n",
 }
-APPENDED = {
-    "student/func_impl.cpp": "\nnamespace dtrain {\nMatrix toy_sum([[maybe_unused]] const Matrix& x, "
-                             "[[maybe_unused]] Communicator& comm) {\n"
-                             f"  throw NotImplemented(\"toy_sum\", \"{SECTION}\");\n}}\n}}  // namespace dtrain\n",
-    "reference/func_impl.cpp": "\nnamespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm) {\n"
-                               "  Matrix total(x.rows(), x.cols());\n  comm.allreduce(x, total, Op::Sum);\n"
-                               "  return total;\n}\n}  // namespace dtrain\n",
-    "grader/hidden/hidden_cases.cpp": "\n" + DECLARATION + "\nTEST(HiddenPart14Toy, FourRanksSumTheirNumbers) {\n"
-                                      "  const Matrix got = dtrain::toy_sum(arange(1, 3, 10.0 * rank()), world());\n"
-                                      "  EXPECT_MATRIX_NEAR(got, mat(1, 3, {60, 64, 68}));\n}\n",
-}
-# 2. the test file
-TEST_FILE = ("// Part 14, the toy part of the README's recipe. Two ranks.\n//   make test-part14\n"
-             "#include \"func_impl.h\"\n#include \"kit_test.h\"\n\nusing namespace kit;\n\n" + DECLARATION +
-             "\nTEST(Part14Toy, TwoRanksSumTheirRows) {\n"
-             "  const Matrix got = dtrain::toy_sum(arange(2, 2, 4.0 * rank()), world());\n"
-             "  EXPECT_MATRIX_NEAR(got, mat(2, 2, {4, 6, 8, 10}));\n}\n\n"
-             "TEST(Part14Toy, TheSumHasTheInputsShape) {\n"
-             "  EXPECT_EQ(dtrain::toy_sum(arange(3, 1), world()).rows(), 3);\n}\n")
+RECIPE_FILES = {"kit/parts.py"} | set(NEW_FILES)
+SKIPPED = {".git", "build", "dist", "__pycache__", "handin.tar"}
 
 
 def copy_kit(dest: str) -> None:
@@ -78,20 +81,17 @@ def git(kit: str, *args: str) -> str:
 
 
 def follow_recipe(kit: str) -> None:
-    for path, edit in EDITS.items():
-        full = os.path.join(kit, path)
-        with open(full) as f:
-            text = f.read()
-        if edit:
-            old, new = edit
-            if old not in text:
-                raise SystemExit(f"add_part: {path} no longer has the text the recipe edits: {old!r}")
-            text = text.replace(old, new, 1)
-        text += APPENDED.get(path, "")
-        with open(full, "w") as f:
-            f.write(text)
-    with open(os.path.join(kit, "tests", "test_part14_toy.cpp"), "w") as f:
-        f.write(TEST_FILE)
+    table = os.path.join(kit, "kit", "parts.py")
+    with open(table) as f:
+        text = f.read()
+    if TABLE_END not in text:
+        raise SystemExit(f"add_part: kit/parts.py no longer ends its table with {TABLE_END!r}")
+    with open(table, "w") as f:
+        f.write(text.replace(TABLE_END, "\n" + ROW.rstrip("\n") + TABLE_END, 1))
+    for path, content in NEW_FILES.items():
+        os.makedirs(os.path.dirname(os.path.join(kit, path)), exist_ok=True)
+        with open(os.path.join(kit, path), "x") as f:
+            f.write(content)
 
 
 def in_copy(cmd: List[str], kit: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -155,9 +155,11 @@ def checks(kit: str) -> List[str]:
         with tarfile.open(os.path.join(kit, "dist", "handout.tar.gz")) as tar:
             names = tar.getnames()
             readme = tar.extractfile("dtrain-kit/README.md").read().decode()
-            stub = tar.extractfile("dtrain-kit/student/func_impl.cpp").read().decode()
-        if "dtrain-kit/tests/test_part14_toy.cpp" not in names:
-            problems.append("the handout lacks tests/test_part14_toy.cpp")
+            stub = tar.extractfile(f"dtrain-kit/student/{FILE}").read().decode()
+        if f"dtrain-kit/tests/{KEY}/test_part14_toy.cpp" not in names:
+            problems.append(f"the handout lacks tests/{KEY}/test_part14_toy.cpp")
+        if f"student/{FILE}\n" not in readme or f"| `student/{FILE}` | 14 |" not in readme:
+            problems.append(f"the handout's list of files, or of what make handin packs, lacks student/{FILE}")
         if f"## {SECTION}" not in readme or "throw NotImplemented(\"toy_sum\"" not in stub:
             problems.append("the handout lacks the new section or the new stub")
         # Its row of the parts table and its total, made from the table (kit/handout_text.py).

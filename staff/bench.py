@@ -50,6 +50,8 @@ max. Rows:
                    full object cache
   batch            grader/grade --batch --jobs 2 on 2 handins: handins/min
 Then the targets, each read from this run's rows: met or MISSED.
+The training and pipeline rows are staff/bench_training.py's; the table
+and the timed command, staff/bench_table.py's.
 --quick: one run each and 8,000 training samples, to try the script out
 (the original's figures then apply to the ZeRO job only).
 """
@@ -65,80 +67,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List
 
 from kit import parts as table
 from kit.paths import KIT_DIR as KIT, KITRUN, build_dir
+from staff.bench_table import BenchError, Table, run
+from staff.bench_training import RSS_TARGET_ROW, pipeline, trainings
+
 PYTHON = sys.executable
 ORIGINAL_SUITE_SECONDS = 15.0
-CORES = os.cpu_count() or 1
 BATCH = 2  # handins in the batch row: one per worker
-class Training(NamedTuple):
-    label: str
-    ranks: int
-    program: str
-    flags: List[str]
-    samples: Optional[int] = None  # training rows; None: the run's (60,000, or 8,000 with --quick)
-    test_samples: int = 10000
-    original: Optional[Tuple[float, float]] = None  # the original Python kit: (whole run in s, test accuracy)
-
-
-TRAININGS = [
-    Training("train mp1 dp1", 1, "unified_train", ["--mp_size", "1", "--dp_size", "1"], original=(6.20, 0.820)),
-    Training("train naive mp2 dp4", 8, "unified_train", ["--mp_size", "2", "--dp_size", "4"], original=(17.2, 0.820)),
-    Training("train megatron mp4 dp2", 8, "unified_train", ["--mp_size", "4", "--dp_size", "2", "--megatron-mp"],
-             original=(12.4, 0.844)),
-    Training("train dp2", 2, "unified_train", ["--mp_size", "1", "--dp_size", "2"]),
-    Training("train dp4", 4, "unified_train", ["--mp_size", "1", "--dp_size", "4"]),
-    Training("zero dp4", 4, "zero_dp_train", ["--dp_size", "4", "--batch_size", "100"], samples=8000,
-             test_samples=1200, original=(2.40, 0.822)),
-]
-# The original's figures: the original Python kit (NumPy on one-thread
-# OpenBLAS, Open MPI's default transports) on this machine class (2 cores),
-# the same data, model, samples, epochs and batches; medians of 3 taken
-# under some background load, so rough. Its suite took ORIGINAL_SUITE_SECONDS.
-ORIGINAL_NOTE = "original Python kit on this machine class"
-ACCURACY_SLACK = 0.005  # the kit's accuracy may be at most this far below the original's
-SINGLE_RANK_SHARE = 1 / 2  # a training's whole run may take at most this share of the original's
-MULTI_RANK_SHARE = 2 / 3
-
-
-def fc_gflop(samples: int, din: int = 784, hidden: int = 256, dout: int = 10) -> float:
-    """FC products of one epoch: forward and weight gradients of both layers,
-    and FC2's input gradient (FC1's is never needed)."""
-    return (2 * samples * (din * hidden + hidden * dout) * 2 + 2 * samples * hidden * dout) / 1e9
-
-
-class BenchError(Exception):
-    pass
-
-
-def run(cmd: List[str], timeout: float = 600, env: Optional[Dict] = None, cwd: str = KIT) -> Tuple[float, str]:
-    started = time.monotonic()
-    proc = subprocess.run(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=timeout, env=env)
-    seconds = time.monotonic() - started
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-15:])
-        raise BenchError(f"`{' '.join(cmd)}` failed with status {proc.returncode}:\n{tail}")
-    return seconds, proc.stdout
-
-
-class Table:
-    def __init__(self, repeat: int):
-        self.repeat = repeat
-        self.rows: List[Dict] = []
-        self.targets: List[Tuple[str, str, float]] = []  # (row, "<=" or ">=", bound) found while measuring
-
-    def add(self, what: str, values: List[float], unit: str, note: str = "") -> float:
-        med = statistics.median(values)
-        self.rows.append({"row": what, "median": med, "min": min(values), "max": max(values), "unit": unit,
-                          "note": note})
-        print(f"  {what:<40} {med:>10.3f} {min(values):>10.3f} {max(values):>10.3f}  {unit:<11} {note}", flush=True)
-        return med
-
-    def timed(self, what: str, cmd: List[str], note: str = "", **kw) -> float:
-        return self.add(what, [run(cmd, **kw)[0] for _ in range(self.repeat)], "s", note)
 
 
 def mpirun_floor(t: Table, build: str) -> Dict[int, float]:
@@ -177,104 +115,6 @@ def gemm_peak(t: Table, build: str, seconds: float) -> float:
     return t.add("gemm peak (machine, 1 core)", [r["gflops"] for r in runs], "GFLOP/s",
                  f"fastest: {best}; the products of one iteration, batch 60")
 
-
-def trainings(t: Table, build: str, samples: int, peak: float) -> None:
-    epoch_of, compute_of = {}, {}
-    for job in TRAININGS:
-        label, ranks = job.label, job.ranks
-        rows = job.samples or samples
-        gflop = fc_gflop(rows)
-        epochs, rss, rss_total, walls, collective, ledger, accuracy = [], [], [], [], [], [], []
-        for _ in range(t.repeat):
-            with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
-                report = os.path.join(tmp, "report.json")
-                wall, _ = run([KITRUN, "-n", str(ranks), os.path.join(build, "reference", job.program), *job.flags,
-                               "--num_train_samples", str(rows), "--num_test_samples", str(job.test_samples),
-                               "--report", report])
-                with open(report) as f:
-                    r = json.load(f)
-            walls.append(wall)
-            epochs.append(float(r["epoch_seconds"][0]))
-            rss.append(float(r["peak_rss_bytes"]) / 2**20)
-            rss_total.append(float(r["peak_rss_bytes_total"]) / 2**20)
-            collective.append(float(r["collective_seconds"]))
-            ledger.append(100 * r["ledger_calls"] * r["ledger_seconds_per_call"] / sum(r["epoch_seconds"]))
-            accuracy.append(float(r["test_accuracy"]))
-        # The original's figures apply only to the same work (not to --quick's shorter TP runs).
-        original = job.original if rows == (job.samples or 60000) else None
-        epoch_of[label] = t.add(f"{label}: epoch", epochs, "s", f"{ranks} rank{'s' if ranks > 1 else ''}, {rows} samples")
-        wall_note = "+ mpirun, every rank loading the data set, the test"
-        if original:
-            share = SINGLE_RANK_SHARE if ranks == 1 else MULTI_RANK_SHARE
-            wall_note = f"{ORIGINAL_NOTE}: {original[0]:.2f} s; target <= {share * original[0]:.2f}"
-            t.targets.append((f"{label}: whole run", "<=", share * original[0]))
-        t.add(f"{label}: whole run", walls, "s", wall_note)
-        t.add(f"{label}: test accuracy", accuracy, "share", f"{job.test_samples} test rows" + (
-            f"; {ORIGINAL_NOTE}: {original[1]:.3f}" if original else ""))
-        if original:
-            t.targets.append((f"{label}: test accuracy", ">=", original[1] - ACCURACY_SLACK))
-        if ranks > 1:
-            t.add(f"{label}: in collectives", [c / e for c, e in zip(collective, epochs)], "share",
-                  "rank 0's share of the epoch inside collectives, waiting included")
-        compute_of[label] = statistics.median(e - c for e, c in zip(epochs, collective))
-        t.add(f"{label}: samples/s", [rows / e for e in epochs], "1/s")
-        t.add(f"{label}: FC GFLOP/s", [gflop / e for e in epochs], "GFLOP/s", f"{gflop:.1f} GFLOP per epoch")
-        usable = peak * min(ranks, CORES)  # the peak of the cores the ranks can use
-        t.add(f"{label}: achieved / peak", [gflop / e / usable for e in epochs], "ratio",
-              "of the machine's GEMM peak; target >= 0.70" if ranks == 1
-              else f"of {min(ranks, CORES)} x the 1-core peak ({CORES} cores)")
-        t.add(f"{label}: peak RSS per rank", rss, "MiB", "largest rank, data set included")
-        t.add(f"{label}: peak RSS, all ranks", rss_total, "MiB",
-              "sum of the ranks' peaks" + ("; before one copy per machine: 4.3 GB; target <= 1024 MiB"
-                                           if label == RSS_TARGET_ROW else ""))
-        t.add(f"{label}: ledger overhead", ledger, "%", "rank 0's records x cost per record / epoch; target < 2 %")
-    single = epoch_of[TRAININGS[0].label]
-    for job in TRAININGS[1:]:
-        if job.ranks <= CORES and job.samples is None:  # beyond the cores, ranks share them: no speed-up to expect
-            t.add(f"{job.label}: speed-up over 1 rank", [single / epoch_of[job.label]], "x",
-                  f"{job.ranks} ranks on {CORES} cores; ideal {job.ranks}")
-            t.add(f"{job.label}: speed-up outside collectives", [single / compute_of[job.label]], "x",
-                  "the epoch less rank 0's time in collectives: what communication costs")
-
-
-def pipeline_report(build: str, stages: int, schedule: str, samples: int) -> Dict:
-    with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
-        report = os.path.join(tmp, "report.json")
-        run([KITRUN, "-n", str(stages), os.path.join(build, "reference", "pipeline_train"), "--micro_batches", "8",
-             "--schedule", schedule, "--num_train_samples", str(samples), "--report", report])
-        with open(report) as f:
-            return json.load(f)
-
-
-def pipeline(t: Table, build: str, samples: int) -> None:
-    """Part 12's trainer (an extension part): the bubble of equal stages on
-    K = 2 (no stage waits for a core here) against (K-1)/(M+K-1); then, on
-    K = 4, the accuracy of one epoch and stage 0's peak stash, 1F1B's
-    against GPipe's."""
-    for schedule in ("gpipe", "1f1b"):
-        label = f"pipeline K2 M8 {schedule}"
-        reports = [pipeline_report(build, 2, schedule, 6000)["pipeline"] for _ in range(t.repeat)]
-        formula = reports[0]["bubble_formula"]
-        t.add(f"{label}: bubble, equal stages", [r["bubble_equal_stages"] for r in reports], "share",
-              f"the busiest stage's idle share; (K-1)/(M+K-1) = {formula:.3f}")
-        t.add(f"{label}: off the formula", [abs(r["bubble_equal_stages"] - formula) for r in reports], "share",
-              "target <= 0.05")
-        t.targets.append((f"{label}: off the formula", "<=", 0.05))
-        t.add(f"{label}: bubble, this MLP", [r["bubble_measured"] for r in reports], "share",
-              "stage 0 (784x256) sets the pace; played out with free messages: "
-              f"{statistics.median(r['bubble_played'] for r in reports):.3f}")
-    for schedule in ("gpipe", "1f1b"):
-        label = f"pipeline K4 M8 {schedule}"
-        reports = [pipeline_report(build, 4, schedule, samples) for _ in range(t.repeat)]
-        t.add(f"{label}: test accuracy", [r["test_accuracy"] for r in reports], "",
-              f"{samples} samples" + ("; target >= 0.80" if samples == 60000 else ""))
-        if samples == 60000:
-            t.targets.append((f"{label}: test accuracy", ">=", 0.80))
-        if schedule == "1f1b":
-            stash = [r["pipeline"]["stash"] for r in reports]
-            shares = [s["1f1b"]["bytes"][0] / s["gpipe"]["bytes"][0] for s in stash]
-            t.add(f"{label}: stage 0's stash, of GPipe's", shares, "share", "target <= K/M = 0.5")
-            t.targets.append((f"{label}: stage 0's stash, of GPipe's", "<=", 0.5))
 
 
 def timed_edits(repeat: int, path: str, cmd: List[str]) -> List[float]:
@@ -342,7 +182,6 @@ def grading(t: Table, build: str) -> None:
         t.add("  throughput", [BATCH * 60 / s for s in times], "handins/min")
 
 
-RSS_TARGET_ROW = "train naive mp2 dp4"
 TARGETS = [  # (row, "<=" or ">=", bound): targets on the median; every "ledger overhead" row too (<= 2 %)
     (f"{RSS_TARGET_ROW}: peak RSS, all ranks", "<=", 1024.0),
     ("public suite (make test)", "<=", 1.5),

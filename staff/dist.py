@@ -6,7 +6,9 @@
 What ships is decided by folder. Students get the kit's build, framework,
 stubs, public tests, programs, its Python package (kit/) and the shell
 helpers (tools/), with handout/README.md as their README and the Makefile
-without its staff-only regions. The autograder bundles add grader/ (without
+without its staff-only regions. A part's files are selected by its row of
+the table (kit/parts.py, found by its key): none of a part the course
+does not grade ships, and no file is rewritten to leave one out. The autograder bundles add grader/ (without
 its own tests) and keep the whole Makefile. Nothing under reference/,
 staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
 Each copy gets a course file of its own (shipped_course): the course as it
@@ -28,9 +30,9 @@ from typing import List, Optional
 
 from kit import course as courses
 from kit.check_handout import SHIPPED, files_under, students_makefile
-from kit.handout_text import HandoutError, for_the_course as cut_text, render, render_feedback
-from kit.parts import (ALL_PARTS, COURSE, CONFIGURATION, IMPL_FILES, MPI, PARTS, TABLE_POINTS, TOTAL_POINTS,
-                       built_parts, extension_paths)
+from kit.handout_text import HandoutError, for_the_course, render, render_feedback
+from kit.parts import (ALL_PARTS, COURSE, CONFIGURATION, CORE_FILES, IMPL_FILES, MPI, PARTS, TABLE_POINTS,
+                       TOTAL_POINTS, built_parts, extension_paths)
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
@@ -75,15 +77,6 @@ def run(cmd, cwd, timeout=900, env=None) -> subprocess.CompletedProcess:
 OWN_SWITCH = {k: v for k, v in os.environ.items() if k != "KIT_EXTENSIONS"}
 
 
-def for_the_course(text: str, graded) -> str:
-    """The handout's text as a course that grades the extension parts
-    `graded` (keys) hands it out (kit/handout_text.py)."""
-    try:
-        return cut_text(text, graded)
-    except HandoutError as e:
-        raise SystemExit(f"dist: {e}")
-
-
 def shipped_course(cut: str, mpi: Optional[str] = None) -> str:
     """The course file of a cut: the extension parts the course grades now
     (the course file's, or KIT_EXTENSIONS's), held and graded, and no
@@ -115,16 +108,17 @@ def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> in
     left_out = set(extension_paths([k for k in CONFIGURATION.held if k not in graded]))
     files = [f for f in files_of(COMMON) if f not in left_out]
     try:
+        # The templates, their slots filled with the graded parts' texts and files (by key).
         with open(os.path.join(KIT, "handout", "README.md")) as f:
-            readme = render(for_the_course(f.read(), graded), PARTS, built_parts())
+            readme = render(for_the_course(f.read(), PARTS, KIT, CORE_FILES), PARTS, built_parts())
         with open(os.path.join(KIT, "feedback.txt")) as f:
-            feedback = render_feedback(for_the_course(f.read(), graded), readme)
-    except HandoutError as e:
+            feedback = render_feedback(for_the_course(f.read(), PARTS, KIT, CORE_FILES), readme)
+    except (HandoutError, OSError) as e:
         raise SystemExit(f"dist: {e}")
     with open(os.path.join(KIT, "Makefile")) as f:
         # Students get the Makefile without its staff-only targets (grade,
         # handout, check, ...), which need what the handout doesn't hold.
-        makefile, cut = students_makefile(f.read(), graded)
+        makefile, cut = students_makefile(f.read())
     # Written beside its place and moved there once checked: a handout
     # that fails its check never stays in dist/.
     partial = out + ".unchecked"

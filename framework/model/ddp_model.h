@@ -1,4 +1,4 @@
-// ddp_model.h: Part 13's model, for its trainer (programs/ddp_train.cpp): an
+// ddp_model.h: Part 13's model, for its trainer (programs/part13_ddp/ddp_train.cpp): an
 // MLP of K hidden layers whose backward hands each parameter's gradient over
 // the moment it is final, last parameter first, as DDP's hooks hand theirs
 // to its buckets. Student code never includes it.

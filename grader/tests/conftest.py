@@ -1,5 +1,6 @@
 """Fixtures of the grader's own tests: handins built on the fly from the
-reference, the stubs and small edits of them.
+reference, the stubs and small edits of them, and the hostile gallery's
+check that its handins leave the kit untouched.
 
   python3 -m pytest grader/tests        (after `make build`; `make check` runs it)
 """
@@ -9,10 +10,11 @@ import os
 import subprocess
 import sys
 import tarfile
-from typing import List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 
+from grader.slots import SANDBOX_UID_BASE, SLOTS
 from kit.parts import HANG_SHARE, IMPL_FILES, limit, time_scale
 from kit.paths import KIT_DIR as KIT, build_dir
 from staff.mutants import MUTANTS
@@ -148,3 +150,46 @@ def kit_is_built():
     if not os.path.isfile(os.path.join(BUILD, "impl_recipe.json")):
         pytest.fail(f"{BUILD} holds no kit build: run `make build` first")
 
+
+SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+SANDBOX_UIDS = range(SANDBOX_BASE, SANDBOX_BASE + SLOTS)
+
+
+def sandbox_processes(uids=SANDBOX_UIDS) -> List[str]:
+    return [f"{p.pid}: {p.command}" for p in live_processes() if p.uid in uids]
+
+
+def kit_snapshot() -> Dict[str, Tuple[int, int, int]]:
+    """Every file of the kit, (size, mtime, mode), except what the grader and
+    the other tests write themselves: the grader's object cache, dist/ (the
+    bundle tests) and Python's byte code."""
+    snap = {}
+    skipped = {os.path.join(os.path.relpath(BUILD, KIT), "impl_cache"), "dist"}
+    for root, dirs, files in os.walk(KIT):
+        rel = os.path.relpath(root, KIT)
+        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__") and
+                   os.path.normpath(os.path.join(rel, d)) not in skipped]
+        for name in files:
+            path = os.path.join(root, name)
+            st = os.lstat(path)
+            snap[os.path.relpath(path, KIT)] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    return snap
+
+
+# The hostile gallery (test_hostile_gallery_*.py) is one batch: the kit is
+# looked at once before its first case and once after the session, whichever
+# of its files ran.
+@pytest.fixture(scope="session")
+def untouched_kit():
+    if os.geteuid() != 0:
+        message = "the hostile gallery needs root (the grader's sandbox user and namespaces)"
+        if os.environ.get("KIT_REQUIRE_SANDBOX"):
+            pytest.fail(message)
+        pytest.skip(message)
+    before = kit_snapshot()
+    yield
+    after = kit_snapshot()
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    assert not changed, f"the gallery changed files outside the scratch directories: {changed[:20]}"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # other workers' graders may still be running
+        assert not sandbox_processes(), f"processes of the sandbox users outlived the gallery: {sandbox_processes()}"

@@ -19,7 +19,8 @@ import pytest
 
 from conftest import BUILD, GRADE, SUMMED, grade, handin, left_behind, live_processes, marked
 from grader.batches import STOP_SECONDS
-from grader.sandbox import SANDBOX_UID_BASE, SHARED_TMP, SLOTS
+from grader.namespaces import SHARED_TMP
+from grader.slots import SANDBOX_UID_BASE, SLOTS
 
 SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
 SANDBOX_UIDS = set(range(SANDBOX_BASE, SANDBOX_BASE + SLOTS))

@@ -11,7 +11,7 @@ import re
 import signal
 
 from conftest import BUILD, grade, handin
-from grader import batches, grading
+from grader import batches, grades, grading
 from kit import parts as table
 from kit.jobs import CaseOutcome, roll_call
 from staff.mutants import MUTANTS
@@ -95,7 +95,7 @@ def test_a_stopped_regrade_resumes_with_the_command_it_names(tmp_path, monkeypat
             os.kill(os.getpid(), signal.SIGINT)
             cancel.wait(5)
             raise grading.Cancelled(handin)
-        return grading.Grade(os.path.basename(handin), status="graded", parts=grading.nothing_graded())
+        return grades.Grade(os.path.basename(handin), status="graded", parts=grades.nothing_graded())
 
     monkeypatch.setattr(grading, "grade_handin", fake_grade)
     monkeypatch.setattr("sys.argv", ["grader/grade", "--batch", str(inbox), "--csv", str(tmp_path / "g.csv"),

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from conftest import BUILD, KIT
-from grader import grading
+from grader import grades, running, staging
 from kit import build as kit_build
 from kit.build import compile_one, prune_cache, public_headers_copy, recipe
 from kit.jobs import JobTally
@@ -69,8 +69,8 @@ def test_relative_paths_out_of_the_headers_copy_find_nothing(tmp_path):
     assert "expected_values.txt: No such file or directory" in errors and "split_data" not in errors
 
 
-def grading_out_of_time(files) -> grading.Grading:
-    g = grading.Grading("h.tar", BUILD, "/nonexistent", grading.Grade("h.tar"), time_budget=27)
+def grading_out_of_time(files) -> staging.Grading:
+    g = staging.Grading("h.tar", BUILD, "/nonexistent", grades.Grade("h.tar"), time_budget=27)
     g.tally = JobTally(out_of_time=["Part9Adam.X", "Part9Adam.Y"])
     g.grade.files = files
     return g
@@ -84,11 +84,11 @@ def grading_out_of_time(files) -> grading.Grading:
 ])
 def test_out_of_time_after_the_handins_compile_is_the_handins(files, says):
     g = grading_out_of_time(files)
-    assert grading.out_of_time(g) and g.grade.status == "graded"
+    assert running.out_of_time(g) and g.grade.status == "graded"
     assert says in g.grade.notes[-1] and "score 0" in g.grade.notes[-1], g.grade.notes
 
 
 def test_out_of_time_after_honest_compiles_and_cases_is_the_machines():
     g = grading_out_of_time({f: {"compile_cpu": 1.5, "compile_ran_past": False} for f in ("a.cpp", "b.cpp")})
-    assert not grading.out_of_time(g) and g.grade.status == "grader error"
+    assert not running.out_of_time(g) and g.grade.status == "grader error"
     assert "this machine is too slow" in g.grade.notes[-1]

@@ -1,7 +1,7 @@
 """A grader that is not root: student code runs with the grader's own rights,
 and, where the kernel allows unprivileged user namespaces, in IPC and PID
 namespaces of its own, so the System V objects and POSIX message queues a
-job leaves end with it (grader/sandbox.py, USER_NAMESPACES).
+job leaves end with it (grader/namespaces.py, USER_NAMESPACES).
 
   python3 -m pytest grader/tests/test_not_root.py -q     (as root, after `make build`: it adds a user)
 
@@ -19,8 +19,8 @@ import tempfile
 import pytest
 
 from conftest import BUILD, GRADE, make_tar
-from grader.sandbox import remove_mqueues, sysv_objects
-from test_hostile_gallery import MQUEUES, reference_calling
+from grader.leftovers import remove_mqueues, sysv_objects
+from hostile_gallery import MQUEUES, reference_calling
 
 USER = "kit-notroot"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"),

@@ -7,7 +7,7 @@ student must not lose an attempt) and Gradescope's.
 import json
 
 from grader import reports
-from grader.grading import Grade, PartResult
+from grader.grades import Grade, PartResult
 from kit import parts as table
 
 

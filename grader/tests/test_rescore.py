@@ -15,7 +15,7 @@ import pytest
 
 from conftest import BUILD, GRADE
 from grader import rescore
-from grader.grading import Grade, PartResult
+from grader.grades import Grade, PartResult
 from kit import parts as table
 from test_batches import six_handins
 

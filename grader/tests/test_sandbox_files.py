@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from grader import sandbox
+from grader import sandbox, slots
 from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
 
-BASE = int(os.environ.get("KIT_SANDBOX_UID", sandbox.SANDBOX_UID_BASE))
+BASE = int(os.environ.get("KIT_SANDBOX_UID", slots.SANDBOX_UID_BASE))
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="root's lock folder needs root")
 
 
@@ -40,20 +40,20 @@ def test_a_fifo_a_symlink_a_device_and_a_big_file_are_refused_at_once(tmp_path):
 def test_a_uid_is_held_by_one_grader_whatever_its_slot():
     # Two graders whose KIT_SANDBOX_UID ranges overlap name the same user by
     # different slots: the lock is the user's, so only one gets it.
-    first = sandbox.lock_uid(BASE + 5)
+    first = slots.lock_uid(BASE + 5)
     assert first is not None
     try:
-        assert sandbox.lock_uid(BASE + 5) is None
+        assert slots.lock_uid(BASE + 5) is None
         other = sandbox.Sandbox.__new__(sandbox.Sandbox)
-        other.base, other.cancel, other._lock, other.root = BASE + 5, None, None, True
-        slot = other._claim_slot(0)
+        other.base, other.cancel, other.slot_lock, other.root = BASE + 5, None, None, True
+        slot = slots.claim_slot(other, 0)
         try:
             assert other.uid != BASE + 5 and other.uid == BASE + 5 + slot
         finally:
-            other._lock.close()
+            other.slot_lock.close()
     finally:
         first.close()
-    again = sandbox.lock_uid(BASE + 5)
+    again = slots.lock_uid(BASE + 5)
     assert again is not None
     again.close()
 
@@ -61,18 +61,18 @@ def test_a_uid_is_held_by_one_grader_whatever_its_slot():
 @needs_root
 def test_the_lock_folder_is_roots_own_and_holds_only_regular_files():
     # A uid past every grader's range: a grader beside this test (pytest -n 2) may hold BASE's.
-    spare = BASE + 4 * sandbox.SLOTS
-    sandbox.lock_uid(spare).close()
-    st = os.lstat(sandbox.LOCK_DIR)
-    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700 and not os.path.islink(sandbox.LOCK_DIR)
-    fifo = os.path.join(sandbox.LOCK_DIR, f"uid-{spare + 1}.lock")
+    spare = BASE + 4 * slots.SLOTS
+    slots.lock_uid(spare).close()
+    st = os.lstat(slots.LOCK_DIR)
+    assert st.st_uid == 0 and st.st_mode & 0o777 == 0o700 and not os.path.islink(slots.LOCK_DIR)
+    fifo = os.path.join(slots.LOCK_DIR, f"uid-{spare + 1}.lock")
     if os.path.lexists(fifo):
         os.unlink(fifo)
     os.mkfifo(fifo)  # as if planted: refused, not waited on
     try:
         started = time.monotonic()
         with pytest.raises(RuntimeError):
-            sandbox.lock_uid(spare + 1)
+            slots.lock_uid(spare + 1)
         assert time.monotonic() - started < 5
     finally:
         os.unlink(fifo)
@@ -80,16 +80,16 @@ def test_the_lock_folder_is_roots_own_and_holds_only_regular_files():
 
 @needs_root
 def test_waiting_for_a_slot_ends_when_the_batch_is_stopped():
-    held = [h for h in (sandbox.lock_uid(BASE + s) for s in range(sandbox.SLOTS)) if h is not None]
+    held = [h for h in (slots.lock_uid(BASE + s) for s in range(slots.SLOTS)) if h is not None]
     try:
         waiting = sandbox.Sandbox.__new__(sandbox.Sandbox)
-        waiting.base, waiting._lock, waiting.root = BASE, None, True
+        waiting.base, waiting.slot_lock, waiting.root = BASE, None, True
         waiting.cancel = threading.Event()
         threading.Timer(1.0, waiting.cancel.set).start()
         started = time.monotonic()
-        if len(held) == sandbox.SLOTS:
+        if len(held) == slots.SLOTS:
             with pytest.raises(RuntimeError, match="cancelled"):
-                waiting._claim_slot(0)
+                slots.claim_slot(waiting, 0)
             assert time.monotonic() - started < 10
     finally:
         for h in held:

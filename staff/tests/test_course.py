@@ -133,7 +133,7 @@ def course_of(graded, points):
 def test_the_handout_of_parts_1_to_9_and_13_with_part_2_at_15_points():
     graded, held = course_of(("part13_ddp",), {"part2": 15})
     text = open(os.path.join(KIT_DIR, "handout", "README.md")).read()
-    readme = handout_text.render(handout_text.for_the_course(text, ("part13_ddp",)), graded, held)
+    readme = handout_text.render(handout_text.for_the_course(text, graded, KIT_DIR, table.CORE_FILES), graded, held)
     assert "## Part 2 — layer initialization (15 points)" in readme
     assert "## Part 13 — gradient buckets and overlap (20 points)" in readme and "## Part 11" not in readme
     assert "| 2 | part2 | `get_info` | 15 | 8 | `make test-part2` |" in readme
@@ -148,7 +148,7 @@ def test_the_handout_of_parts_1_to_9_and_13_with_part_2_at_15_points():
     assert agreement(readme, graded) == ([], len(graded) + 1)
     assert agreement(readme.replace("| 15 | 8 |", "| 20 | 8 |"), graded)[0]
     feedback = handout_text.render_feedback(
-        handout_text.for_the_course(open(os.path.join(KIT_DIR, "feedback.txt")).read(), ("part13_ddp",)), readme)
+        handout_text.for_the_course(open(os.path.join(KIT_DIR, "feedback.txt")).read(), graded, KIT_DIR, table.CORE_FILES), readme)
     assert "   Part 6:     Part 7:     Part 8:     Part 9:     Part 10:\n   Part 13:\n" in feedback
     assert "<!--" not in feedback and "Part 13, question 4:" in feedback and "Part 11" not in feedback
 

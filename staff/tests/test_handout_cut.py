@@ -1,45 +1,88 @@
-"""The handout's cut (staff/dist.py): the text for the extension parts the
-course grades, and the copy's own course file.
+"""The handout's cut (staff/dist.py): the text for the parts the course
+grades, each part's texts found by its key, no region marker anywhere, and
+the copy's own course file.
 
   python3 -m pytest staff/tests/test_handout_cut.py -q
 """
+import os
+
 import pytest
 
+from kit import handout_text
+from kit import parts as table
 from staff import dist
 
 TEXT = """intro
-<!-- extension parts -->
-some extension parts
-<!-- end of extension parts -->
-<!-- extension part: part11_ring -->
-about part 11
-<!-- end of extension part -->
-<!-- extension part: part13_ddp -->
-about part 13
-<!-- end of extension part -->
-<!-- without the extension parts -->
-none of them
-<!-- end of without the extension parts -->
+<!-- filled by make handout: files (the extension parts' files) -->
+middle
+<!-- filled by make handout: sections (their sections) -->
+<!-- filled by make handout: handin (their files) -->
 end
 """
 
 
-def test_the_cut_keeps_the_text_of_its_course_and_drops_every_marker():
-    assert dist.for_the_course(TEXT, ()) == "intro\nnone of them\nend\n"
-    assert dist.for_the_course(TEXT, ("part13_ddp",)) == "intro\nsome extension parts\nabout part 13\nend\n"
-    assert dist.for_the_course(TEXT, ("part11_ring", "part13_ddp")) == \
-        "intro\nsome extension parts\nabout part 11\nabout part 13\nend\n"
+def graded(*keys):
+    return [p for p in table.ALL_PARTS if not p.extension or p.key in keys]
 
 
-@pytest.mark.parametrize("broken, says", [
-    ("<!-- extension part: part11_ring -->\nx\n", "never ends"),
-    ("x\n<!-- end of extension part -->\n", "never opened"),
-    ("<!-- extension part: part11_ring -->\n<!-- without the extension parts -->\n", "opens inside"),
-    ("<!-- extension parts -->\n<!-- end of extension part -->\n", "never opened"),
-])
-def test_a_marker_out_of_place_stops_the_cut(broken, says):
-    with pytest.raises(SystemExit, match=says):
-        dist.for_the_course(broken, ("part11_ring",))
+def fill(text, *keys):
+    return handout_text.for_the_course(text, graded(*keys), dist.KIT, table.CORE_FILES)
+
+
+def test_the_cut_fills_each_slot_with_the_texts_of_the_graded_parts_found_by_key():
+    assert fill(TEXT) == "intro\nmiddle\nend\n"
+    section = open(os.path.join(dist.KIT, "handout", "parts", "part13_ddp.md")).read()
+    assert fill(TEXT, "part13_ddp") == (
+        "intro\n" + handout_text.FILES_LEAD +
+        "- `student/ddp_buckets.cpp`: Part 13, gradient buckets and their overlap with backward\n"
+        "middle\n" + section + "student/ddp_buckets.cpp\nend\n")
+    both = fill(TEXT, "part11_ring", "part13_ddp")
+    assert both.index("## Part 11") < both.index("## Part 13") and "Part 12" not in both
+    assert "<!--" not in fill(TEXT, "part11_ring", "part12_pipeline", "part13_ddp")
+
+
+def test_a_cut_s_own_text_has_no_slot_and_needs_no_part_s_texts(tmp_path):
+    """In a cut, the handout is made already; its copy holds no handout/parts/."""
+    made = fill(TEXT, "part13_ddp")
+    assert handout_text.for_the_course(made, graded("part13_ddp"), str(tmp_path)) == made
+
+
+def test_an_unknown_slot_stops_the_cut():
+    with pytest.raises(handout_text.HandoutError, match="the slot 'prose'"):
+        fill("<!-- filled by make handout: prose (something) -->\n", "part11_ring")
+
+
+def test_each_extension_part_s_files_are_found_by_its_key():
+    """What only an extension part uses lies under its key, but its student
+    file, its framework sources and headers and its kit commands."""
+    for p in (p for p in table.ALL_PARTS if p.extension):
+        for path in p.own_paths():
+            assert os.path.isfile(os.path.join(dist.KIT, path)), path
+            assert f"/{p.key}/" in path or f"/{p.key}." in path or path.startswith(("student/", "framework/", "kit/")), \
+                (p.key, path)
+        assert p.text("section") and p.adds.make == f"make/{p.key}.mk" and p.adds.allowlist == f"kit/allowlist/{p.key}.txt"
+
+
+def kit_files():
+    """The kit's own files: no build, no cut, no repository data."""
+    for base, dirs, names in os.walk(dist.KIT):
+        dirs[:] = [d for d in dirs if not d.startswith(("build", "dist", ".git", "__pycache__", "out"))]
+        yield from (os.path.relpath(os.path.join(base, n), dist.KIT) for n in names)
+
+
+def test_no_file_has_a_region_marker_for_the_extension_parts():
+    """A course's copy is cut by key: no file marks regions of a part."""
+    markers = ["# ---- extension " + "part", "<!-- extension " + "part", "<!-- without the extension " + "parts -->",
+               "<!-- end of extension " + "part"]
+    found = []
+    for name in kit_files():
+        try:
+            with open(os.path.join(dist.KIT, name), encoding="utf-8") as f:
+                text = f.read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [f"{name}: {m}" for m in markers if m in text]
+    assert not found
 
 
 def test_the_copy_s_course_is_the_cut_s(monkeypatch):

@@ -115,7 +115,7 @@ def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
         importlib.reload(table)
         importlib.reload(dist)
     assert "set(KIT_HIDDEN_SOURCES )" in copies["handout"][0]
-    assert "set(KIT_HIDDEN_SOURCES grader/hidden/hidden_cases.cpp grader/hidden/hidden_ddp.cpp)" in copies["bundle"][0]
+    assert "set(KIT_HIDDEN_SOURCES grader/hidden/hidden_cases.cpp grader/hidden/part13_ddp/hidden_ddp.cpp)" in copies["bundle"][0]
     assert "KIT_DEFAULT_MPI := openmpi\nKIT_HOLDS := \n" in copies["handout"][1]
     assert "KIT_DEFAULT_MPI := mpich\nKIT_HOLDS := grader\n" in copies["bundle"][1]
     assert "set(KIT_DEFAULT_MPI mpich)" in copies["bundle"][0]

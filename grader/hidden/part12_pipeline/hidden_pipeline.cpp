@@ -1,8 +1,8 @@
 // The grader's hidden cases of Part 12 (never shipped to students): other
 // numbers of micro-batches than the public cases' (one row each, too). The
-// checks are the public cases' (tests/pipeline_checks.h).
+// checks are the public cases' (tests/part12_pipeline/pipeline_checks.h).
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='HiddenPart12Pipeline4.*'
-#include "pipeline_checks.h"
+#include "part12_pipeline/pipeline_checks.h"
 
 using namespace kit;
 

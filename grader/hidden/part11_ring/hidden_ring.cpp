@@ -1,8 +1,8 @@
 // The grader's hidden cases of Part 11 (never shipped to students): other
 // lengths than the public cases'. The checks are the public cases'
-// (tests/ring_checks.h).
+// (tests/part11_ring/ring_checks.h).
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='HiddenPart11Ring4.*'
-#include "ring_checks.h"
+#include "part11_ring/ring_checks.h"
 
 using namespace kit;
 

@@ -1,9 +1,9 @@
 // The grader's hidden cases of Part 13 (never shipped to students): other
 // sizes and caps than the public cases', no parameter at all, a negative
 // cap, and three backwards through one object. The checks are the public
-// cases' (tests/ddp_checks.h).
+// cases' (tests/part13_ddp/ddp_checks.h).
 //   tools/kitrun -n 4 build/reference/kit_tests --gtest_filter='HiddenPart13Ddp4.*'
-#include "ddp_checks.h"
+#include "part13_ddp/ddp_checks.h"
 
 using namespace kit;
 

@@ -1,0 +1,156 @@
+"""What a row of the parts table (kit/parts.py) is made of: a part, its
+runs of cases, and the files it adds to the kit; and how a part scores its
+cases. kit/parts.py holds the rows; nothing here knows a part.
+
+A part whose files its key finds (every extension part, and a part added
+by the recipe of docs/course-staff.md) keeps them under its key: its tests
+in tests/KEY/, its hidden cases in grader/hidden/KEY/, its programs in
+programs/KEY/, its handout texts in handout/parts/KEY*.md (KEY.md its
+section, KEY.SLOT.md the text it adds where the handout has the slot SLOT,
+KEY.feedback.txt its questions in feedback.txt), its make targets in
+make/KEY.mk and its lines of the link check's allowlist in
+kit/allowlist/KEY.txt. Its row names each of them.
+"""
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Dict, List, Optional, Tuple
+
+# Time limits of a case's run, in seconds (kit/parts.py has the others).
+CASE_SECONDS = 5.0            # one case, unless its run says otherwise: a deadlock is stopped after this
+JOB_SECONDS = 60.0            # one run's share of a job's wall-clock budget
+
+
+@dataclass(frozen=True)
+class Run:
+    filter: str                         # gtest filter of the cases: a suite, "Part3NaiveForward.*"
+    ranks: int                          # the cases run on ranks 0..ranks-1 of the job
+    case_seconds: float = CASE_SECONDS
+    job_seconds: float = JOB_SECONDS
+    hidden: bool = False                # the grader's cases (grader/hidden/), not shipped to students
+
+
+@dataclass(frozen=True)
+class Adds:
+    """What an extension part adds to the kit besides its student files and
+    public tests, so that a build holds its sources only where the
+    configuration holds the part, and a cut leaves them out with it."""
+    framework: Tuple[str, ...] = ()   # sources of the kit's library (framework/)
+    programs: Tuple[str, ...] = ()    # programs/KEY/<name>.cpp, built against each implementation as <name>
+    unit_tests: Tuple[str, ...] = ()  # sources of the framework's unit tests (one process, no MPI)
+    hidden: Tuple[str, ...] = ()      # its hidden cases (grader/hidden/KEY/)
+    other: Tuple[str, ...] = ()       # its headers, test helpers and commands
+    explore: str = ""                 # its panel of `make explore`: a module of kit/ with panel(build, impl, out)
+    handout: Tuple[str, ...] = ()     # its handout texts (handout/parts/KEY*.md, KEY.feedback.txt)
+    make: str = ""                    # its make targets (make/KEY.mk), included where the copy holds it
+    allowlist: str = ""               # its lines of the link check's allowlist (kit/allowlist/KEY.txt)
+
+    def paths(self) -> Tuple[str, ...]:
+        return self.framework + self.programs + self.unit_tests + self.hidden + self.other + self.handout + \
+            tuple(p for p in (self.make, self.allowlist) if p)
+
+
+@dataclass(frozen=True)
+class Part:
+    key: str
+    title: str
+    points: int
+    runs: Tuple[Run, ...]
+    handout: str                 # its section of handout/README.md
+    files: Tuple[str, ...]       # the student files its cases use
+    tests: Tuple[str, ...]       # its public test sources
+    # Case globs that gate the part: if one of them fails, the part scores 0
+    # (ZeRO's memory rule: a layer that keeps its full weight is not ZeRO-3).
+    gates: Tuple[str, ...] = ()
+    extension: bool = False      # graded only where the course says so (course.toml, extensions)
+    adds: Adds = field(default_factory=Adds)
+    functions: Tuple[str, ...] = ()  # what a student implements, as the handout's parts table names it
+    about: str = ""              # an extension part: what its file is for, in the handout's list of files
+
+    def text(self, slot: str) -> Optional[str]:
+        """Its handout text for the slot `slot` ("section": handout/parts/KEY.md)."""
+        name = f"{self.key}.md" if slot == "section" else f"{self.key}.{slot}."
+        return next((t for t in self.adds.handout if t.rsplit("/", 1)[-1].startswith(name)), None)
+
+    def public_runs(self) -> Tuple[Run, ...]:
+        return tuple(r for r in self.runs if not r.hidden)
+
+    def owns(self, case: str) -> bool:
+        return any(matches(run.filter, case) for run in self.runs)
+
+    def score(self, results: Dict[str, bool]) -> float:
+        """Points for case -> passed of this part's cases (others are ignored).
+        A part's points are split evenly over its cases, but where hidden
+        cases ran (the grader), the public cases count at most in the
+        proportion of the hidden cases that pass: their inputs and values
+        ship with the handout, so returning them earns nothing the hidden
+        cases don't confirm. Correct code passes both, and loses nothing."""
+        mine = {c: ok for c, ok in results.items() if self.owns(c)}
+        public = [ok for c, ok in mine.items() if not is_hidden(c)]
+        hidden = [ok for c, ok in mine.items() if is_hidden(c)]
+        return self.score_counts(sum(public), len(public), sum(hidden), len(hidden), bool(self.gate_failed(mine)))
+
+    def score_counts(self, public_passed: int, public: int, hidden_passed: int, hidden: int, gated: bool) -> float:
+        """The same from the counts alone, which a gradebook keeps: a re-score
+        (grader/rescore.py) runs no case."""
+        if gated or not public + hidden:
+            return 0.0
+        if not hidden:
+            return self.points * public_passed / public
+        confirmed = hidden_passed / hidden
+        return self.points * (public * min(public_passed / max(public, 1), confirmed) + hidden_passed) / \
+            (public + hidden)
+
+    def unconfirmed(self, results: Dict[str, bool]) -> bool:
+        """Every public case passes and every hidden case fails: public answers
+        returned without the code behind them, or code for the public shapes
+        alone. The grader flags the part for staff."""
+        mine = {c: ok for c, ok in results.items() if self.owns(c)}
+        public = [ok for c, ok in mine.items() if not is_hidden(c)]
+        hidden = [ok for c, ok in mine.items() if is_hidden(c)]
+        return bool(public) and bool(hidden) and all(public) and not any(hidden)
+
+    def gate_failed(self, results: Dict[str, bool]) -> List[str]:
+        return [c for c, ok in results.items() if self.owns(c) and not ok
+                and any(fnmatchcase(c, g) for g in self.gates)]
+
+    def own_paths(self) -> List[str]:
+        """Every file of the tree that only this extension part uses."""
+        return [f"student/{f}" for f in self.files] + list(self.tests) + list(self.adds.paths())
+
+
+def is_hidden(case: str) -> bool:
+    """A hidden case's suite is named Hidden<...> (grader/hidden/)."""
+    return case.startswith("Hidden")
+
+
+def matches(gtest_filter: str, case: str) -> bool:
+    """gtest's filter syntax: positive patterns, then '-' and negative ones."""
+    positive, _, negative = gtest_filter.partition("-")
+    hit = any(fnmatchcase(case, p) for p in (positive or "*").split(":") if p)
+    return hit and not any(fnmatchcase(case, p) for p in negative.split(":") if p)
+
+
+def hidden(run: Run, ranks: int) -> Run:
+    """The hidden twin of a public run: suites named Hidden<...>."""
+    return Run("Hidden" + run.filter, ranks, run.case_seconds, run.job_seconds, hidden=True)
+
+
+def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None, functions=(),
+         extension=False, about="") -> Part:
+    """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one
+    per run); an extension part is graded only where the course says so."""
+    runs = tuple(runs)
+    return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
+                tuple(files), tuple(tests), tuple(gates), extension, adds or Adds(), tuple(functions), about)
+
+
+def under(folder: str, key: str, *names: str) -> Tuple[str, ...]:
+    """Files of a part found by its key: FOLDER/KEY/NAME."""
+    return tuple(f"{folder}/{key}/{n}" for n in names)
+
+
+def texts(key: str, *slots: str) -> Tuple[str, ...]:
+    """A part's handout texts: its section, handout/parts/KEY.md, and one per
+    slot it fills (handout/parts/KEY.SLOT.md; "feedback": KEY.feedback.txt)."""
+    return (f"handout/parts/{key}.md",) + tuple(
+        f"handout/parts/{key}.{s}.{'txt' if s == 'feedback' else 'md'}" for s in slots)
