@@ -11,7 +11,7 @@ calls them.
   course_cli     `python3 -m kit course`: the course as it takes effect, checked and printed
   toml_subset    the course file's reader (the part of TOML it needs, on any Python 3.8+)
   paths          the kit's directory and the build directory
-  records        the results file's format (defined in tests/records.h)
+  records        the results file's format (defined in tests/harness/records.h)
   jobs           one MPI job of the test binary; its records as outcomes
   judge          a case decided from the values student functions returned
   safe_read      reading what a sandboxed job wrote: no links, no FIFOs, bounded

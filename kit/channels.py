@@ -1,5 +1,5 @@
 """The record channels of one test job: a FIFO per rank, read as records
-arrive (tests/job.h is the other end).
+arrive (tests/harness/job.h is the other end).
 
 A rank opens its own channel write-only before any student code runs, so
 it can neither read back nor rewrite what it wrote, nor write into another
@@ -22,7 +22,7 @@ from typing import List, Optional, Tuple
 
 from kit.records import MAX_FILE_BYTES as MAX_BYTES, MAX_LINE_BYTES
 
-BOARD_BYTES = 4096  # tests/job.h: kBoardSlots 32-bit slots
+BOARD_BYTES = 4096  # tests/harness/job.h: kBoardSlots 32-bit slots
 # What keeping one line costs the grader beyond its bytes (a tuple and a
 # bytes object): charged against MAX_BYTES too, so a flood of empty lines
 # is bounded like a flood of long ones.

@@ -17,7 +17,7 @@ the tightest limit wins (a parent's quota binds its children).
 The grader reads them before it grades (`requirements`): a container
 that can't hold a job is the platform's setting, named in a grader error,
 never a handin's fault. The test binary gets the CPUs as `--cpus`, so its
-watchdog counts a case's time at the pace the quota allows (tests/watchdog.cpp).
+watchdog counts a case's time at the pace the quota allows (tests/harness/watchdog.cpp).
 """
 import functools
 import os

@@ -2,7 +2,7 @@
 per case, whatever the student code does.
 
 A job is one mpirun of the test binary. Its ranks write records
-(tests/records.h), each through a channel of its own that this process
+(tests/harness/records.h), each through a channel of its own that this process
 drains as they arrive (kit/channels.py): a plan, what student functions
 returned, a result per case, and, from any rank, its failures at once and
 an abort record when a case can't finish. When a job ends before its plan

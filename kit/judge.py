@@ -1,22 +1,22 @@
 """The judge: decides cases from what student functions returned, in a
 process that runs no student code.
 
-The test binary's ranks hand over, as value records (tests/records.h), what
-each student function returned (framework/observe.h). The expected values
+The test binary's ranks hand over, as value records (tests/harness/records.h), what
+each student function returned (framework/calls/observe.h). The expected values
 were recorded from the reference by `make hidden-data`: the public cases'
 into tests/expected_values.txt (it ships with the handout, so `make test`
 judges as the grader does), the hidden cases' into
 grader/hidden/expected.txt, which never enters the sandbox or the test
 binary. A case with recorded values passes only if every rank returned,
 under every recorded label, a value of the recorded shape within the kit's
-tolerance (absolute plus relative 1e-9, as tests/kit_test.cpp), and nothing
+tolerance (absolute plus relative 1e-9, as tests/harness/kit_test.cpp), and nothing
 more. So a handin can offer wrong values but never a verdict.
 
 Each file has one line per case the reference ran and one per value:
     case <Suite.Case>
     value <Suite.Case> <label> <rank> <rows> <cols> <stride> <v0> <v1> ...
 and the hidden values' file a line with the salt of the hidden cases'
-inputs (tests/kit_test.h, salted), which the runner hands to jobs of hidden
+inputs (tests/harness/kit_test.h, salted), which the runner hands to jobs of hidden
 cases only:
     salt <whole number>
 """

@@ -72,7 +72,7 @@ RANK_DATA_LIMIT_MIB = RANK_HEAP_BUDGET_MIB + 16
 RANK_STACK_LIMIT_MIB = 2
 # Every other thread's stack (MPI's progress threads, the watchdog) is data:
 # 1 MiB each rather than glibc's 8, since the data limit counts a stack at
-# its full size, touched or not (tests/mpi_test_main.cpp).
+# its full size, touched or not (tests/harness/mpi_test_main.cpp).
 THREAD_STACK_KIB = 1024
 # A grading job of 8 ranks, each at both limits, with the kit's own share:
 # mpirun (21 MiB resident, 8 MiB of it MPI's shared memory), the grader's
@@ -162,19 +162,19 @@ ALL_PARTS: List[Part] = [
          functions=["naive_allreduce", "ring_allreduce"], extension=True, about="collectives from point-to-point calls",
          adds=Adds(programs=under("programs", "part11_ring", "ring_timing.cpp"),
                    hidden=under("grader/hidden", "part11_ring", "hidden_ring.cpp"),
-                   other=("framework/include/ring_collectives.h", "framework/ring_calls.h", "kit/ring.py") +
+                   other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py") +
                    under("tests", "part11_ring", "ring_checks.h"),
                    handout=texts("part11_ring", "feedback"), make="make/part11_ring.mk",
                    allowlist="kit/allowlist/part11_ring.txt")),
     part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
          [1, 2, 4], [PIPELINE], under("tests", "part12_pipeline", "test_part12_pipeline.cpp"), "Part 12",
          functions=["pipeline_step"], extension=True, about="pipeline parallelism",
-         adds=Adds(framework=("framework/pipeline_stage.cpp", "framework/pipeline_schedule.cpp"),
+         adds=Adds(framework=("framework/model/pipeline_stage.cpp", "framework/model/pipeline_schedule.cpp"),
                    programs=under("programs", "part12_pipeline", "pipeline_train.cpp"),
                    unit_tests=under("tests", "part12_pipeline", "test_pipeline_schedule.cpp"),
                    hidden=under("grader/hidden", "part12_pipeline", "hidden_pipeline.cpp"),
-                   other=("framework/include/pipeline_parallel.h", "framework/pipeline_runtime.h",
-                          "framework/pipeline_calls.h", "kit/explore_pipeline.py") +
+                   other=("framework/include/pipeline_parallel.h", "framework/model/pipeline_runtime.h",
+                          "framework/calls/pipeline_calls.h", "kit/explore_pipeline.py") +
                    under("tests", "part12_pipeline", "pipeline_checks.h"),
                    explore="explore_pipeline", handout=texts("part12_pipeline", "feedback"),
                    make="make/part12_pipeline.mk", allowlist="kit/allowlist/part12_pipeline.txt")),
@@ -182,10 +182,10 @@ ALL_PARTS: List[Part] = [
          [1, 2, 4], [DDP], under("tests", "part13_ddp", "test_part13_ddp.cpp"), "Part 13",
          functions=["plan_buckets", "GradientBuckets"], extension=True,
          about="gradient buckets and their overlap with backward",
-         adds=Adds(framework=("framework/ddp_model.cpp",),
+         adds=Adds(framework=("framework/model/ddp_model.cpp",),
                    programs=under("programs", "part13_ddp", "ddp_train.cpp", "request_progress.cpp"),
                    hidden=under("grader/hidden", "part13_ddp", "hidden_ddp.cpp"),
-                   other=("framework/include/ddp.h", "framework/ddp_model.h", "framework/ddp_calls.h",
+                   other=("framework/include/ddp.h", "framework/model/ddp_model.h", "framework/calls/ddp_calls.h",
                           "kit/explore_ddp.py") + under("tests", "part13_ddp", "ddp_checks.h"),
                    explore="explore_ddp", handout=texts("part13_ddp", "debugging", "feedback"),
                    make="make/part13_ddp.mk", allowlist="kit/allowlist/part13_ddp.txt")),

@@ -1,5 +1,5 @@
 """Reads the records the test binary's ranks write; the format is defined in
-tests/records.h, and this module follows it.
+tests/harness/records.h, and this module follows it.
 
 Every record is evidence written by a process that runs student code, so
 none is a verdict: a result's "pass" only says the ranks' own checks found

@@ -10,7 +10,7 @@ Run it after changing a case (tests/, grader/hidden/) or the reference, and
 commit the new expected.txt with the change.
     python3 -m staff.hidden_data [BUILD_DIR] [--new-salt]
 
-The hidden cases' inputs are salted (tests/kit_test.h, salted) with the salt
+The hidden cases' inputs are salted (tests/harness/kit_test.h, salted) with the salt
 the hidden values' file holds; the first recording, or --new-salt, draws a
 new one, which changes every hidden input and value.
 """

@@ -7,7 +7,7 @@ the code that only runs after a check of the CPU.
 x86-64: the baseline is SSE2. An instruction is beyond it when it is VEX or
 EVEX encoded (an AVX mnemonic: v..., or a ymm/zmm/k register), or belongs to
 SSE3 up to SSE4.2, BMI, POPCNT/LZCNT or MOVBE. Only the GEMM kernels that
-framework/gemm.cpp dispatches may hold them: `kit_gemm_avx2`,
+framework/model/gemm.cpp dispatches may hold them: `kit_gemm_avx2`,
 `kit_gemm_avx512`, and the Eigen instances in their private namespaces
 (kit_eigen_avx2::, kit_eigen_avx512::). There must be some, which shows the
 scan sees them.

@@ -1,4 +1,4 @@
-// The data loaders (framework/idx_format.cpp, idx_dataset.cpp, pixel_file.cpp): one process, no MPI.
+// The data loaders (framework/data/idx_format.cpp, idx_dataset.cpp, pixel_file.cpp): one process, no MPI.
 //   build/framework_tests                      (CTest: framework/units)
 // Every input is built here, in a fresh temporary directory: valid IDX files,
 // plain and gzipped, and broken ones, each of which must get an error that

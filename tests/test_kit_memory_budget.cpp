@@ -1,5 +1,5 @@
 // The kit's memory budget: one figure for every machine (kit/parts.py,
-// RANK_HEAP_BUDGET_MIB; framework/heap_watch.h, heap_budget).
+// RANK_HEAP_BUDGET_MIB; framework/guards/heap_watch.h, heap_budget).
 //   tools/kitrun -n 1 build/reference/kit_tests --gtest_filter='KitMemoryBudget*'
 // Inside a student function, a block that would take the rank's heap past the
 // budget is refused (malloc's null, new's std::bad_alloc) and the refusal is

@@ -122,7 +122,7 @@ TEST(Part8Forward, KeepsNoFullWeightBetweenCalls) {
   }
   ZeroDPStage3FCLayer layer = layer_from_full(world(), big_weight(), Matrix::Zero(1, kBigOut));
   Matrix out;
-  // Every call is checked against the memory rule (framework/zero_rules.h).
+  // Every call is checked against the memory rule (framework/guards/zero_rules.h).
   for (int call = 1; call <= 2; ++call) out = dtrain::student::forward(layer, x);
   EXPECT_MATRIX_NEAR(out, expected);
   EXPECT_EQ(layer.w_shard.size(), kBigIn * kBigOut / 4) << "w_shard must stay this rank's shard";
@@ -132,7 +132,7 @@ TEST(Part8Forward, KeepsNoFullWeightBetweenCalls) {
 TEST(Part8Forward, MovesOnlyWhatStageThreeNeeds) {
   const Matrix w = arange(3, 5, 1), b = arange(1, 5, -2);  // shards of 4 and 2 on 4 ranks, padded
   ZeroDPStage3FCLayer layer = layer_from_full(world(), w, b);
-  dtrain::student::forward(layer, arange(2, 3, rank()));  // the call's traffic is checked (framework/zero_rules.h)
+  dtrain::student::forward(layer, arange(2, 3, rank()));  // the call's traffic is checked (framework/guards/zero_rules.h)
 }
 
 // ---- backward (part8_backward) ----
@@ -143,7 +143,7 @@ TEST(Part8Backward, MovesOnlyWhatStageThreeNeeds) {
   const Matrix w = arange(3, 5, 1), b = arange(1, 5, -2);
   ZeroDPStage3FCLayer layer = layer_from_full(world(), w, b);
   layer.x = arange(2, 3, rank());
-  dtrain::student::backward(layer, arange(2, 5, 1) / 10.0);  // the call's traffic is checked (framework/zero_rules.h)
+  dtrain::student::backward(layer, arange(2, 5, 1) / 10.0);  // the call's traffic is checked (framework/guards/zero_rules.h)
 }
 
 TEST(Part8Backward, SeedDivisibleCase) {
@@ -211,7 +211,7 @@ TEST(Part8Backward, KeepsNoFullWeightBetweenCalls) {
   ZeroDPStage3FCLayer layer = layer_from_full(world(), big_weight(), Matrix::Zero(1, kBigOut));
   layer.x = x;
   Matrix grad_x;
-  // Every call is checked against the memory rule (framework/zero_rules.h).
+  // Every call is checked against the memory rule (framework/guards/zero_rules.h).
   for (int call = 1; call <= 2; ++call) grad_x = dtrain::student::backward(layer, grad_out);
   EXPECT_MATRIX_NEAR(grad_x, expected);
   EXPECT_EQ(layer.grad_w_shard.size(), kBigIn * kBigOut / 4) << "grad_w_shard must be this rank's shard";

@@ -1,7 +1,7 @@
 // Part 9, end to end: the ZeRO-3 model trains with your ZeroDPAdam.
 //   make test-part9
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part9Training*'
-// The same training loop as zero_dp_train (framework/zero_model.cpp): 4 ranks,
+// The same training loop as zero_dp_train (framework/model/zero_model.cpp): 4 ranks,
 // 1 epoch of the first 2400 training samples, global batch 80, tested on the
 // first 1200 test samples of the default data set; short, so that the public
 // suite stays fast (the grader trains longer). The layers are built from

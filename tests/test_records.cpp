@@ -1,4 +1,4 @@
-// The records' builders (tests/records.h): one process, no MPI.
+// The records' builders (tests/harness/records.h): one process, no MPI.
 //   build/framework_tests --gtest_filter='Records*'   (CTest: framework/units)
 // With KIT_RECORDS_OUT=PATH the last case also writes one record of every
 // kind to PATH; the staff suite

@@ -34,7 +34,7 @@ double zero_training_accuracy(long train_rows, long test_rows, int global_batch)
 using AllowedBlocks = std::array<dtrain::HeapWatch::Allowed, 6>;
 
 // Checks the ZeRO memory rule around `call` (the student-call wrappers check
-// every forward and backward themselves: framework/zero_rules.h): of the heap blocks the call
+// every forward and backward themselves: framework/guards/zero_rules.h): of the heap blocks the call
 // allocates itself (MPI's and the kit's bookkeeping inside a collective are
 // not the call's), none may still be allocated when it has returned, except
 // the blocks `allowed()` names then. Fails with the bytes kept against the
@@ -57,7 +57,7 @@ template <typename Call, typename Allowed>
                                                 Allowed&& allowed) {
   if (!dtrain::HeapWatch::available())
     return ::testing::AssertionFailure() << "the memory rule can't be checked: this test binary does not link the "
-                                            "kit's malloc tracker (framework/memory_tracker.cpp)";
+                                            "kit's malloc tracker (framework/guards/memory_tracker.cpp)";
   dtrain::HeapWatch watch;
   call();
   const AllowedBlocks may_stay = allowed();

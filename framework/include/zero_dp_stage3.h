@@ -1,6 +1,6 @@
 // zero_dp_stage3.h: Parts 8 and 9, ZeRO stage 3. The framework implements
 // the constructors, zero_grad and the optimizer's constructor
-// (framework/zero_dp_stage3_framework.cpp); the student implements
+// (framework/model/zero_dp_stage3_framework.cpp); the student implements
 // partition_flat_tensor, forward, backward and ZeroDPAdam::step
 // (student/zero_dp_stage3.cpp).
 //

@@ -107,7 +107,7 @@ def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
             assert copy.CONFIGURATION.held == copy.CONFIGURATION.graded == ("part13_ddp",)
             assert copy.TOTAL_POINTS == 170
             cmake = copy.cmake_text()
-            assert "framework/ddp_model.cpp" in cmake and "pipeline" not in cmake and "ring" not in cmake
+            assert "framework/model/ddp_model.cpp" in cmake and "pipeline" not in cmake and "ring" not in cmake
             assert "set(KIT_HOLDS_REFERENCE OFF)" in cmake and "set(KIT_HOLDS_STAFF OFF)" in cmake
             copies[name] = (cmake, copy.make_text())
     finally:

@@ -1,4 +1,4 @@
-"""The records end to end: the C++ builders (tests/records.h)
+"""The records end to end: the C++ builders (tests/harness/records.h)
 write one record of every kind, kit/records.py reads them back, and what a
 hostile handin could leave in the file (a FIFO, a link, a line built to
 break the reader, a flood) is refused or counted, never raised; the judge

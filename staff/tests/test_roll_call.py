@@ -1,9 +1,9 @@
 """The roll-call of a hung case: ranks in one state share a line, and what
 the ranks waiting in point-to-point calls wait for is named: a tag
 mismatch, a cycle, a message nobody takes. The diagnoses come from the
-data the roll-call's records carry (tests/records.h: "wait" and "phase");
+data the roll-call's records carry (tests/harness/records.h: "wait" and "phase");
 the states are text for people, as the ledger writes them
-(framework/ledger_state.cpp), and nothing reads them back.
+(framework/comm/ledger_state.cpp), and nothing reads them back.
 
   python3 -m pytest staff/tests/test_roll_call.py -q
 """

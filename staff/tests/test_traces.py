@@ -99,7 +99,7 @@ def test_a_wrong_reduction_shows_in_the_picture(tmp_path):
 
 
 def p2p_span(rank, ts, dur, op, peer, tag, pending=False):
-    """A point-to-point call's span as framework/trace.cpp writes it."""
+    """A point-to-point call's span as framework/comm/trace.cpp writes it."""
     args = {"op": op, "elements": 8, "bytes": 64 if op == "send" else 0, "communicator": "world", "function": "f"}
     args.update({"dest": peer, "send_tag": tag} if op == "send" else {"source": peer, "recv_tag": tag})
     if pending:

@@ -1,4 +1,4 @@
-// The pipeline schedules as rules and as timelines (framework/pipeline_runtime.h):
+// The pipeline schedules as rules and as timelines (framework/model/pipeline_runtime.h):
 // one process, no MPI.
 //   build/framework_tests --gtest_filter='PipelineSchedule*'   (CTest: framework/units)
 // The timelines' expected values are worked by hand below, or are the

@@ -1,5 +1,5 @@
 // kit_test.h: what every public and hidden test file uses. The MPI-aware
-// harness (tests/mpi_test_main.cpp, case_listener.cpp) runs each case on every rank and reports a
+// harness (tests/harness/mpi_test_main.cpp, case_listener.cpp) runs each case on every rank and reports a
 // failure on any rank on rank 0, naming the rank.
 //
 // A test file writes ordinary TEST(Part3NaiveForward, ...) cases. How many

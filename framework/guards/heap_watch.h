@@ -64,7 +64,7 @@ class LibraryAllocations {
 
 // The rank's memory budget: one figure for every machine the kit grades on,
 // so a handin's grade never depends on how much memory the grading machine
-// has (tests/mpi_test_main.cpp sets it from the parts table). While a
+// has (tests/harness/mpi_test_main.cpp sets it from the parts table). While a
 // student function runs, an allocation that would take the process's live
 // heap past the budget is refused: malloc returns null and `new` throws
 // std::bad_alloc. The first refusal is kept for the case's message. The

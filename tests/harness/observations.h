@@ -1,4 +1,4 @@
-// observations.h: the harness's sink for framework/observe.h: what student
+// observations.h: the harness's sink for framework/calls/observe.h: what student
 // functions return goes to the runner as value records (records.h),
 // for the judge outside this process.
 #pragma once

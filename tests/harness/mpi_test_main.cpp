@@ -3,7 +3,7 @@
 // Run a part through make (`make test-part3`), or by hand:
 //   tools/kitrun -n 4 build/student/kit_tests --gtest_filter='Part3*'
 // Flags besides gtest's:
-//   --results=DIR           write the records of tests/records.h to DIR/rank<r>, a
+//   --results=DIR           write the records of tests/harness/records.h to DIR/rank<r>, a
 //                           FIFO the runner made and reads (job.h): evidence for
 //                           the part runner and the grader's judge, which decide
 //                           each case outside this process

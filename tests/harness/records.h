@@ -15,7 +15,7 @@
 //                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...],"syscall_filter":F}
 //                 F is "on", or "off: " and why (platform.h, restrict_system_calls),
 //                 for the report; the judge never needs it
-//   value         any rank: what a student function returned (framework/observe.h),
+//   value         any rank: what a student function returned (framework/calls/observe.h),
 //                 the first 2 calls of each label per case, numbered "label#n";
 //                 at most 256 elements, every stride-th of a larger result
 //                 {"event":"value","case":C,"rank":R,"label":L,"rows":N,"cols":M,

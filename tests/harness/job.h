@@ -1,5 +1,5 @@
 // job.h: this process's place in the test job, shared by the harness's
-// files: its rank, its record channel (tests/records.h), the roll-call board
+// files: its rank, its record channel (tests/harness/records.h), the roll-call board
 // and the trace directory.
 #pragma once
 
