@@ -3,6 +3,7 @@ that platform runs a job: its image built from its bundle with podman, on
 a Debian 12 base made here, and one handin graded in it at the platform's
 default limits, its result read as the platform reads it.
 """
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ from staff.container import LIMITS, PODMAN, image_exists, run
 from staff.student_loop_as_user import StepFailed
 
 DIST = os.path.join(KIT_DIR, "dist")
-CCACHE = os.path.expanduser("~/.cache/ccache")
+CCACHE = os.environ.get("CCACHE_DIR") or os.path.expanduser("~/.cache/ccache")
 
 
 @dataclass
@@ -45,13 +46,15 @@ def make_deps_base() -> str:
     """Debian 12 with the kit's packages (setup.sh's list), ccache and sudo,
     made once with mmdebstrap: every platform's recipe then finds its
     packages installed, and the platforms' images differ only in their own
-    steps (a fresh apt-get install is the dev container's check)."""
-    name = "localhost/dtrain-deps:bookworm"
+    steps (a fresh apt-get install is the dev container's check). Its tag
+    holds a hash of the package list, so a changed list makes a new base."""
+    packages = subprocess.run([os.path.join(KIT_DIR, "setup.sh"), "--list"], capture_output=True, text=True,
+                              check=True).stdout.split() + ["ccache", "sudo"]
+    key = hashlib.sha256(" ".join(packages).encode()).hexdigest()[:12]
+    name = f"localhost/dtrain-deps:bookworm-{key}"
     if image_exists(name):
         return name
     started = time.monotonic()
-    packages = subprocess.run([os.path.join(KIT_DIR, "setup.sh"), "--list"], capture_output=True, text=True,
-                              check=True).stdout.split() + ["ccache", "sudo"]
     tar = subprocess.Popen(["mmdebstrap", "--quiet", "--variant=minbase", f"--include={','.join(packages)}",
                             "bookworm", "-"], stdout=subprocess.PIPE)
     out = run(PODMAN + ["import", "-", name], stdin=tar.stdout)
