@@ -13,7 +13,10 @@ Steps, each checked against what it promises, not only its exit status:
   handin       make handin: handin.tar written
   prefix       Eigen copied under the user's home and found there through
                CMAKE_PREFIX_PATH (README: "Without root"), configure only
-The user is made if missing (useradd) and keeps nothing of root's.
+The user is made if missing (useradd) and keeps nothing of root's but a
+copy of its compiler cache (ccache, when installed): the kit that root's
+stages compiled is then not compiled again, and what is compiled is the
+same (ccache keys an object by everything that goes into it).
 """
 import argparse
 import os
@@ -53,6 +56,20 @@ def unprivileged_user(name: str) -> pwd.struct_passwd:
         return pwd.getpwnam(name)
 
 
+def seed_compiler_cache(user: pwd.struct_passwd) -> None:
+    """The user's ccache starts as a copy of the caller's, owned by the user."""
+    if shutil.which("ccache") is None:
+        return
+    source = subprocess.run(["ccache", "-k", "cache_dir"], capture_output=True, text=True).stdout.strip()
+    if not os.path.isdir(source):
+        return
+    cache = os.path.join(user.pw_dir, ".cache")
+    target = os.path.join(cache, "ccache")
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(source, target, symlinks=True)
+    subprocess.run(["chown", "-R", f"{user.pw_uid}:{user.pw_gid}", cache], check=True)
+
+
 def expect(step: str, out: str, *patterns: str) -> None:
     for pattern in patterns:
         if not re.search(pattern, out, re.M):
@@ -77,6 +94,7 @@ def main(argv: List[str]) -> int:
         shutil.rmtree(clone, ignore_errors=True)
         os.makedirs(home, exist_ok=True)
         os.chown(home, user.pw_uid, user.pw_gid)
+        seed_compiler_cache(user)
         # The clone is made by the user, from a readable snapshot of this kit's last commit.
         with tempfile.TemporaryDirectory(prefix="kit-bundle-") as tmp:
             bundle = os.path.join(tmp, "kit.bundle")
