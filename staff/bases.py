@@ -1,7 +1,8 @@
 """The bases that the later staff stages of .ci/run start from, made ahead
 of them and side by side: the arm64 Debian root (staff/arm64.py), the dev
-container's Debian image (staff/container.py) and the platforms' Debian
-image with the kit's packages (staff/platform_jobs.py).
+container's Debian image and its image built from the Containerfile
+(staff/container.py), and the platforms' Debian image with the kit's
+packages (staff/platform_jobs.py).
 
   python3 -m staff.bases      (as root; .ci/run starts it in the background)
 
@@ -10,9 +11,9 @@ network and the disk more than on the CPU, so .ci/run runs this at the
 lowest priority beside its first stages (the README's commands, MPICH, the
 student loop) and waits for it before the arm64 stage. Each base is made by
 the same function its stage calls, and kept under the same key (the root's
-package list, the image's name and packages), so the stage then finds it
-made; a base that failed here is made again, and its failure told, by its
-own stage.
+package list, an image's name and packages, the Containerfile's layers), so
+the stage then finds it made; a base that failed here is made again, and
+its failure told, by its own stage.
 """
 import sys
 import threading
@@ -20,7 +21,7 @@ import time
 import traceback
 
 from staff import arm64, container, platform_jobs
-from staff.student_loop_as_user import StepFailed
+from staff.student_loop_as_user import StepFailed, unprivileged_user
 
 
 def main() -> int:
@@ -31,7 +32,12 @@ def main() -> int:
     except StepFailed as e:
         print(f"bases: {e}")
         return 1
-    makers = {"arm64 root": arm64.step_root, "dev container's base": lambda: container.make_base("amd64"),
+    user = unprivileged_user(container.HOST_USER)
+    makers = {"arm64 root": arm64.step_root,
+              # podman keeps the image's layers, keyed by the Containerfile's
+              # steps and the files they copy: the stage's build reuses them
+              "dev container's image": lambda: container.build_image(container.make_base("amd64"), "amd64",
+                                                                     user.pw_uid, user.pw_gid),
               "platforms' base": platform_jobs.make_deps_base}
     failed = []
 

@@ -36,6 +36,7 @@ from staff.student_loop_as_user import StepFailed, as_user, expect, unprivileged
 
 PODMAN = ["podman", "--runtime", "runc"]
 LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"]
+HOST_USER = "kitdev"  # the host user of the check, unless --user names another
 
 
 def run(cmd: List[str], timeout: float = 1800, stdin=None) -> str:
@@ -112,7 +113,7 @@ def copy_checkout(user: pwd.struct_passwd, dest: str) -> None:
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--arch", default="amd64", choices=["amd64", "arm64"])
-    ap.add_argument("--user", default="kitdev", help="the host user whose checkout is bind-mounted")
+    ap.add_argument("--user", default=HOST_USER, help="the host user whose checkout is bind-mounted")
     args = ap.parse_args(argv)
     require_podman("check-container")
     user = unprivileged_user(args.user)
