@@ -10,8 +10,8 @@ import shutil
 import subprocess
 from typing import List, Tuple
 
-from kit.build import pch_dir
 from kit.paths import STUBS_DIR
+from kit.recipe import pch_dir
 
 # Each private temporary place of a namespaced job is a tmpfs of its own, of
 # this size (MPI's shared memory lives in /dev/shm); the run directory's is

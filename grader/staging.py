@@ -12,11 +12,12 @@ from typing import Dict, Optional, Tuple
 from grader.grades import NOT_A_HANDIN, Grade, not_readable_sentence
 from grader.sandbox import Sandbox
 from kit import exec_guard, host_limits, judge
-from kit.build import ResourceFailure, build, public_headers_copy, recipe
+from kit.build import ResourceFailure, build
 from kit.handin_reader import read_handin
 from kit.jobs import CaseOutcome, JobTally
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
+from kit.recipe import public_headers_copy, recipe
 from kit.static_checks import check_files
 
 # The sandboxes in use by graders of this process, so that a stopped batch

@@ -8,9 +8,10 @@ a fallback directory, a file that does not compile is replaced by that
 directory's copy (the grader passes the stubs). A submitted file that
 compiles is then link-checked (kit/link_check.py): an object it refuses is
 treated like a file that does not compile, with the refusals as its errors.
+How the build compiles is read from it by kit/recipe.py; objects are kept
+by content in kit/object_cache.py.
 """
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -21,68 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from kit import facts, host_limits, link_check
+from kit import facts, host_limits, link_check, object_cache
 from kit.host_limits import ResourceFailure
 from kit.parts import IMPL_FILES
 from kit.processes import kill_all, session_members
+from kit.recipe import recipe
 from kit.safe_read import open_sandbox_file
 
 MAX_OBJECT_BYTES = facts.FILE_LIMIT_BYTES  # the sandbox's per-file limit: no object the compiler wrote there is larger
-
-
-class NotBuilt(Exception):
-    """The build directory holds no configured kit build."""
-
-
-def recipe(build: str) -> Dict:
-    """How this build compiles a student file and links the test binary:
-    CMake writes impl_recipe.json, and the compile flags are those of
-    student/func_impl.cpp in compile_commands.json."""
-    path = os.path.join(build, "impl_recipe.json")
-    try:
-        with open(path) as f:
-            how = json.load(f)
-        with open(os.path.join(build, "compile_commands.json")) as f:
-            commands = json.load(f)
-    except (OSError, ValueError) as e:
-        raise NotBuilt(f"{build} is not a configured kit build ({e}); run `make build` first")
-    template = next((c for c in commands if os.path.realpath(c["file"]) == os.path.realpath(how["compile_template"])),
-                    None)
-    if template is None:
-        raise NotBuilt(f"no compile command for {how['compile_template']} in {build}")
-    args = template.get("arguments") or shlex.split(template["command"])
-    # Drop the source, the output and -c; keep flags, defines and include
-    # paths. The precompiled header goes apart (pch_flags): it lives in the
-    # build, which the grader's sandbox can't see; compile_one uses it only
-    # outside the sandbox.
-    flags, skip, pch_flags = [], False, []
-    for i, a in enumerate(args[1:], 1):
-        if skip:
-            skip = False
-            continue
-        if a == "-o" or (a == "-include" and i + 1 < len(args) and args[i + 1].endswith("cmake_pch.hxx")):
-            skip = True
-            if a == "-include" and os.path.isfile(args[i + 1] + ".gch"):
-                pch_flags = ["-Winvalid-pch", "-include", args[i + 1]]
-            continue
-        if a in ("-c", "-Winvalid-pch") or os.path.realpath(a) == os.path.realpath(template["file"]):
-            continue
-        flags.append(a)
-    how["compile_flags"] = flags
-    how["pch_flags"] = pch_flags
-    how["cache_dir"] = os.path.join(build, "impl_cache")
-    # The kit's public headers (the -I dirs: framework/include, all that a
-    # student file sees) go into every object: a change to one must miss the cache.
-    digest = hashlib.sha256()
-    for flag in flags:
-        if flag.startswith("-I") and os.path.isdir(flag[2:]):
-            for name in sorted(os.listdir(flag[2:])):
-                if name.endswith(".h"):
-                    with open(os.path.join(flag[2:], name), "rb") as f:
-                        digest.update(name.encode() + f.read())
-    how["header_digest"] = digest.hexdigest()
-    return how
-
 
 # What one compile of a student file may take. The reference's largest file
 # takes 2.9 s of CPU without the precompiled header (1.8 s with it), 3 s
@@ -95,11 +42,6 @@ COMPILE_CPU_SECONDS = 10
 # (the reference's three: 6.6 s of CPU without the precompiled header):
 # past it, a grading that runs out of time spent it on the handin's compile.
 HONEST_COMPILE_CPU_SECONDS = 12
-# The object cache (build/impl_cache): an object is kept only up to this
-# size (honest ones are under 1 MB), and the cache in all up to CACHE_BYTES,
-# the oldest used entries going first.
-CACHED_OBJECT_BYTES = 8 << 20
-CACHE_BYTES = 256 << 20
 OUTPUT_BYTES = 1 << 20  # of a tool's messages, kept; the rest is read and dropped
 
 
@@ -180,60 +122,6 @@ def _cpu_limit() -> List[str]:
         if shutil.which("prlimit") else []
 
 
-def _from_cache(cached: str, obj: str) -> bool:
-    try:
-        with open(cached, "rb") as f:
-            data = f.read()
-    except OSError:
-        return False  # not there, or pruned while we looked
-    try:
-        os.utime(cached)  # used: the last to be pruned
-    except OSError:
-        pass
-    with open(obj, "wb") as f:
-        f.write(data)
-    return True
-
-
-def _to_cache(cache_dir: str, cached: str, data: bytes) -> None:
-    if len(data) > CACHED_OBJECT_BYTES:
-        return  # no honest object is this large: it is compiled again when it comes again
-    os.makedirs(cache_dir, exist_ok=True)
-    tmp = cached + f".{os.getpid()}.{threading.get_ident()}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, cached)
-    prune_cache(cache_dir)
-
-
-def prune_cache(cache_dir: str, limit: int = CACHE_BYTES) -> int:
-    """Removes the least recently used objects of the cache until it holds
-    at most three quarters of `limit` bytes, once it holds more than `limit`;
-    returns the bytes removed. Another grader may prune at the same time:
-    a file gone already is no error."""
-    entries = []
-    for entry in os.scandir(cache_dir):
-        if entry.name.endswith(".o"):
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            entries.append((st.st_mtime, st.st_size, entry.path))
-    total = sum(size for _, size, _ in entries)
-    if total <= limit:
-        return 0
-    removed = 0
-    for _, size, path in sorted(entries):
-        if total - removed <= limit * 3 // 4:
-            break
-        try:
-            os.unlink(path)
-            removed += size
-        except OSError:
-            continue
-    return removed
-
-
 def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = None, runner=run_plainly,
                 pch: Optional[bool] = None, spent: Optional[Dict] = None) -> Optional[str]:
     """Returns None on success, else the compiler's messages; raises
@@ -257,7 +145,7 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
     cache_dir = how.get("cache_dir")
     key = hashlib.sha256(text + "\0".join(flags + [how.get("header_digest", "")]).encode()).hexdigest()
     cached = os.path.join(cache_dir, key + ".o") if cache_dir else None
-    if cached and _from_cache(cached, obj):
+    if cached and object_cache.from_cache(cached, obj):
         return None
     # Eigen comes precompiled where the compiler can read the build's header
     # (outside the sandbox, or a sandbox that shows it: pch_dir): the same
@@ -294,25 +182,8 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
             data = open_sandbox_file(obj, MAX_OBJECT_BYTES)
         except OSError as e:
             return f"{name}: the compiled object can't be used: {e}"
-        _to_cache(cache_dir, cached, data)
+        object_cache.to_cache(cache_dir, cached, data)
     return None
-
-
-def public_headers_copy(build_dir: str, dest: str) -> str:
-    """Copies the public headers (the recipe's -I directories) into `dest`,
-    made for the grader's user and readable by all: pointed to instead of
-    the kit's, they are all a compile sees of the kit, so that a relative
-    path out of the include directory (`#include "../../tests/..."`) finds
-    nothing. Returns `dest`."""
-    os.makedirs(dest, mode=0o755, exist_ok=True)
-    for flag in recipe(build_dir)["compile_flags"]:
-        if flag.startswith("-I") and os.path.isdir(flag[2:]):
-            for name in sorted(os.listdir(flag[2:])):
-                if name.endswith(".h"):
-                    shutil.copyfile(os.path.join(flag[2:], name), os.path.join(dest, name))
-                    os.chmod(os.path.join(dest, name), 0o644)
-    os.chmod(dest, 0o755)
-    return dest
 
 
 def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:
@@ -324,13 +195,6 @@ def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:
     for where in dict.fromkeys([os.path.realpath(impl_dir), os.path.abspath(impl_dir), impl_dir]):
         messages = messages.replace(where.rstrip("/") + "/", "")
     return messages
-
-
-def pch_dir(build_dir: str) -> Optional[str]:
-    """The directory of the build's precompiled header, or None: what a
-    sandbox must show its user for the compiler to take it."""
-    flags = recipe(build_dir).get("pch_flags", [])
-    return os.path.dirname(flags[-1]) if flags else None
 
 
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,

@@ -15,10 +15,11 @@ import tempfile
 from typing import List
 
 from kit import link_check
-from kit.build import compile_one, recipe
+from kit.build import compile_one
 from kit.handin_reader import read_handin
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, build_dir
+from kit.recipe import recipe
 from kit.static_checks import check_files
 
 FEEDBACK = "feedback.txt"

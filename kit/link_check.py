@@ -39,28 +39,28 @@ function pointer it could call through would need a relocation to that
 function, so any other dynamic initializer of the file (they all share the
 one init function) makes the object refused.
 
-Objects are ELF64 little-endian (x86-64 or aarch64, the kit cross-builds for
-arm64), read here with the standard library; c++filt demangles, objdump
-disassembles x86-64 code, and addr2line finds the line that uses a refused
-symbol from the object's line table (student objects are built with -g1).
+Objects are read by kit/elf.py (sections, symbols, relocations, archive
+members; addr2line and objdump where the bytes alone can't say), and the
+allowlist and the names by kit/link_allowlist.py (c++filt demangles).
 """
 import hashlib
 import json
 import os
-import re
-import shutil
 import struct
-import subprocess
 import sys
-from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Set, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set, Tuple
 
 from kit import findings_cache
-from kit.parts import built_parts
-from kit.paths import KIT_DIR
+from kit.link_allowlist import Allowlist, allowlist_paths, demangle, entity, load_allowlist
+from kit.elf import (SHF_ALLOC, SHF_EXECINSTR, SHF_TLS, SHF_WRITE, SHN_COMMON, SHN_UNDEF, SHT_FINI_ARRAY,
+                     SHT_INIT_ARRAY, SHT_NOBITS, SHT_PREINIT_ARRAY, STB_GLOBAL, STB_LOCAL, STT_COMMON, STT_FILE,
+                     STT_FUNC, STT_GNU_IFUNC, STT_OBJECT, STT_SECTION, STT_TLS, STV_HIDDEN, Elf, NotAnObject, Symbol,
+                     archive_members, code_sections, globals_of, lines_of, read_elf, read_file,
+                     syscall_instructions)
+from kit.recipe import NotBuilt, recipe
 from kit.report import check_command
 
-ALLOWLIST_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link_allowlist.txt")
 STATIC_LIMIT = 64 * 1024
 # Read-only data (constants, string literals, tables; honest objects hold
 # under 10 KB) and any one section (code, debug information; honest ones are
@@ -68,15 +68,10 @@ STATIC_LIMIT = 64 * 1024
 # arrays would add 127 MB to the cache for each handin that holds them.
 READ_ONLY_LIMIT = 1024 * 1024
 SECTION_LIMIT = 4 * 1024 * 1024
-
-EM_X86_64, EM_AARCH64 = 62, 183
-SHT_SYMTAB, SHT_RELA, SHT_NOBITS, SHT_REL = 2, 4, 8, 9
-SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY, SHT_SYMTAB_SHNDX = 14, 15, 16, 18
-SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR, SHF_TLS = 0x1, 0x2, 0x4, 0x400
-STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
-STT_OBJECT, STT_FUNC, STT_SECTION, STT_FILE, STT_COMMON, STT_TLS, STT_GNU_IFUNC = 1, 2, 3, 4, 5, 6, 10
-SHN_UNDEF, SHN_COMMON, SHN_XINDEX = 0, 0xFFF2, 0xFFFF
-STV_HIDDEN = 2
+# What a cached finding depends on besides the object and the allowlist's
+# files: a change to any of them misses the cache.
+RULE_FILES = [os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+              for name in ("link_check.py", "elf.py", "link_allowlist.py")]
 
 # What the <iostream> initializer may reference (mangled: c++filt is not needed to see them).
 IOSTREAM_INIT = {"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "__cxa_atexit", "__dso_handle"}
@@ -89,307 +84,11 @@ LIBRARY_NAMESPACES = ("std::", "__gnu_cxx::", "__cxxabiv1::", "__gnu_debug::", "
                       "Eigen::", "operator new", "operator delete")
 
 
-class NotAnObject(Exception):
-    pass
-
-
-@dataclass
-class Section:
-    index: int
-    name: str
-    type: int
-    flags: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    entsize: int
-
-
-@dataclass
-class Symbol:
-    name: str
-    value: int
-    size: int
-    bind: int
-    type: int
-    shndx: int
-    other: int = 0
-
-
-@dataclass
-class Reloc:
-    offset: int
-    symbol: int
-    type: int
-    addend: int
-
-
-@dataclass
-class Elf:
-    machine: int
-    data: bytes
-    sections: List[Section]
-    symbols: List[Symbol]
-    relocs: Dict[int, List[Reloc]] = field(default_factory=dict)  # section index -> its relocations
-
-    def contents(self, s: Section) -> bytes:
-        return b"" if s.type == SHT_NOBITS else self.data[s.offset:s.offset + s.size]
-
-
-def read_elf(data: bytes) -> Elf:
-    """The sections, the symbol table and the relocations of an ELF64
-    little-endian relocatable object."""
-    if data[:4] != b"\x7fELF" or len(data) < 64:
-        raise NotAnObject("not an ELF file")
-    if data[4] != 2 or data[5] != 1:
-        raise NotAnObject("not a 64-bit little-endian ELF object")
-    (e_type, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx) = struct.unpack_from(
-        "<HHIQQQIHHHHHH", data, 16)
-    if e_type != 1:
-        raise NotAnObject("not a relocatable object")
-    if machine not in (EM_X86_64, EM_AARCH64):
-        raise NotAnObject(f"an object for machine {machine}, neither x86-64 nor aarch64")
-
-    def header(i: int) -> Tuple:
-        return struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-
-    first = header(0)
-    shnum = shnum or first[5]       # more than 0xff00 sections: the count is in section 0
-    if shstrndx == SHN_XINDEX:
-        shstrndx = first[6]
-    raw = [header(i) for i in range(shnum)]
-    strtab_of = raw[shstrndx]
-
-    def string(table_offset: int, at: int) -> str:
-        end = data.index(b"\0", table_offset + at)
-        return data[table_offset + at:end].decode("utf-8", errors="replace")
-
-    sections = [Section(i, string(strtab_of[4], h[0]), h[1], h[2], h[4], h[5], h[6], h[7], h[9])
-                for i, h in enumerate(raw)]
-    elf = Elf(machine, data, sections, [])
-    symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
-    if symtab is None:
-        return elf
-    xindex = next((s for s in sections if s.type == SHT_SYMTAB_SHNDX and s.link == symtab.index), None)
-    names_at = sections[symtab.link].offset
-    for i in range(symtab.size // 24):
-        st_name, info, other, shndx, value, size = struct.unpack_from("<IBBHQQ", data, symtab.offset + i * 24)
-        if shndx == SHN_XINDEX and xindex is not None:
-            shndx = struct.unpack_from("<I", data, xindex.offset + 4 * i)[0]
-        elf.symbols.append(Symbol(string(names_at, st_name), value, size, info >> 4, info & 0xF, shndx, other))
-    for s in sections:
-        if s.type in (SHT_RELA, SHT_REL) and s.link == symtab.index:
-            step = 24 if s.type == SHT_RELA else 16
-            rows = []
-            for at in range(s.offset, s.offset + s.size - step + 1, step):
-                if s.type == SHT_RELA:
-                    offset, info, addend = struct.unpack_from("<QQq", data, at)
-                else:
-                    (offset, info), addend = struct.unpack_from("<QQ", data, at), 0
-                rows.append(Reloc(offset, info >> 32, info & 0xFFFFFFFF, addend))
-            elf.relocs.setdefault(s.info, []).extend(rows)
-    return elf
-
-
-# ---- the allowlist ----
-
-@dataclass
-class Allowlist:
-    """Patterns over symbols, by group. A pattern is a demangled entity (the
-    return type of a function template dropped) where `*` matches anything;
-    a pattern written `re:...` is a regular expression matched whole."""
-    groups: List[Tuple[str, List[str]]]
-    _compiled: List[Tuple[str, "re.Pattern"]] = field(default_factory=list)
-
-    def __post_init__(self):
-        for group, patterns in self.groups:
-            for p in patterns:
-                text = p[3:] if p.startswith("re:") else ".*".join(re.escape(part) for part in p.split("*"))
-                self._compiled.append((group, re.compile(text + r"\Z")))
-
-    def group_of(self, entity: str) -> Optional[str]:
-        return next((g for g, rx in self._compiled if rx.match(entity)), None)
-
-    def summary(self) -> str:
-        return "; ".join(g for g, _ in self.groups)
-
-
-def allowlist_paths() -> List[str]:
-    """The core list, then the lines of each extension part this copy holds
-    (kit/allowlist/KEY.txt, named by its row of kit/parts.py)."""
-    return [ALLOWLIST_PATH] + [os.path.join(KIT_DIR, p.adds.allowlist) for p in built_parts() if p.adds.allowlist]
-
-
-def load_allowlist(paths: Optional[List[str]] = None) -> Allowlist:
-    """The groups of every file of `paths` (default: allowlist_paths()); a
-    group a later file names again gains its patterns."""
-    groups: Dict[str, List[str]] = {}
-    for path in paths or allowlist_paths():
-        group = None
-        with open(path) as f:
-            for raw in f:
-                line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("re:") else raw.strip()
-                if not line or line.startswith("#"):
-                    continue
-                if line.startswith("[") and line.endswith("]"):
-                    group = groups.setdefault(line[1:-1], [])
-                elif group is not None:
-                    group.append(line)
-                else:
-                    raise ValueError(f"{path}: a pattern before the first [group]: {line}")
-    return Allowlist(list(groups.items()))
-
-
-# ---- names ----
-
-# Longest first: "operator>><char>" is operator>> and its template arguments.
-OPERATORS = sorted((">>= <<= <=> ->* << >> <= >= == != && || ++ -- += -= *= /= %= &= |= ^= -> "
-                    "+ - * / % ^ & | ~ ! = < > ,").split(), key=len, reverse=True)
-SPECIAL_PREFIXES = ("typeinfo name for ", "typeinfo for ", "vtable for ", "VTT for ", "construction vtable for ",
-                    "guard variable for ", "TLS init function for ", "TLS wrapper function for ",
-                    "non-virtual thunk to ", "virtual thunk to ", "covariant return thunk to ",
-                    "reference temporary #0 for ")
-
-
-def entity(demangled: str) -> str:
-    """The demangled name without a function template's leading return type:
-    what a pattern is matched against ("std::basic_ostream<...>& std::operator<< <...>(...)"
-    becomes "std::operator<< <...>(...)")."""
-    prefix = next((p for p in SPECIAL_PREFIXES if demangled.startswith(p)), "")
-    text = demangled[len(prefix):]
-    depth, last_space, i = 0, -1, 0
-    while i < len(text):
-        if text.startswith("operator", i) and (i == 0 or text[i - 1] in ": "):
-            j = i + len("operator")
-            if text.startswith(("()", "[]"), j):
-                j += 2
-            elif j < len(text) and text[j] == " ":   # new, delete, conversions: up to the parameters
-                while j < len(text) and text[j] not in "(<":
-                    j += 1
-            else:
-                j += next((len(o) for o in OPERATORS if text.startswith(o, j)), 0)
-            if text.startswith(" <", j):
-                j += 1
-            i = j
-            continue
-        c = text[i]
-        if c in "<{[":
-            depth += 1
-        elif c in ">}]":
-            depth -= 1
-        elif c == " " and depth == 0:
-            last_space = i
-        elif c == "(" and depth == 0:
-            break
-        i += 1
-    if last_space >= 0:  # only a function template's return type stands before its name
-        text = text[last_space + 1:]
-    return prefix + text
-
-
-def demangle(names: Iterable[str]) -> Dict[str, str]:
-    names = list(dict.fromkeys(names))
-    if not names:
-        return {}
-    try:
-        proc = subprocess.run(["c++filt"], input="\n".join(names) + "\n", stdout=subprocess.PIPE, text=True,
-                              timeout=60)
-        out = proc.stdout.split("\n")
-        if len(out) >= len(names):
-            return dict(zip(names, out))
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    return {n: n for n in names}
-
-
-# ---- lines ----
-
-def tool(name: str, machine: int) -> Optional[str]:
-    """binutils for the object's machine: the cross tools for aarch64 objects on another host."""
-    cross = {EM_AARCH64: "aarch64-linux-gnu-", EM_X86_64: "x86_64-linux-gnu-"}[machine]
-    native = os.uname().machine == {EM_AARCH64: "aarch64", EM_X86_64: "x86_64"}[machine]
-    return shutil.which(cross + name) or (shutil.which(name) if native else None)
-
-
-def lines_of(path: str, elf: Elf, places: Dict[str, Tuple[int, int]], source: str) -> Dict[str, int]:
-    """symbol -> the line of `source` that uses it first, from the line table
-    (inlined code is traced back to the student's own line)."""
-    addr2line = tool("addr2line", elf.machine)
-    if not addr2line:
-        return {}
-    by_section: Dict[int, List[Tuple[str, int]]] = {}
-    for name, (section, offset) in places.items():
-        by_section.setdefault(section, []).append((name, offset))
-    found: Dict[str, int] = {}
-    base = os.path.basename(source)
-    for section, wanted in by_section.items():
-        try:
-            proc = subprocess.run([addr2line, "-a", "-i", "-e", path, "-j", elf.sections[section].name] +
-                                  [hex(off) for _, off in wanted],
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        # -a starts each address's group with the address; -i adds the
-        # places it was inlined into, innermost first: the student's line is
-        # the last one in their file.
-        groups: List[List[str]] = []
-        for line in proc.stdout.splitlines():
-            if line.startswith("0x"):
-                groups.append([])
-            elif groups:
-                groups[-1].append(line)
-        for (name, _), group in zip(wanted, groups):
-            mine = [m.group(1) for m in (re.match(r"(?:.*/)?" + re.escape(base) + r":(\d+)", l) for l in group) if m]
-            if mine:
-                found[name] = int(mine[-1])
-    return found
-
-
-# ---- the checks ----
-
 @dataclass
 class Refusal:
     line: int       # 0 when not known
     rule: str       # symbol | definition | initializer | storage | read-only | section | asm | object
     message: str
-
-
-def _code_sections(elf: Elf) -> List[Section]:
-    return [s for s in elf.sections if s.flags & SHF_EXECINSTR and s.type != SHT_NOBITS and s.size]
-
-
-def syscall_instructions(path: str, elf: Elf) -> List[str]:
-    """Names of the system-call instructions in the object's code."""
-    found: Set[str] = set()
-    if elf.machine == EM_AARCH64:
-        names = {0xD4000001: "svc", 0xD4000002: "hvc", 0xD4000003: "smc"}
-        for s in _code_sections(elf):
-            code = elf.contents(s)
-            for (word,) in struct.iter_unpack("<I", code[:len(code) // 4 * 4]):
-                kind = names.get(word & 0xFFE0001F)
-                if kind:
-                    found.add(kind)
-        return sorted(found)
-    # x86-64's instructions have no fixed width: only a disassembly says
-    # whether the bytes 0f 05 are an instruction. Skip it when they are nowhere.
-    patterns = (b"\x0f\x05", b"\x0f\x34", b"\xcd\x80", b"\x0f\x07")
-    if not any(p in elf.contents(s) for s in _code_sections(elf) for p in patterns):
-        return []
-    objdump = tool("objdump", elf.machine)
-    if not objdump:
-        return ["syscall (no objdump here to tell code from data; refused to be safe)"]
-    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", path], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True, timeout=120)
-    for line in proc.stdout.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 2:
-            insn = parts[1].split()
-            if insn and insn[0] in ("syscall", "sysenter", "sysret", "sysexit"):
-                found.add(insn[0])
-            elif insn and insn[0] == "int" and len(insn) > 1 and insn[1] == "$0x80":
-                found.add("int $0x80")
-    return sorted(found)
 
 
 def defined_elsewhere(how: Optional[Dict]) -> Set[str]:
@@ -415,52 +114,14 @@ def defined_elsewhere(how: Optional[Dict]) -> Set[str]:
     names: Set[str] = set()
     for path in inputs:
         if path.endswith(".o"):
-            names |= _globals_of(path, _read(path))
+            names |= globals_of(path, read_file(path))
         else:
-            for member_name, member in _archive_members(path):
-                names |= _globals_of(member_name, member)
+            for member_name, member in archive_members(path):
+                names |= globals_of(member_name, member)
     if cache_path:
         os.makedirs(os.path.dirname(cache_path), exist_ok=True)
         findings_cache.save(cache_path, {"stamp": stamp, "names": sorted(names)})
     return names
-
-
-_GLOBALS_CACHE: Dict[Tuple[str, int, int], Set[str]] = {}
-
-
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
-def _globals_of(name: str, data: bytes) -> Set[str]:
-    key = (name, len(data), hash(data[:4096]))
-    if key not in _GLOBALS_CACHE:
-        try:
-            elf = read_elf(data)
-            _GLOBALS_CACHE[key] = {s.name for s in elf.symbols if s.shndx != SHN_UNDEF and s.bind != STB_LOCAL
-                                   and s.type not in (STT_SECTION, STT_FILE)}
-        except (NotAnObject, struct.error, ValueError, IndexError):
-            _GLOBALS_CACHE[key] = set()
-    return _GLOBALS_CACHE[key]
-
-
-def _archive_members(path: str) -> List[Tuple[str, bytes]]:
-    data = _read(path)
-    if not data.startswith(b"!<arch>\n"):
-        return []
-    members, at = [], 8
-    while at + 60 <= len(data):
-        head = data[at:at + 60]
-        name, size = head[:16].decode(errors="replace").strip(), int(head[48:58].decode().strip() or 0)
-        body = data[at + 60:at + 60 + size]
-        if name not in ("/", "//", "/SYM64/"):
-            members.append((f"{path}({name})", body))
-        at += 60 + size + (size & 1)
-    return members
 
 
 def check_object(path: str, source: str, allowlist: Optional[Allowlist] = None, how: Optional[Dict] = None,
@@ -469,7 +130,7 @@ def check_object(path: str, source: str, allowlist: Optional[Allowlist] = None, 
     allowlist = allowlist or load_allowlist()
     name = os.path.basename(source)
     try:
-        elf = read_elf(_read(path))
+        elf = read_elf(read_file(path))
     except (NotAnObject, struct.error, ValueError, IndexError) as e:
         return [Refusal(0, "object", f"{name}: its object can't be read ({e})")]
     syms = elf.symbols
@@ -481,7 +142,7 @@ def check_object(path: str, source: str, allowlist: Optional[Allowlist] = None, 
     undefined = {i: s for i, s in enumerate(syms) if s.shndx == SHN_UNDEF and s.name and s.bind != STB_LOCAL}
     bad = {i: s for i, s in undefined.items() if allowlist.group_of(entity(plain.get(s.name, s.name))) is None}
     places: Dict[str, Tuple[int, int]] = {}
-    code = {s.index for s in _code_sections(elf)}
+    code = {s.index for s in code_sections(elf)}
     for section, rows in sorted(elf.relocs.items()):
         if section not in code:
             continue
@@ -640,7 +301,6 @@ def object_findings(impl_dir: str, build: str, files: List[str],
                     cache_path: Optional[str] = None) -> Dict[str, List[str]]:
     """`make test`: the link check of the objects CMake built from the
     student files (kit_tests_student is built first), cached by content."""
-    from kit.build import NotBuilt, recipe  # kit.build imports this module
     try:
         with open(os.path.join(build, "compile_commands.json")) as f:
             commands = json.load(f)
@@ -657,15 +317,14 @@ def object_findings(impl_dir: str, build: str, files: List[str],
             objects[os.path.basename(src)] = os.path.join(c["directory"], args[args.index("-o") + 1])
     cache_path = cache_path or os.path.join(build, "link_check_cache.json")
     cache = findings_cache.load(cache_path)
-    with open(__file__, "rb") as f:
-        rules = f.read()
-    for path in allowlist_paths():
-        with open(path, "rb") as f:
+    rules = b""
+    for rule_file in RULE_FILES + allowlist_paths():
+        with open(rule_file, "rb") as f:
             rules += f.read()
     found: Dict[str, List[str]] = {}
     elsewhere = None
     for name, obj in objects.items():
-        data = _read(obj)
+        data = read_file(obj)
         if not data:
             continue
         key = hashlib.sha256(data + rules).hexdigest()

@@ -32,8 +32,8 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from kit import findings_cache
 from kit import parts as table
-from kit.build import recipe
 from kit.paths import FRAMEWORK_DIR, build_dir
+from kit.recipe import recipe
 from kit.report import check_command
 # Framework headers that only the kit's own programs and tests may use.
 KIT_INTERNAL_HEADERS = {"call_context.h", "comm_internal.h", "comm_runtime.h", "idx_format.h", "layer_profiler.h",

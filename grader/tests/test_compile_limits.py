@@ -12,7 +12,10 @@ import pytest
 from conftest import BUILD, KIT
 from grader import grades, running, staging
 from kit import build as kit_build
-from kit.build import compile_one, prune_cache, public_headers_copy, recipe
+from kit import object_cache
+from kit.build import compile_one
+from kit.object_cache import prune_cache
+from kit.recipe import public_headers_copy, recipe
 from kit.jobs import JobTally
 
 
@@ -48,7 +51,7 @@ def test_the_cache_keeps_its_cap_and_drops_the_oldest_first(tmp_path):
 
 
 def test_an_object_over_the_cached_size_is_not_kept(tmp_path, monkeypatch):
-    monkeypatch.setattr(kit_build, "CACHED_OBJECT_BYTES", 1000)
+    monkeypatch.setattr(object_cache, "CACHED_OBJECT_BYTES", 1000)
     how = dict(recipe(BUILD), cache_dir=str(tmp_path / "cache"))
     source = tmp_path / "func_impl.cpp"
     source.write_text(f"int answer() {{ return 42; }}  // {tmp_path}\n")

@@ -20,8 +20,10 @@ import pytest
 
 from conftest import BUILD, KIT
 from kit import link_check
-from kit.build import compile_one, recipe
+from kit.build import compile_one
+from kit.link_allowlist import load_allowlist
 from kit.parts import IMPL_FILES
+from kit.recipe import recipe
 from staff.mutants import MUTANTS
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link_check")
@@ -50,7 +52,7 @@ def refusals(how, elsewhere, source: str, tmp_path, name: str = "") -> list:
 
 
 def test_allowlist_reads(how):
-    allowlist = link_check.load_allowlist()
+    allowlist = load_allowlist()
     assert allowlist.group_of("operator new(unsigned long)")
     assert allowlist.group_of("system") is None
     assert allowlist.group_of("dtrain::Communicator::all_reduce_raw(double const*, double*, long, dtrain::Op)") is None

@@ -12,9 +12,10 @@ import re
 import pytest
 
 from conftest import BUILD, KIT
-from kit.build import compile_one, recipe
+from kit.build import compile_one
 from kit.parts import IMPL_FILES
 from kit.paths import FRAMEWORK_DIR, PUBLIC_HEADERS_DIR
+from kit.recipe import recipe
 
 # Internal headers a student might reach for: the heap counter, the
 # communicator's runtime, the wrappers around student functions.

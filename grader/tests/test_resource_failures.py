@@ -16,9 +16,10 @@ from conftest import BUILD, handin
 from grader import grading
 from grader.sandbox import Sandbox
 from kit import host_limits
-from kit.build import Ran, compile_one, recipe, resource_failure
+from kit.build import Ran, compile_one, resource_failure
 from kit.parts import JOB_MEMORY_MIB, PARTS
 from kit.jobs import JobTally, Launch, run_job
+from kit.recipe import recipe
 
 
 @pytest.mark.parametrize("status, output", [
