@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List
 
 from kit import parts as table
-from kit.jobs import CaseOutcome
+from kit.outcomes import CaseOutcome
 
 
 @dataclass

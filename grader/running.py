@@ -11,7 +11,8 @@ from grader.staging import Grading
 from kit import host_limits
 from kit import parts as table
 from kit.build import HONEST_COMPILE_CPU_SECONDS, ResourceFailure, build
-from kit.jobs import JobTally, Launch, run_cases, run_parts
+from kit.jobs import run_cases, run_parts
+from kit.launch import JobTally, Launch
 from kit.parts import IMPL_FILES
 from kit.paths import STUBS_DIR
 

@@ -14,7 +14,8 @@ from grader.sandbox import Sandbox
 from kit import exec_guard, host_limits, judge
 from kit.build import ResourceFailure, build
 from kit.handin_reader import read_handin
-from kit.jobs import CaseOutcome, JobTally
+from kit.launch import JobTally
+from kit.outcomes import CaseOutcome
 from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
 from kit.recipe import public_headers_copy, recipe

@@ -20,7 +20,9 @@ from typing import Dict, List, Optional
 from kit import judge
 from kit import parts as table
 from kit import trace
-from kit.jobs import CaseOutcome, JobTally, Launch, PartsRun, run_cases, run_parts
+from kit.jobs import PartsRun, run_cases, run_parts
+from kit.launch import JobTally, Launch
+from kit.outcomes import CaseOutcome
 from kit.paths import KIT_DIR, build_dir, impl_dir, test_binary
 from kit.link_check import object_findings
 from kit.static_checks import refusal_warning, static_findings

@@ -20,7 +20,8 @@ import sys
 
 from kit import judge
 from kit import parts as table
-from kit.jobs import JobTally, Launch, run_cases
+from kit.jobs import run_cases
+from kit.launch import JobTally, Launch
 from kit.paths import KIT_DIR as KIT, build_dir, test_binary
 
 def record(binary: str, salt: int) -> dict:

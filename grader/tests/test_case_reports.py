@@ -13,7 +13,8 @@ import signal
 from conftest import BUILD, grade, handin
 from grader import batches, grades, grading
 from kit import parts as table
-from kit.jobs import CaseOutcome, roll_call
+from kit.diagnosis import roll_call
+from kit.outcomes import CaseOutcome
 from staff.mutants import MUTANTS
 
 ADAM = next(m for m in MUTANTS if m.name == "Adam without bias correction")

@@ -16,7 +16,7 @@ from kit import object_cache
 from kit.build import compile_one
 from kit.object_cache import prune_cache
 from kit.recipe import public_headers_copy, recipe
-from kit.jobs import JobTally
+from kit.launch import JobTally
 
 
 def test_a_compile_past_its_cpu_limit_fails_as_the_handins(tmp_path, monkeypatch):

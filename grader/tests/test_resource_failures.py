@@ -18,7 +18,7 @@ from grader.sandbox import Sandbox
 from kit import host_limits
 from kit.build import Ran, compile_one, resource_failure
 from kit.parts import JOB_MEMORY_MIB, PARTS
-from kit.jobs import JobTally, Launch, run_job
+from kit.launch import JobTally, Launch, run_job
 from kit.recipe import recipe
 
 
@@ -122,7 +122,8 @@ def test_out_of_time_with_no_case_hung_is_the_graders_error(tmp_path):
 
 
 def test_a_part_whose_case_ended_its_job_runs_after_the_others():
-    from kit.jobs import CaseOutcome, split_off_part
+    from kit.jobs import split_off_part
+    from kit.outcomes import CaseOutcome
     pending = ["Part7WeightGrad.B", "Part8Forward.A", "HiddenPart7WeightGrad.C", "Part9Adam.D"]
     now, later = split_off_part(pending, CaseOutcome("Part7WeightGrad.A", False, ended_job=True))
     assert now == ["Part8Forward.A", "Part9Adam.D"] and later == ["Part7WeightGrad.B", "HiddenPart7WeightGrad.C"]
@@ -131,7 +132,8 @@ def test_a_part_whose_case_ended_its_job_runs_after_the_others():
 def test_a_slow_case_spends_the_time_as_a_hang_does(monkeypatch):
     # Out of time, code that ran each case to near its limit is the handin's
     # fault, as a hang is; correct code takes a twentieth of a limit.
-    from kit.jobs import CaseOutcome, is_slow
+    from kit.jobs import is_slow
+    from kit.outcomes import CaseOutcome
     monkeypatch.setattr(host_limits, "cpus", lambda: 2.0)
     assert is_slow(CaseOutcome("Part3NaiveForward.X", True, seconds=2.0), 1.0)
     assert not is_slow(CaseOutcome("Part3NaiveForward.X", True, seconds=0.3), 1.0)

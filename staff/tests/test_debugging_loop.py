@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 
-from kit.jobs import CaseOutcome
+from kit.outcomes import CaseOutcome
 from kit.paths import KIT_DIR, KITRUN, REFERENCE_DIR
 from staff.tests.broken import broken_reference, mutant_binary
 

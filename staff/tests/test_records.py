@@ -13,7 +13,8 @@ import time
 import pytest
 
 from kit import judge, records
-from kit.jobs import Job, outcomes_of
+from kit.launch import Job
+from kit.outcomes import outcomes_of
 from kit.paths import build_dir
 
 AWKWARD = "quote \" backslash \\ newline\n tab\t bell\a end"
@@ -141,6 +142,7 @@ def test_only_jobs_of_hidden_cases_get_the_salt_and_a_hung_part_runs_last(monkey
     a job runs its other cases after every other part's, at a share of
     their limits."""
     from kit import jobs
+    from kit.outcomes import CaseOutcome
     from kit import parts as table
     launched = []
 
@@ -151,7 +153,7 @@ def test_only_jobs_of_hidden_cases_get_the_salt_and_a_hung_part_runs_last(monkey
         if deferred is not None and "Part1DataSplit.A" in mine:  # its hang puts off the rest of part 1
             deferred.append("Part1DataSplit.B")
             mine = [c for c in mine if c != "Part1DataSplit.B"]
-        return {c: jobs.CaseOutcome(c, True) for c in mine}
+        return {c: CaseOutcome(c, True) for c in mine}
 
     monkeypatch.setattr(jobs, "run_cases", fake_run_cases)
     chosen = [p for p in table.PARTS if p.key in ("part1", "part7")]

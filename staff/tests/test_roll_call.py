@@ -7,7 +7,7 @@ the states are text for people, as the ledger writes them
 
   python3 -m pytest staff/tests/test_roll_call.py -q
 """
-from kit.jobs import point_to_point_diagnosis, roll_call, waiting_cycle
+from kit.diagnosis import point_to_point_diagnosis, roll_call, waiting_cycle
 
 
 def send(to, tag):

@@ -1,0 +1,230 @@
+"""Launching one job: one mpirun of the kit's test binary on the cases a
+filter selects. Its ranks write records (tests/records.h), each through a
+channel of its own that this process drains as they arrive
+(kit/channels.py); the job is stopped when it runs past its time limit,
+writes nothing for too long, or the grading's time runs out, and nothing
+it started outlives it. What the records say of its cases is
+kit/outcomes.py's to read; which jobs run, kit/jobs.py's.
+"""
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+from kit import host_limits
+from kit import judge
+from kit.channels import Channels
+from kit import parts as table
+from kit import records as rec
+from kit.paths import KITRUN
+from kit.processes import kill_session
+
+
+@dataclass
+class Launch:
+    """How to start a job; the grader swaps in its sandboxed prefix."""
+    binary: str
+    ranks: int
+    timeout: float
+    prefix: List[str] = field(default_factory=lambda: [KITRUN])
+    env: Optional[Dict[str, str]] = None
+    capture: bool = False          # False: the job's output goes to ours
+    results_dir: Optional[str] = None  # where the job's record channels are made (the sandbox can reach it)
+    cwd: Optional[str] = None
+    after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
+    trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
+    cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
+    time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
+    case_share: float = 1.0  # a further factor on the cases' own limits (a hung part's: kit.parts.HUNG_PART_SHARE)
+    hidden_salt: Optional[int] = None  # for jobs of hidden cases only: their inputs' salt (judge.Expected.salt)
+    expected: Optional[judge.Expected] = None  # the judge's values; a case it has none for: the ranks' checks
+    judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
+    # The system-call filter defends the grade; the student's own runs go
+    # without it, so a shape error can still quote the line (addr2line).
+    # KIT_SYSCALL_FILTER=on (the kit's own checks) or off (staff) decides.
+    syscall_filter: bool = field(default_factory=lambda: os.environ.get("KIT_SYSCALL_FILTER") == "on")
+    # time.monotonic() by which the last job must have ended (the grading
+    # platform's time limit, less what the reports take), or None.
+    deadline: Optional[float] = None
+
+    def scale(self) -> float:
+        return self.time_scale if self.time_scale is not None else table.time_scale()
+
+
+@dataclass
+class JobTally:
+    """What the jobs of one run_cases call add up to, besides the outcomes."""
+    output: str = ""               # captured stdout+stderr of all jobs (capture=True)
+    launches: int = 0
+    error: Optional[str] = None    # the binary could not run at all
+    integrity: List[str] = field(default_factory=list)  # what in the results files no honest run writes
+    observed: Optional[Dict] = None  # set to {} to collect every value record (make hidden-data)
+    unjudged: List[str] = field(default_factory=list)  # planned cases the judge has no values for
+    unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
+    dropped: int = 0               # bytes of output not kept (see OutputTap)
+    hangs: int = 0                 # cases stopped for time (the watchdog, or the runner's job limit)
+    slow: int = 0                  # cases that finished, but took over SLOW_SHARE of their limits
+    out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
+    jobs: List[Dict] = field(default_factory=list)  # each job's seconds, cases run, and why it was stopped
+
+
+class OutputTap:
+    """Drains a job's output as it comes, keeping only its first and last
+    `keep` bytes, so a job that prints gigabytes neither blocks nor fills
+    the grader's memory."""
+
+    def __init__(self, stream, keep: int = 20000):
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._keep = keep
+        self._thread = threading.Thread(target=self._run, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _run(self, stream) -> None:
+        while True:
+            chunk = stream.read1(1 << 16) if hasattr(stream, "read1") else stream.read(1 << 16)
+            if not chunk:
+                break
+            self.total += len(chunk)
+            room = self._keep - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > 2 * self._keep:
+                    del self.tail[:-self._keep]
+
+    def finish(self, timeout: float = 5.0) -> str:
+        self._thread.join(timeout)
+        text = self.head.decode("utf-8", errors="replace")
+        if self.dropped > 0:
+            text += f"\n... [{self.dropped} bytes of output dropped] ...\n"
+        return text + bytes(self.tail[-self._keep:]).decode("utf-8", errors="replace")
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.total - len(self.head) - min(len(self.tail), self._keep))
+
+
+def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
+    """`results`: the directory of the job's record channels."""
+    cmd = launch.prefix + ["-n", str(launch.ranks), launch.binary,
+                           f"--gtest_filter={gtest_filter}", f"--results={results}"]
+    if launch.trace_dir:
+        cmd.append(f"--trace-dir={launch.trace_dir}")
+    if launch.scale() * launch.case_share != 1:
+        cmd.append(f"--time-scale={launch.scale() * launch.case_share!r}")
+    if not launch.syscall_filter:
+        cmd.append("--no-syscall-filter")
+    if launch.hidden_salt is not None:
+        cmd.append(f"--hidden-salt={launch.hidden_salt}")
+    cmd.append(f"--cpus={host_limits.cpus():.3g}")  # the watchdog's pace in a container with a CPU quota
+    # No rank may read another's memory (tools/kitrun): a case's ranks are
+    # one another's witnesses, and the system-call filter refuses it anyway.
+    env = dict(launch.env if launch.env is not None else os.environ, KIT_SINGLE_COPY="none")
+    return subprocess.Popen(
+        cmd, env=env, cwd=launch.cwd, start_new_session=True, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if launch.capture else None,
+        stderr=subprocess.STDOUT if launch.capture else None)
+
+
+# Why a job was stopped when the grading's own time ran out (Launch.deadline).
+OUT_OF_TIME = "the grading's time ran out"
+
+
+def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optional[str]:
+    """Waits for the job to end; returns why it had to be stopped, or None.
+    Besides the job's time limit, a job that writes no record for too long
+    is stuck where no watchdog reaches (before main, or with the watchdog
+    itself blocked), and waiting out the whole limit would only cost time."""
+    started = time.monotonic()
+    last_size, last_change = 0, started
+    startup, quiet, timeout = (table.STARTUP_SECONDS * launch.scale(), table.QUIET_SECONDS * launch.scale(),
+                               launch.timeout)
+    while True:
+        elapsed = time.monotonic() - started
+        try:
+            proc.wait(timeout=min(0.1, 0.005 + elapsed / 20))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        size = channels.bytes
+        if size != last_size:
+            last_size, last_change = size, now
+        if size == 0 and now - started > startup:
+            return (f"the test program did not start its cases within {startup:.0f} s "
+                    "(code that runs before main and never returns?)")
+        if now - last_change > quiet:
+            return f"the job wrote no result for {quiet:.0f} s"
+        if now - started > timeout:
+            return f"the job reached its time limit of {timeout:.0f} s"
+        if launch.deadline is not None and now > launch.deadline:
+            return OUT_OF_TIME
+        if launch.cancel is not None and launch.cancel.is_set():
+            return "the run was cancelled"
+
+
+@dataclass
+class Job:
+    """One finished job: its records, and how it ended."""
+    records: rec.Records
+    stopped: Optional[str]   # why the runner had to stop it, or None
+    returncode: int
+    seconds: float
+    limit_scale: Optional[float] = None  # the factor on its cases' limits (Launch.scale x case_share)
+
+
+def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
+    """Starts one job on the cases `gtest_filter` selects and waits for it;
+    nothing the job started outlives it."""
+    channels = Channels(launch.results_dir, launch.ranks, shared=launch.results_dir is not None)
+    lines = None
+    try:
+        started = time.monotonic()
+        oom_before = host_limits.oom_kills()
+        proc = _start(launch, gtest_filter, channels.dir)
+        tap = OutputTap(proc.stdout) if launch.capture else None
+        tally.launches += 1
+        stopped = _wait(proc, channels, launch)
+        kill_session(proc)
+        if launch.after_job:
+            launch.after_job()
+        if tap:
+            tally.output += tap.finish()
+            tally.dropped += tap.dropped
+        # Out of memory, whichever process the kernel chose, or the launcher
+        # killed from outside (no handin code can signal it: the system-call
+        # filter): the host's fault, never a case's.
+        oom = host_limits.killed_by_oom(oom_before)
+        if oom:
+            raise host_limits.ResourceFailure(f"a test job was killed; what ran out: {oom}")
+        if stopped is None and proc.returncode is not None and proc.returncode < 0:
+            raise host_limits.ResourceFailure(
+                f"the MPI launcher was killed by signal {-proc.returncode} from outside the grader (the platform's "
+                f"time or memory limit?); {host_limits.RAISE['memory']}, or {host_limits.RAISE['time']}")
+        lines = channels.close()
+        records = rec.parse(lines)
+        if tally.observed is not None:
+            for case, values in records.values.items():
+                tally.observed.setdefault(case, {}).update(values)
+        if channels.dropped:
+            tally.integrity.append(f"the job wrote {channels.bytes} bytes of records, past the {rec.MAX_FILE_BYTES} "
+                                   "a job of the kit writes at most (written by code under test?); the rest was "
+                                   "not kept")
+        if records.malformed:
+            tally.integrity.append(f"{records.malformed} line(s) the ranks wrote were no record of the kit's "
+                                   "format (written by code under test?); they were ignored")
+        for plan in records.plans:  # the harness's word, for the report: a job without the filter is noted
+            state = str(plan.get("syscall_filter", "off: the test program does not say"))
+            if state != "on" and state not in tally.unfiltered:
+                tally.unfiltered.append(state)
+        return Job(records, stopped, proc.returncode, time.monotonic() - started,
+                   launch.scale() * launch.case_share)
+    finally:
+        if lines is None:
+            channels.close()
