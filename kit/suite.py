@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 from kit import judge
 from kit import parts as table
-from kit import trace
+from kit import timeline, trace_file
 from kit.jobs import PartsRun, run_cases, run_parts
 from kit.launch import JobTally, Launch
 from kit.outcomes import CaseOutcome
@@ -60,11 +60,11 @@ def show_traces(trace_dir: str, failed: List[str]) -> None:
     in: they are merged first."""
     for case in failed:
         path = os.path.join(trace_dir, case + ".json")
-        trace.merge_parts(path)
+        trace_file.merge_parts(path)
         if not os.path.isfile(path):
             continue
-        events, other = trace.load(path)
-        problem = (trace.draw(events, os.path.splitext(path)[0] + ".png", other["messages"]) if events
+        events, other = trace_file.load(path)
+        problem = (timeline.draw(events, os.path.splitext(path)[0] + ".png", other["messages"]) if events
                    else "no collective ran, nothing to draw")
         print(f"  trace of {case}: {path}" + (f" ({problem})" if problem else f", drawn in {path[:-5]}.png"))
 

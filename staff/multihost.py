@@ -33,7 +33,7 @@ import tempfile
 import uuid
 from typing import Dict, List, Optional
 
-from kit import trace
+from kit import trace_file
 from kit.paths import KITRUN, build_dir
 
 SKIPPED = 77
@@ -169,11 +169,11 @@ def train(cmd: List[str], report: str, env: Optional[Dict[str, str]] = None) -> 
 def trace_problems(path: str) -> List[str]:
     """The trace across the hosts is on one clock: two hosts measured, and
     each call's spans overlap on its ranks."""
-    events, other = trace.load(path)
+    events, other = trace_file.load(path)
     hosts = sorted({c["host"] for c in other.get("clocks", [])})
     uncertainty = other.get("clock_uncertainty_us", float("inf"))
-    slack = trace.SLACK_US + 2 * uncertainty
-    checked, problems = trace.overlap_problems(events, slack)
+    slack = trace_file.SLACK_US + 2 * uncertainty
+    checked, problems = trace_file.overlap_problems(events, slack)
     offsets = ", ".join(f"rank {c['rank']} on {c['host']}: {c['offset_us']:+.1f} us" for c in other.get("clocks", []))
     print(f"trace:   hosts {', '.join(hosts)}; clock offsets {offsets}; uncertainty {uncertainty:.1f} us; "
           f"{checked - len(problems)} of {checked} calls overlap on all their ranks (slack {slack:.0f} us)")

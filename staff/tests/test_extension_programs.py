@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from kit import trace
+from kit import trace_file
 from kit.paths import KIT_DIR, KITRUN, build_dir
 
 SHORT = ["--num_train_samples", "1200", "--num_test_samples", "200"]
@@ -74,12 +74,12 @@ def test_a_traced_pipeline_shows_each_stage_s_calls_and_messages_on_one_clock(tm
     path = tmp_path / "trace.json"
     proc, _ = pipeline_train(tmp_path, 2, "--micro_batches", "4", "--schedule", "gpipe", "--trace", str(path))
     assert proc.returncode == 0, proc.stdout
-    events, other = trace.load(str(path))
+    events, other = trace_file.load(str(path))
     for rank in (0, 1):
         names = [e["name"] for e in events if e["pid"] == rank]
         # 18 steps (1200 rows, batches of 64) of 4 micro-batches: a forward and a backward span for each.
         assert names.count("forward") == names.count("backward") == 72, (rank, names.count("forward"))
-    sends = [e for e in events if trace.point_to_point(e) and e["args"]["op"] == "send"]
+    sends = [e for e in events if trace_file.point_to_point(e) and e["args"]["op"] == "send"]
     assert len(other["messages"]) == len(sends) > 0
     drawn = subprocess.run([sys.executable, "-m", "kit", "trace", str(path), "--check-overlap"], cwd=KIT_DIR,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
@@ -148,9 +148,9 @@ def test_a_traced_ddp_run_shows_each_request_beside_backward(tmp_path):
     path = tmp_path / "trace.json"
     proc, _ = ddp_train(tmp_path, 2, "--trace", str(path))
     assert proc.returncode == 0, proc.stdout
-    events, _ = trace.load(str(path))
+    events, _ = trace_file.load(str(path))
     for rank in (0, 1):
-        requests = [e for e in events if e["pid"] == rank and trace.request(e)]
+        requests = [e for e in events if e["pid"] == rank and trace_file.request(e)]
         # 20 steps (1200 rows, batches of 60) of 4 buckets, each request on its own track.
         assert len(requests) == 80 and all(e["tid"] == 1 for e in requests), len(requests)
         assert {e["args"]["completed_by"] for e in requests} <= {"wait", "test", "progress"}
@@ -172,7 +172,7 @@ def test_request_progress_measures_each_way_of_waiting(tmp_path):
     rows = [line.split() for line in proc.stdout.splitlines() if line.strip().split(" ")[0] in ("1000", "100000",
                                                                                                 "1000000")]
     assert [r[0] for r in rows] == ["1000", "100000", "1000000"] and all(len(r) == 4 for r in rows), proc.stdout
-    events, _ = trace.load(str(path))
+    events, _ = trace_file.load(str(path))
     # One traced run of each mode, of the largest size: three requests a rank, two of them beside a computing span.
-    assert sorted(len([e for e in events if e["pid"] == r and trace.request(e)]) for r in (0, 1)) == [3, 3]
+    assert sorted(len([e for e in events if e["pid"] == r and trace_file.request(e)]) for r in (0, 1)) == [3, 3]
     assert len([e for e in events if e["pid"] == 0 and e["name"] == "compute"]) == 2

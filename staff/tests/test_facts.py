@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tokenize
 
-from kit import build, explore, facts, host_limits, records, trace
+from kit import build, explore, facts, host_limits, records, timeline
 from kit import parts as table
 from grader import sandbox
 
@@ -43,9 +43,9 @@ WRITTEN_AGAIN = {
     "the communication volumes": (r"\bn\)?\s*-\s*1\s*\)\s*\*[^;\n]*(\b8\b|sizeof\(double\)|\bbytes\b|\bbuffer\b|\bb\b)"
                                   r"|\*\s*8\s*//\s*n\b", {HOME, RING_CHECKS}),
     # Three of the ledger's operations, quoted, in one list: a list of them.
-    # kit/trace.py's colours name every operation, and Part 11's check the
+    # kit/timeline.py's colours name every operation, and Part 11's check the
     # point-to-point calls in the words a failure shows: both checked below.
-    "the operation names": (r"(?:[\"'](?:%s)[\"'][^\n]*){3}" % OPS, {HOME, "kit/trace.py", RING_CHECKS}),
+    "the operation names": (r"(?:[\"'](?:%s)[\"'][^\n]*){3}" % OPS, {HOME, "kit/timeline.py", RING_CHECKS}),
 }
 # A suite named for its rank count, defined by a macro call of its own: the
 # parts table's runs, written again (KIT_SUITES_<stem> lists them).
@@ -244,7 +244,7 @@ def test_the_kits_python_takes_its_facts_from_one_place():
     assert explore.ring(4, 1000, 2) == facts.ring_bytes(1000, 4, 2)
     assert records.MAX_VALUES_PER_RECORD == facts.MAX_VALUES_PER_RECORD
     assert records.CALLS == facts.OPERATIONS and records.POINT_TO_POINT == facts.POINT_TO_POINT
-    assert set(trace.OP_COLORS) == set(facts.OPERATIONS), "the trace draws each of the ledger's operations"
+    assert set(timeline.OP_COLORS) == set(facts.OPERATIONS), "the trace draws each of the ledger's operations"
 
 
 def test_part11s_checks_name_the_point_to_point_calls():

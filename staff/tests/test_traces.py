@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from kit import trace
+from kit import timeline, trace, trace_file
 from kit.paths import KIT_DIR
 from staff.tests.broken import mutant_binary, traced_training
 
@@ -24,12 +24,12 @@ def traced_case(tmp_path, mutant_name: str, part: str, case: str):
     assert f"trace of {case}: {path}, drawn in {traces / case}.png" in proc.stdout, proc.stdout
     assert (traces / f"{case}.png").stat().st_size > 10000
     assert not list(traces.glob(f"{case}.rank*.json")), "the parts of a stopped case are merged and removed"
-    events, other = trace.load(str(path))
+    events, other = trace_file.load(str(path))
     return proc.stdout, events, other
 
 
 def labels(events):
-    _, _, rows, _ = trace.panel(events, None, trace.last_arrivals(events))
+    _, _, rows, _ = timeline.panel(events, None, trace_file.last_arrivals(events))
     return [row.split('"')[1] for row in rows]
 
 
@@ -45,17 +45,17 @@ def test_a_traced_training_is_on_one_clock_and_holds_every_rank(tmp_path):
         assert sum(e["args"]["bytes"] for e in mine) == data["otherData"]["bytes_transferred"][rank] > 0
         assert {e["args"]["communicator"] for e in mine} >= {"mp_comm", "dp_comm"}
         assert {"forward", "backward", "optimizer"} <= {e["name"] for e in spans if e["pid"] == rank}
-    events, other = trace.load(str(path))
-    spans = [e for e in events if trace.collective(e)]
+    events, other = trace_file.load(str(path))
+    spans = [e for e in events if trace_file.collective(e)]
     assert spans and all(e["pid"] in e["args"]["ranks"] for e in spans)
     assert [c["uncertainty_us"] for c in other["clocks"]] == [0.0] * 4  # one host: one clock, nothing to estimate
-    checked, problems = trace.overlap_problems(events)
+    checked, problems = trace_file.overlap_problems(events)
     assert problems == [] and checked >= 100, problems
     # The check bites: rank 3's clock 1 ms late splits the calls it shares.
     shifted = [dict(e, ts=e["ts"] + 1000 * (e["pid"] == 3)) for e in events]
-    _, problems = trace.overlap_problems(shifted)
+    _, problems = trace_file.overlap_problems(shifted)
     assert problems and all("rank 3" in p for p in problems)
-    assert trace.draw(events, str(tmp_path / "trace.png")) is None
+    assert timeline.draw(events, str(tmp_path / "trace.png")) is None
 
 
 def test_a_hung_case_is_drawn_up_to_where_each_rank_waits(tmp_path):
@@ -71,7 +71,7 @@ def test_a_hung_case_is_drawn_up_to_where_each_rank_waits(tmp_path):
     waiting = next(e for e in events if e["args"].get("pending"))
     assert waiting["args"]["op"] == "allreduce" and waiting["args"]["communicator"] == "dp_comm"
     assert waiting["dur"] > 1e6  # open until the watchdog stopped the case, seconds later
-    assert trace.overlap_problems(events) == (2, [])  # the two calls all four ranks finished
+    assert trace_file.overlap_problems(events) == (2, [])  # the two calls all four ranks finished
     assert any(text.startswith("WAITING when stopped") and text.endswith("allreduce Sum 8") for text in labels(events))
 
 
@@ -83,7 +83,7 @@ def test_a_mismatch_is_drawn_with_the_disagreeing_call_marked(tmp_path):
     assert all("collective #1 on dp_comm in collect_weight_grad: ranks disagree" in e["args"]["mismatch"]
                for e in marked)
     assert {e["pid"]: e["args"]["elements"] for e in marked} == {0: 32, 1: 8, 2: 32, 3: 32}
-    assert trace.overlap_problems(events) == (1, [])  # the agreement check itself is one call of all four
+    assert trace_file.overlap_problems(events) == (1, [])  # the agreement check itself is one call of all four
     assert sorted(t for t in labels(events) if t.startswith("MISMATCH")) == \
         ["MISMATCH: allreduce Sum 32"] * 3 + ["MISMATCH: allreduce Sum 8"]
 
@@ -117,13 +117,13 @@ def test_point_to_point_calls_are_drawn_with_an_arrow_per_message(tmp_path):
               p2p_span(0, 400, 5000, "send", 1, 1, pending=True), p2p_span(1, 420, 5000, "send", 0, 2, pending=True)]
     path = tmp_path / "p2p.json"
     path.write_text(json.dumps({"traceEvents": events, "otherData": {}}))
-    spans, other = trace.load(str(path))
+    spans, other = trace_file.load(str(path))
     assert other["messages"] == [(0, 50, 1, 299.5)] and len(spans) == 4
-    assert trace.overlap_problems(spans) == (0, []), "a point-to-point call is no collective to line up"
+    assert trace_file.overlap_problems(spans) == (0, []), "a point-to-point call is no collective to line up"
     lines = trace.summary(spans, other)
     assert "rank 0: WAITING in send to 1 (tag 1) 8 on world when the watchdog stopped the case" in lines
     assert "rank 0: 2 point-to-point calls, 5.2 ms, 0.00 MiB sent" in lines
-    _, _, label_rows, arrows = trace.panel(spans, None, trace.last_arrivals(spans), other["messages"])
+    _, _, label_rows, arrows = timeline.panel(spans, None, trace_file.last_arrivals(spans), other["messages"])
     assert arrows == ["0.0500 0 0.2495 1"], "from rank 0 at the send's start to rank 1 at the recv's end"
     assert any('"recv from 0 (tag 0) 8"' in row for row in label_rows), label_rows
     png = tmp_path / "p2p.png"
