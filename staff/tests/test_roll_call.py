@@ -7,7 +7,7 @@ the states are text for people, as the ledger writes them
 
   python3 -m pytest staff/tests/test_roll_call.py -q
 """
-from kit.diagnosis import point_to_point_diagnosis, roll_call, waiting_cycle
+from kit.diagnosis import doing, point_to_point_diagnosis, rank_label, roll_call, waiting_cycle
 
 
 def send(to, tag):
@@ -101,3 +101,29 @@ def test_a_state_that_reads_like_a_wait_is_no_wait():
                for r in (0, 1)}
     text = roll_call("KitPointToPoint.Anything", answers)
     assert "cycle" not in text and "nobody" not in text and "tags differ" not in text
+
+
+def test_ranks_are_named_as_the_kit_names_them():
+    assert rank_label([2]) == "rank 2"
+    assert rank_label([0, 3]) == "ranks 0,3"
+
+
+def test_what_a_rank_was_doing_comes_from_its_record_alone():
+    assert doing(3, None) == "rank 3 did not answer the roll-call"
+    assert doing(1, answer(phase="failed")) == "rank 1 failed (above)"
+    assert doing(1, answer(sendrecv(2, 4, 0, 5))) == "rank 1 sends to rank 2 (tag 4) and waits for rank 0 (tag 5)"
+    assert doing(2, answer({**recv(-1, -1), "op": "wait"})) == "rank 2 waits for a request of its own to complete"
+    assert doing(0, answer()) == "rank 0 is still running, in no call of the communicator"
+
+
+def test_ranks_in_one_state_are_told_in_one_sentence():
+    answers = {r: {"state": "waiting in barrier #1 on world", "seconds": 5.5} for r in range(4)}
+    assert roll_call("KitPointToPoint.Anything", answers, limit_scale=1.0) == \
+        "the case did not finish within its time limit of 5 s; all 4 ranks: waiting in barrier #1 on world"
+
+
+def test_a_limit_the_watchdog_stretched_is_said_and_an_unknown_case_gives_its_time():
+    answers = {0: {"state": "running", "seconds": 9.0}}
+    assert roll_call("KitPointToPoint.Anything", answers, limit_scale=1.0).startswith(
+        "the case did not finish within its time limit of 5 s (stretched to 9.0 s: the machine was busy); ")
+    assert roll_call("NoSuchSuite.Case", answers) == "the case did not finish (stopped after 9.0 s); rank 0: running"
