@@ -2,7 +2,9 @@
 ranks of a stopped case wrote (tests/records.h: each rank's state, and
 its call as data), what each rank was doing and, for ranks waiting in
 point-to-point calls, what they wait for: a tag mismatch, a cycle, a
-message nobody takes. Pure functions: the answers in, the text out.
+message nobody takes. Functions of their arguments and the parts table
+(roll_call reads KIT_TIME_SCALE only when not given the limit's scale):
+the answers in, the text out; staff/tests/test_roll_call.py tests them.
 """
 from typing import Dict, List, Optional
 
