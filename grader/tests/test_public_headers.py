@@ -1,5 +1,5 @@
 """A student file sees only the public headers, framework/include/: with
-the flags kit/build.py's recipe reads from the build (the ones `make test`,
+the flags kit/recipe.py reads from the build (the ones `make test`,
 `make handin` and the grader compile with), an #include of one of the kit's
 internal headers is "No such file or directory", and the reference, which
 includes only public headers, compiles cleanly.

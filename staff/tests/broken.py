@@ -25,7 +25,7 @@ def broken_reference(tmp_path, file: str, find: str, replace: str) -> str:
     source = impl / file
     text = source.read_text()
     assert find in text, f"the reference's {file} no longer holds {find!r}"
-    # Unique text: the object cache (kit/build.py) would otherwise hand out an
+    # Unique text: the object cache (kit/object_cache.py) would otherwise hand out an
     # object compiled from another test's copy, whose line table names a file
     # that is gone, and messages could not quote the student's line.
     source.write_text(text.replace(find, replace, 1) + f"// built in {tmp_path}\n")
