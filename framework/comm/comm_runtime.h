@@ -100,7 +100,7 @@ class StudentScope {
 };
 
 // How the kit names ranks in its messages: "rank 2", "ranks 0,3" (in
-// Python: kit/jobs.py, rank_label).
+// Python: kit/diagnosis.py, rank_label).
 std::string rank_list(const std::vector<int>& ranks);
 
 // One recorded call of the ledger (kept while tracing) or a phase span.

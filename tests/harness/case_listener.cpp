@@ -56,7 +56,7 @@ std::pair<std::string, std::string> without_trace(const std::string& message) {
 }
 
 // A rank's failures in one case go to the runner as one text, parted by a
-// blank line (kit/jobs.py's CaseOutcome.summary shows the first and counts
+// blank line (kit/outcomes.py's CaseOutcome.summary shows the first and counts
 // the rest): inside a failure no line is blank.
 std::string one_block(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();

@@ -18,7 +18,7 @@
 //                           salted); the runner passes it to jobs of hidden cases only
 //   --no-syscall-filter     run the cases without the system-call filter (below);
 //                           the plan record says "off". The runner passes it
-//                           unless it grades (kit/jobs.py, Launch.syscall_filter)
+//                           unless it grades (kit/launch.py, Launch.syscall_filter)
 //
 // Once MPI, the record channel, the case plan and the case groups are set up,
 // and before the first case runs, every rank refuses the system calls that

@@ -1,6 +1,6 @@
 // records.h: the format of the records, the one channel from the test binary
 // (the harness's case_listener.cpp, watchdog.cpp, abort_records.cpp and
-// observations.cpp write) to the runner (kit/jobs.py reads the channels,
+// observations.cpp write) to the runner (kit/launch.py reads the channels,
 // kit/records.py the records).
 //
 // One JSON object per line. Each rank writes to a channel of its own, a FIFO
