@@ -1,6 +1,6 @@
 """Diagnosis of a case that ended its job: from the roll-call records the
-ranks of a stopped case wrote (tests/records.h: each rank's state, and
-its call as data), what each rank was doing and, for ranks waiting in
+ranks of a stopped case wrote (tests/harness/records.h: each rank's state,
+and its call as data), what each rank was doing and, for ranks waiting in
 point-to-point calls, what they wait for: a tag mismatch, a cycle, a
 message nobody takes. Functions of their arguments and the parts table
 (roll_call reads KIT_TIME_SCALE only when not given the limit's scale):

@@ -1,6 +1,6 @@
 """Launching one job: one mpirun of the kit's test binary on the cases a
-filter selects. Its ranks write records (tests/records.h), each through a
-channel of its own that this process drains as they arrive
+filter selects. Its ranks write records (tests/harness/records.h), each
+through a channel of its own that this process drains as they arrive
 (kit/channels.py); the job is stopped when it runs past its time limit,
 writes nothing for too long, or the grading's time runs out, and nothing
 it started outlives it. What the records say of its cases is
