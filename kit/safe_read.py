@@ -7,7 +7,7 @@ A job owns its run directory, so any name there may have become a FIFO
 a file as large as the job's limits allow. open_sandbox_file opens without
 following a last symlink, without blocking, refuses anything but a regular
 file, and reads a bounded amount; every grader-side read of such a file
-goes through it (kit/jobs.py and kit/records.py may call it too).
+goes through it (kit/build.py, kit/records.py and grader/grading.py call it).
 """
 import os
 import stat
