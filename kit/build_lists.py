@@ -7,6 +7,9 @@ knows no part.
 from dataclasses import dataclass
 from typing import Dict, List, Sequence
 
+# The staff's make targets, included where the copy holds staff/; a handout holds neither.
+STAFF_MAKEFILE = "make/staff.mk"
+
 
 @dataclass(frozen=True)
 class Lists:
@@ -55,10 +58,12 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
 def make_text(lists: Lists) -> str:
     """The Makefile's variables (it includes them from kit-config.mk in the
     build directory): the default MPI, what this copy holds, and the make
-    targets of the parts it builds (make/KEY.mk)."""
+    targets of the parts it builds (make/KEY.mk), and the staff's
+    (make/staff.mk) where it holds staff/."""
     return ("# Generated from kit/parts.py by make; edit the table, not this file.\n"
             f"KIT_DEFAULT_MPI := {lists.mpi}\nKIT_HOLDS := {','.join(lists.configuration.holds)}\n"
-            f"KIT_PART_MAKEFILES := {' '.join(p.adds.make for p in lists.built if p.adds.make)}\n")
+            f"KIT_PART_MAKEFILES := {' '.join(p.adds.make for p in lists.built if p.adds.make)}\n"
+            f"KIT_STAFF_MAKEFILES := {STAFF_MAKEFILE if 'staff' in lists.configuration.holds else ''}\n")
 
 
 def cpp_text(lists: Lists, constants: Dict[str, str]) -> str:

@@ -3,7 +3,7 @@ for word (comments and spacing aside), a declaration in framework/include/*.h (t
 headers student files see), so the
 handout cannot drift from the headers. Also checks that every `make TARGET`
 the handout or the Makefile's own notes name is a target of the Makefile as
-students get it (its staff-only regions cut), that every part of the table
+students get it (without the staff's make/staff.mk), that every part of the table
 has its section, that what it says of parts and points agrees with the
 table and the course (kit/handout_text.py makes it: in the kit's own
 template it checks the text as made, in a cut the text itself), and that
@@ -22,40 +22,15 @@ from typing import List, Set, Tuple
 SHIPPED = ["CMakeLists.txt", "Makefile", "setup.sh", "feedback.txt", "course.toml", ".gitignore",
            "Containerfile", ".containerignore", ".dockerignore", ".devcontainer",  # the dev container
            "framework", "student", "tests", "programs", "kit", "tools", "make", "handout/README.md"]
-# The Makefile's staff-only regions, which the handout's Makefile leaves out.
-# An extension part's targets are its own file (make/KEY.mk), which ships
-# where the course grades the part.
-STAFF_BEGIN = "# ---- staff only: staff/dist.py leaves this out of the students' handout ----"
-STAFF_END = "# ---- end of staff only ----"
+# The staff's make targets (kit/build_lists.py) are no part of a handout:
+# the Makefile includes them only where the copy holds staff/.
+STAFF_MAKEFILE = "make/staff.mk"
 
 
-def students_makefile(text: str) -> Tuple[str, Set[str]]:
-    """The Makefile as students get it: each staff-only region cut, the
-    marker lines dropped, and the targets the cut regions defined dropped
-    from .PHONY. Returns it and those targets."""
-    out, cut, open_end = [], set(), None
-    for line in text.splitlines(keepends=True):
-        bare = line.rstrip("\n")
-        if bare == STAFF_BEGIN:
-            if open_end:
-                raise ValueError(f"Makefile: a region opens inside another: {bare}")
-            open_end = STAFF_END
-        elif bare == STAFF_END:
-            if bare != open_end:
-                raise ValueError(f"Makefile: a region ends that never opened: {bare}")
-            open_end = None
-        elif open_end:
-            m = re.match(r"^([\w-]+):", line)
-            if m:
-                cut.add(m.group(1))
-        else:
-            out.append(line)
-    if open_end:
-        raise ValueError(f"Makefile: a region never ends (expected {open_end})")
-    text = "".join(out)
-    text = re.sub(r"^(\.PHONY:)(.*)$", lambda m: m.group(1) + "".join(
-        f" {t}" for t in m.group(2).split() if t not in cut), text, flags=re.M)
-    return text, cut
+def staff_targets(kit: str) -> Set[str]:
+    """The make targets of the staff's fragment (make/staff.mk)."""
+    with open(os.path.join(kit, STAFF_MAKEFILE)) as f:
+        return set(re.findall(r"^([\w-]+):", f.read(), re.M))
 
 
 def files_under(root: str, entries: List[str], missing=None) -> List[str]:
@@ -77,7 +52,7 @@ def files_under(root: str, entries: List[str], missing=None) -> List[str]:
 
 def shipped_files(root: str) -> List[str]:
     """The handout's files under `root` (a kit or an unpacked handout), relative to it."""
-    return files_under(root, SHIPPED)
+    return [f for f in files_under(root, SHIPPED) if f != STAFF_MAKEFILE]
 
 
 # "README: Section", "README, Section", README "Section", README ("Section"),
@@ -103,8 +78,6 @@ def readme_references(root: str, handout: str) -> Tuple[List[str], int]:
                 text = f.read()
         except (UnicodeDecodeError, OSError):
             continue
-        if name == "Makefile":
-            text = students_makefile(text)[0]
         for number, line in enumerate(text.splitlines(), 1):
             for m in README_SECTION.finditer(line):
                 section = (m.group(1) or m.group(2)).strip().lower()
@@ -196,7 +169,7 @@ def main(argv: List[str]) -> int:
                 if decl not in header_decls.get(name, []):
                     problems.append(f"handout declares `{decl}`; the headers have: {header_decls.get(name, ['nothing'])}")
     with open(os.path.join(KIT, "Makefile")) as f:
-        makefile = students_makefile(f.read())[0]
+        makefile = f.read()
     for p in table.built_parts():  # the targets of the parts this copy holds (make/KEY.mk)
         if p.adds.make:
             with open(os.path.join(KIT, p.adds.make)) as f:

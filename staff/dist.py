@@ -5,11 +5,11 @@
 
 What ships is decided by folder. Students get the kit's build, framework,
 stubs, public tests, programs, its Python package (kit/) and the shell
-helpers (tools/), with handout/README.md as their README and the Makefile
-without its staff-only regions. A part's files are selected by its row of
+helpers (tools/), with handout/README.md as their README, and no staff
+target: those are make/staff.mk's, which no copy ships. A part's files are selected by its row of
 the table (kit/parts.py, found by its key): none of a part the course
 does not grade ships, and no file is rewritten to leave one out. The autograder bundles add grader/ (without
-its own tests) and keep the whole Makefile. Nothing under reference/,
+its own tests). Nothing under reference/,
 staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
 Each copy gets a course file of its own (shipped_course): the course as it
 is for this command. What the handout says of parts and points is made
@@ -29,7 +29,7 @@ import time
 from typing import List, Optional
 
 from kit import course as courses
-from kit.check_handout import SHIPPED, files_under, students_makefile
+from kit.check_handout import SHIPPED, STAFF_MAKEFILE, files_under, staff_targets
 from kit.handout_text import HandoutError, for_the_course, render, render_feedback
 from kit.parts import (ALL_PARTS, COURSE, CONFIGURATION, CORE_FILES, IMPL_FILES, MPI, PARTS, TABLE_POINTS,
                        TOTAL_POINTS, built_parts, extension_paths)
@@ -49,7 +49,7 @@ def files_of(paths: List[str]) -> List[str]:
     def missing(p: str) -> None:
         raise SystemExit(f"dist: {p} is listed but missing")
 
-    out = [f for f in files_under(KIT, paths, missing) if not f.startswith(LEFT_OUT)]
+    out = [f for f in files_under(KIT, paths, missing) if not f.startswith(LEFT_OUT) and f != STAFF_MAKEFILE]
     for f in out:
         if f.startswith(NEVER):
             raise SystemExit(f"dist: refusing to ship {f}")
@@ -90,7 +90,7 @@ def shipped_course(cut: str, mpi: Optional[str] = None) -> str:
 
 
 # Files whose shipped text is made for the cut, not copied.
-MADE = ("Makefile", "handout/README.md", "feedback.txt", "course.toml", "tests/expected_values.txt")
+MADE = ("handout/README.md", "feedback.txt", "course.toml", "tests/expected_values.txt")
 
 
 def public_values() -> str:
@@ -115,23 +115,22 @@ def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> in
             feedback = render_feedback(for_the_course(f.read(), PARTS, KIT, CORE_FILES), readme)
     except (HandoutError, OSError) as e:
         raise SystemExit(f"dist: {e}")
-    with open(os.path.join(KIT, "Makefile")) as f:
-        # Students get the Makefile without its staff-only targets (grade,
-        # handout, check, ...), which need what the handout doesn't hold.
-        makefile, cut = students_makefile(f.read())
+    # The staff's targets (grade, handout, check, ...) need what a handout
+    # doesn't hold: their file, make/staff.mk, stays behind, and the copy's
+    # course (holds = []) includes none.
+    cut = staff_targets(KIT)
     # Written beside its place and moved there once checked: a handout
     # that fails its check never stays in dist/.
     partial = out + ".unchecked"
     try:
         with tarfile.open(partial, "w:gz") as tar:
             add_tree(tar, [f for f in files if f not in MADE], "dtrain-kit")
-            add_text(tar, "dtrain-kit/Makefile", makefile.encode())
             add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
             add_text(tar, "dtrain-kit/course.toml", shipped_course("handout").encode())
             add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values().encode())
             for name in ("README.md", "handout/README.md"):
                 add_text(tar, f"dtrain-kit/{name}", readme.encode())
-        print(f"dist: the handout's Makefile leaves out the targets {', '.join(sorted(cut))}")
+        print(f"dist: the handout leaves out {STAFF_MAKEFILE}, the targets {', '.join(sorted(cut))}")
         print(f"dist: made the handout ({len(files) + 1} files; extension parts graded: {', '.join(graded) or 'none'}; "
               f"{TOTAL_POINTS} points" + (f"; points other than the table's: " + ", ".join(
                   f"{p.key} {p.points}" for p in PARTS if p.points != TABLE_POINTS[p.key]) if any(

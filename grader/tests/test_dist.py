@@ -6,6 +6,7 @@ them in their images).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -44,7 +45,7 @@ def test_handout_builds_scores_zero_and_holds_no_solution():
 
 
 def test_the_handout_check_catches_pointers_to_what_it_does_not_ship(tmp_path):
-    from kit.check_handout import readme_references, students_makefile
+    from kit.check_handout import readme_references
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "run").write_text("# see README: On a cluster\n# README \"Setup\" says how\n"
                                             "# the threat model is in grader/README.md\n"
@@ -54,9 +55,22 @@ def test_the_handout_check_catches_pointers_to_what_it_does_not_ship(tmp_path):
     assert checked == 4
     assert len(problems) == 3, problems
     assert "'on a cluster'" in problems[0] and "grader/README.md" in problems[1] and "kit's README" in problems[2]
-    text, cut = students_makefile(open(os.path.join(KIT, "Makefile")).read())
+
+
+def test_the_staff_targets_are_a_file_of_their_own_that_only_a_copy_holding_staff_includes(tmp_path):
+    from kit.build_lists import STAFF_MAKEFILE
+    from kit.check_handout import shipped_files, staff_targets
+    cut = staff_targets(KIT)
     assert {"grade", "grade-reference", "handout", "check"} <= cut and "handin" not in cut
-    assert "STAFF_ONLY" not in text and not [t for t in cut if f" {t} " in text.split(".PHONY:")[1].split("\n")[0] + " "]
+    makefile = open(os.path.join(KIT, "Makefile")).read()
+    assert not [t for t in cut if re.search(rf"^{t}:", makefile, re.M)], "a staff target in the Makefile itself"
+    assert STAFF_MAKEFILE not in shipped_files(KIT)
+    holding = run([sys.executable, "-m", "kit.parts", "--make"]).stdout
+    assert f"KIT_STAFF_MAKEFILES := {STAFF_MAKEFILE}" in holding
+    course = open(os.path.join(KIT, "course.toml")).read()
+    (tmp_path / "course.toml").write_text(re.sub(r"^holds = .*$", "holds = []", course, flags=re.M))
+    handout = run([sys.executable, "-m", "kit.parts", "--make"], env={**os.environ, "KIT_COURSE": str(tmp_path / "course.toml")})
+    assert "KIT_STAFF_MAKEFILES := \n" in handout.stdout, handout.stdout
 
 
 def test_the_bundles_hold_what_each_platform_needs_and_no_secret_where_it_goes_public():

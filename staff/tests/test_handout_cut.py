@@ -70,10 +70,11 @@ def kit_files():
         yield from (os.path.relpath(os.path.join(base, n), dist.KIT) for n in names)
 
 
-def test_no_file_has_a_region_marker_for_the_extension_parts():
-    """A course's copy is cut by key: no file marks regions of a part."""
+def test_no_file_has_a_region_marker():
+    """A course's copy is cut by key and by what it holds: no file marks
+    regions of a part, nor the staff's (their targets are make/staff.mk)."""
     markers = ["# ---- extension " + "part", "<!-- extension " + "part", "<!-- without the extension " + "parts -->",
-               "<!-- end of extension " + "part"]
+               "<!-- end of extension " + "part", "# ---- staff " + "only", "# ---- end of staff " + "only"]
     found = []
     for name in kit_files():
         try:

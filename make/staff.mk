@@ -1,0 +1,94 @@
+# The staff's make targets, in a copy of the kit that holds staff/ (course.toml,
+# [copy] holds): the Makefile includes this file then, and a student's handout
+# holds neither it nor its targets (staff/dist.py).
+#
+# Staff: add IMPL=reference to any target to use the solution in reference/
+# instead of student/. The staff's Python commands are staff/.
+#   make grade HANDIN=x    grade one handin tarball as the autograder does
+#   make grade-reference   pack the reference as a handin and grade it (150/150)
+#   make handout           cut dist/handout.tar.gz for students, and verify it
+#   make autograder        dist/autolab/, dist/gradescope.zip, dist/prairielearn/ (PRAIRIELEARN_IMAGE=NAME)
+#   make hidden-data       re-record the hidden cases' expected values from the reference
+#   make check-fast        before each commit (under 2 min): units, stubs, reference, a known bug per file
+#   make check             the kit's self-test: reference full marks, stubs zero,
+#                          and every known bug (staff/mutants.py) caught
+#   make check-arm64       as root: the kit cross-built for aarch64 and run under qemu
+#   make check-container   as root: the dev container built with podman, the student loop in it
+#   make check-platforms   as root: Autolab's, Gradescope's and PrairieLearn's images, handins graded at their limits
+#   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute)
+
+.PHONY: grade grade-reference handout autograder hidden-data bench check check-fast check-arm64 check-container check-platforms
+
+grade: build
+	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
+	@$(PYTHON) grader/grade $(HANDIN)
+
+# The targets that use the solution (reference/) say so where the copy has none.
+STAFF_ONLY = $(if $(filter reference,$(subst $(comma), ,$(KIT_HOLDS))),@true,@echo "make $@: this copy holds no reference/ (course.toml, [copy] holds)"; exit 2)
+
+grade-reference: build
+	$(STAFF_ONLY)
+	@$(PYTHON) -m kit handin --source reference --output $(BUILD)/reference-handin.tar > /dev/null
+	@$(PYTHON) grader/grade $(BUILD)/reference-handin.tar
+
+handout:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.dist handout
+
+autograder:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.bundles $(if $(PRAIRIELEARN_IMAGE),--prairielearn-image $(PRAIRIELEARN_IMAGE))
+
+hidden-data: build
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.hidden_data
+	@$(MAKE) --no-print-directory grade-reference  # the judge reads the new values: the reference must pass them
+
+bench: build
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.bench $(BENCH_ARGS)
+
+# The kit's self-test: CTest, then the grader's and the staff tools' pytest suites.
+# The pytest suites' many planted hangs end sooner: their time limits at 0.4
+# (KIT_TIME_SCALE, kit/parts.py); CTest runs at the grader's limits. Checks
+# of handins that hang case after case run at half of either (HANG_SHARE).
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L 'framework|reference|stubs|mutants|staff|multihost'
+	@if [ -d grader/tests ]; then py=$$(tools/find_python --with-pytest) && \
+	  workers=$$($$py -c 'import xdist' 2>/dev/null && echo "-n $(JOBS) --dist loadgroup") ; \
+	  KIT_TIME_SCALE=$${KIT_TIME_SCALE:-0.4} $$py -m pytest grader/tests staff/tests -q -p no:cacheprovider \
+	    --durations=12 $$workers; fi
+
+# The tier a developer runs before each commit (under 2 minutes; docs/internals.md):
+# the framework's units, the stubs at zero, the reference's full marks, one
+# known bug in each of the three student files caught, the suites that
+# read records and reports without running a job, and the kit's shape (no
+# file over 400 lines, no import cycle: staff/tests/test_structure.py).
+# make check runs all of it and more; .ci/run runs make check and the staff
+# checks of other machines.
+FAST_MUTANTS = "data split by rank instead of by data-parallel group" "gradients summed instead of averaged" \
+  "reduce-scatter averages instead of summing"
+check-fast: build
+	$(STAFF_ONLY)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -R '^framework/units$$|^stubs/part[0-9]+(_[a-z]+)?$$'
+	@$(PYTHON) -m kit test --impl reference --all
+	@$(PYTHON) -m staff.mutants --exact $(FAST_MUTANTS)
+	@py=$$(tools/find_python --with-pytest) && $$py -m pytest -q -p no:cacheprovider staff/tests/test_records.py \
+	  staff/tests/test_parts.py staff/tests/test_course.py grader/tests/test_reports.py grader/tests/test_case_reports.py \
+	  staff/tests/test_structure.py
+
+# Staff, as root: the kit on aarch64 Linux (cross-built, run under qemu in an
+# arm64 Debian root kept in build-arm64/), and the dev container (podman).
+check-arm64:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.arm64
+
+check-container:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.container
+
+# Staff, as root: each platform's bundle built into its image (podman) and
+# handins graded there at the platform's default limits (staff/platforms.py).
+check-platforms:
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.platforms
