@@ -12,6 +12,7 @@ from typing import List, Tuple
 
 from kit.paths import STUBS_DIR
 from kit.recipe import pch_dir
+from kit import overrides
 
 # Each private temporary place of a namespaced job is a tmpfs of its own, of
 # this size (MPI's shared memory lives in /dev/shm); the run directory's is
@@ -35,7 +36,7 @@ def namespaces_work() -> bool:
     (and a loopback device, which mpirun's local daemon needs)? The staff's
     KIT_SANDBOX_NAMESPACES=off says no, as a container that forbids them
     does, to check the grader there."""
-    if os.environ.get("KIT_SANDBOX_NAMESPACES") == "off":
+    if overrides.SANDBOX_NAMESPACES_OFF:
         return False
     if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("ip")):
         return False
@@ -60,7 +61,7 @@ def user_namespaces_work() -> bool:
     """Can this grader, not root, put a job in USER_NAMESPACES? Not where the
     kernel forbids unprivileged user namespaces (a sysctl, AppArmor, a
     container's seccomp profile), nor with the staff's KIT_SANDBOX_NAMESPACES=off."""
-    if os.environ.get("KIT_SANDBOX_NAMESPACES") == "off" or os.geteuid() == 0 or not shutil.which("unshare"):
+    if overrides.SANDBOX_NAMESPACES_OFF or os.geteuid() == 0 or not shutil.which("unshare"):
         return False
     try:
         return subprocess.run(USER_NAMESPACES + ["true"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -90,8 +91,8 @@ def kept_paths(box, hide_kit: bool = False) -> List[str]:
     # The directories of the job's PATH (the compiler and mpirun, a fake
     # one of a test), the data set, and what the staff name in
     # KIT_SANDBOX_KEEP (a module MPI's prefix under /home, say).
-    named = (os.environ.get("PATH", "").split(os.pathsep) + [os.environ.get("DTRAIN_DATA", "")]
-             + os.environ.get("KIT_SANDBOX_KEEP", "").split(os.pathsep))
+    named = (os.environ.get("PATH", "").split(os.pathsep) + [overrides.DATA_DIR or ""]
+             + overrides.SANDBOX_KEEP)
     hidden = [os.path.realpath(h) for h in box.hidden_paths]
     for path in named:
         if os.path.isabs(path) and os.path.isdir(path):

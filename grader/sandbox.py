@@ -48,6 +48,7 @@ from kit import parts as table
 from kit.build import Ran, run_measured
 from kit.facts import FILE_LIMIT_BYTES
 from kit.processes import kill_all, processes
+from kit import overrides
 
 # Per process (each rank, mpirun, the compiler). Generous for the real tests:
 # the largest needs ~0.5 GiB of address space per rank; part 9's training
@@ -105,7 +106,7 @@ class Sandbox:
 
     def __post_init__(self):
         self.root = os.geteuid() == 0
-        self.base = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+        self.base = int(overrides.SANDBOX_UID or SANDBOX_UID_BASE)
         self.slot_lock = None
         self.run_mounted = False
         self.scratch = os.path.realpath(self.scratch)

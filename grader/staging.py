@@ -20,6 +20,7 @@ from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
 from kit.recipe import public_headers_copy, recipe
 from kit.static_checks import check_files
+from kit import overrides
 
 # The sandboxes in use by graders of this process, so that a stopped batch
 # can end every process they started.
@@ -145,7 +146,7 @@ def check(g: Grading) -> bool:
         if findings:
             g.grade.files.setdefault(name, {})["findings"] = [str(f) for f in findings]
         fails = [str(f) for f in findings if f.severity == "fail"]
-        if fails and os.environ.get("KIT_STATIC_CHECKS") == "warn":
+        if fails and overrides.STATIC_CHECKS_WARN:
             g.grade.notes.append(f"{name}: static-check failures only warned about (KIT_STATIC_CHECKS=warn)")
         elif fails:
             g.refused[name] = "refused by the static checks (graded as the stub):\n" + "\n".join(fails)
@@ -203,7 +204,7 @@ def compile_files(g: Grading) -> bool:
     # (by a FIFO that would hang the reader, or a symlink): root owns the directory.
     g.launch = dict(prefix=g.sandbox.prefix(job=True) + [KITRUN], env=env, results_dir=g.sandbox.results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(g.hidden_values),
-                    judges_cases=True, syscall_filter=os.environ.get("KIT_SYSCALL_FILTER") != "off",
+                    judges_cases=True, syscall_filter=overrides.SYSCALL_FILTER != "off",
                     deadline=g.deadline)
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]

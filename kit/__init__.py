@@ -11,6 +11,7 @@ calls them.
   course_cli     `python3 -m kit course`: the course as it takes effect, checked and printed
   toml_subset    the course file's reader (the part of TOML it needs, on any Python 3.8+)
   paths          the kit's directory and the build directory
+  overrides      the environment's one-command overrides, read once (docs/course-staff.md lists them)
   records        the results file's format (defined in tests/harness/records.h)
   jobs           which jobs run a part's cases, and when (a hung part's last)
   launch         one MPI job of the test binary, started, watched and stopped

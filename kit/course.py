@@ -157,6 +157,12 @@ def graded_by_switch(text: str, held: Sequence[str]) -> Tuple[str, ...]:
     return tuple(k for k in held if any(k in found for found in asked.values()))
 
 
+def overridden(name: str) -> bool:
+    """Whether the environment sets this course override (KIT_COURSE,
+    KIT_EXTENSIONS, ...): `python3 -m kit course` says which choices it made."""
+    return bool(os.environ.get(name, "").strip())
+
+
 def load(part_keys: Sequence[str], extension_keys: Sequence[str], environ=None) -> Course:
     """The course as it takes effect: the course file (KIT_COURSE, or
     course.toml), then the environment's one-command overrides."""

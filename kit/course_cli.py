@@ -8,7 +8,7 @@ prints the parts table (kit/parts.py), which applies the course.
 import os
 from typing import List
 
-from kit.course import PLATFORMS
+from kit.course import PLATFORMS, overridden
 
 
 def main(argv: List[str]) -> int:
@@ -22,14 +22,14 @@ def main(argv: List[str]) -> int:
         print(e, flush=True)
         return 2
     c = table.COURSE
-    print(f"course file: {os.path.relpath(c.path)}" + (" (KIT_COURSE)" if os.environ.get("KIT_COURSE") else ""))
+    print(f"course file: {os.path.relpath(c.path)}" + (" (KIT_COURSE)" if overridden("KIT_COURSE") else ""))
     for p in table.PARTS:
         changed = f"  (table: {table.TABLE_POINTS[p.key]})" if p.points != table.TABLE_POINTS[p.key] else ""
         print(f"  {p.key:<16} {p.points:>4}  {p.title}{changed}")
     print(f"  {'total':<16} {table.TOTAL_POINTS:>4}")
     off = [k for k in c.held if k not in c.extensions]
     print(f"extension parts graded: {', '.join(c.extensions) or 'none'}"
-          + (" (KIT_EXTENSIONS)" if os.environ.get("KIT_EXTENSIONS", "").strip() else "")
+          + (" (KIT_EXTENSIONS)" if overridden("KIT_EXTENSIONS") else "")
           + (f"; held, not graded: {', '.join(off)}" if off else ""))
     print(f"visibility: public cases {c.public}" + (", full messages after the due date (Gradescope)"
                                                      if c.public_after_due_date else "")

@@ -20,6 +20,7 @@ from kit import parts as table
 from kit import records as rec
 from kit.paths import KITRUN
 from kit.processes import kill_session
+from kit import overrides
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Launch:
     # The system-call filter defends the grade; the student's own runs go
     # without it, so a shape error can still quote the line (addr2line).
     # KIT_SYSCALL_FILTER=on (the kit's own checks) or off (staff) decides.
-    syscall_filter: bool = field(default_factory=lambda: os.environ.get("KIT_SYSCALL_FILTER") == "on")
+    syscall_filter: bool = field(default_factory=lambda: overrides.SYSCALL_FILTER == "on")
     # time.monotonic() by which the last job must have ended (the grading
     # platform's time limit, less what the reports take), or None.
     deadline: Optional[float] = None

@@ -29,6 +29,7 @@ from typing import Dict, List, Tuple
 
 from kit import build_lists
 from kit import course as courses
+from kit import overrides
 # The table's parts are made of these (kit/part_types.py); the rest of the
 # kit imports them from here, with the table.
 from kit.part_types import (CASE_SECONDS, JOB_SECONDS, Adds, Part, Run, hidden, is_hidden, matches,  # noqa: F401
@@ -96,7 +97,7 @@ def time_scale() -> float:
     KIT_TIME_SCALE says less: the kit's self-test sets it, so that the many
     handins it makes hang end sooner (it tests how a hang is stopped and
     told, not the length of the limits). It can only shorten a limit."""
-    text = os.environ.get("KIT_TIME_SCALE", "")
+    text = overrides.TIME_SCALE or ""
     try:
         factor = float(text) if text else 1.0
     except ValueError:

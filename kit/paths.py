@@ -12,6 +12,8 @@ also inside the grader's sandbox, where the build tree can't be read.
 import os
 from typing import Optional
 
+from kit import overrides
+
 KIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KITRUN = os.path.join(KIT_DIR, "tools", "kitrun")
 STUBS_DIR = os.path.join(KIT_DIR, "student")        # what a missing or refused file is graded as
@@ -22,10 +24,10 @@ PUBLIC_HEADERS_DIR = os.path.join(FRAMEWORK_DIR, "include")
 
 
 def build_dir(given: Optional[str] = None) -> str:
-    build = os.path.abspath(given or os.environ.get("KIT_BUILD") or os.path.join(KIT_DIR, "build"))
+    build = os.path.abspath(given or overrides.BUILD or os.path.join(KIT_DIR, "build"))
     recorded = build_mpi(build)
     if recorded:
-        asked = os.environ.get("KIT_MPI")
+        asked = overrides.MPI
         if asked and asked != recorded:
             # A configuration mistake, found before anything runs: stop with the fix.
             raise SystemExit(f"kit: {build} was built for {recorded}, not {asked} (KIT_MPI); use a build "

@@ -192,6 +192,24 @@ def test_every_environment_variable_the_kit_reads_is_listed_in_one_place():
     assert not missing, f"docs/course-staff.md, Environment variables, should list {missing}"
 
 
+def test_the_kit_s_and_the_grader_s_modules_read_the_environment_in_one_place():
+    """kit/overrides.py reads the one-command overrides once, kit/course.py
+    those of the course; no other module of kit/ or grader/ reads one."""
+    homes = {os.path.join("kit", "overrides.py"), os.path.join("kit", "course.py")}
+    found = []
+    for top in ("kit", "grader"):
+        for root, dirs, names in os.walk(os.path.join(KIT_DIR, top)):
+            dirs[:] = [d for d in dirs if d not in ("tests", "__pycache__", "hidden", "platforms")]
+            for name in (n for n in names if n.endswith(".py")):
+                path = os.path.relpath(os.path.join(root, name), KIT_DIR)
+                text = open(os.path.join(KIT_DIR, path), encoding="utf-8").read()
+                # A write for the commands it starts (kit/paths.py's KIT_MPI) is no read.
+                reads = re.findall(r"environ\.get\(\s*[\"']((?:KIT|DTRAIN)_[A-Z0-9_]*)", text)
+                reads += re.findall(r"environ\[[\"']((?:KIT|DTRAIN)_[A-Z0-9_]*)[\"']\](?!\s*=)", text)
+                found += [f"{path} reads {var}" for var in reads if path not in homes]
+    assert not found, found
+
+
 def test_a_platform_s_grading_takes_the_course_s_time_budget(tmp_path, monkeypatch):
     from grader import cli
     (tmp_path / "impl_recipe.json").write_text("{}")
