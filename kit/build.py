@@ -199,7 +199,8 @@ def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:
 
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
-          workers: Optional[int] = None, headers: Optional[str] = None) -> Dict:
+          workers: Optional[int] = None, headers: Optional[str] = None,
+          enforce: Optional[bool] = None) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
     `pch`: whether the compiler may use the precompiled header (default:
@@ -207,8 +208,10 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     `headers`: a copy of the public headers (public_headers_copy) to put on
     the include path in place of the kit's directory.
     Each file's report says what the link check found ("link_findings") and
-    whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn only
-    reports), and what its compile took ("cpu", "ran_past": compile_one)."""
+    whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn, or
+    `enforce=False`, only reports), and what its compile took ("cpu",
+    "ran_past": compile_one)."""
+    enforce = link_check.enforced() if enforce is None else enforce
     how = recipe(build_dir)
     if headers:
         how["run_flags"] = [f for f in how["compile_flags"] if not f.startswith("-I")] + [f"-I{headers}"]
@@ -232,7 +235,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         found: List[str] = []
         if errors is None and name not in refused:
             found = link_check.findings(obj, source, how, elsewhere)
-            if found and link_check.enforced():
+            if found and enforce:
                 errors = link_check.explain(found)
         link_refused = bool(found) and errors is not None
         used = "submitted"

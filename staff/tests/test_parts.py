@@ -46,17 +46,18 @@ def test_make_accepts_every_key_and_group():
 
 
 def test_the_time_scale_only_shortens_limits(monkeypatch):
-    monkeypatch.setenv("KIT_TIME_SCALE", "0.4")
+    from kit import overrides  # KIT_TIME_SCALE, read once when the kit loads
+    monkeypatch.setattr(overrides, "TIME_SCALE", "0.4")
     assert table.limit(table.CASE_SECONDS) == table.CASE_SECONDS * 0.4
     for bad in ("0", "1.5", "-1", "fast"):
-        monkeypatch.setenv("KIT_TIME_SCALE", bad)
+        monkeypatch.setattr(overrides, "TIME_SCALE", bad)
         try:
             table.time_scale()
         except SystemExit as e:
             assert "KIT_TIME_SCALE must be a number in (0, 1]" in str(e)
         else:
             raise AssertionError(f"KIT_TIME_SCALE={bad} was taken")
-    monkeypatch.delenv("KIT_TIME_SCALE")
+    monkeypatch.setattr(overrides, "TIME_SCALE", None)
     assert table.limit(table.STARTUP_SECONDS) == table.STARTUP_SECONDS
 
 
