@@ -17,6 +17,7 @@ import pytest
 from grader.slots import SANDBOX_UID_BASE, SLOTS
 from kit.parts import HANG_SHARE, IMPL_FILES, limit, time_scale
 from kit.paths import KIT_DIR as KIT, build_dir
+from kit.recipe import recipe
 from staff.mutants import MUTANTS
 
 # A handin with one known bug in part 7 (gradients summed, not averaged):
@@ -159,18 +160,48 @@ def sandbox_processes(uids=SANDBOX_UIDS) -> List[str]:
     return [f"{p.pid}: {p.command}" for p in live_processes() if p.uid in uids]
 
 
+# What CTest writes in the build while the gallery runs beside it (make
+# check runs the two side by side): its own records, the explorer's output
+# (reference/explore), the handout it cuts (staff/handout_with_extensions)
+# and `kit test`'s findings caches (the student loop's: no grading reads
+# them). No grader input lies there (ctest_writes checks it), so a handin
+# that changed one still shows.
+CTEST_WRITES = ("Testing", "explore-check", "handout-with-extensions.tar.gz",
+                "handout-with-extensions.tar.gz.unchecked", "static_checks_cache.json", "link_check_cache.json")
+
+
+def grader_inputs(build: str) -> List[str]:
+    """What a grading reads from the build: the recipe, the compile flags'
+    files and folders, and the link's inputs."""
+    how = recipe(build)
+    named = [f[2:] if f.startswith("-I") else f for f in how["compile_flags"] + how.get("pch_flags", [])]
+    return [os.path.join(build, "impl_recipe.json"), os.path.join(build, "compile_commands.json")] + \
+        [p for p in named + list(how["link_inputs"]) if os.path.isabs(p)]
+
+
+def ctest_writes(build: str) -> List[str]:
+    """CTEST_WRITES as paths of the kit; fails if a grader input is among them."""
+    paths = [os.path.join(build, name) for name in CTEST_WRITES]
+    inside = [i for i in grader_inputs(build) for p in paths
+              if os.path.realpath(i) == os.path.realpath(p) or os.path.realpath(i).startswith(os.path.realpath(p) + "/")]
+    assert not inside, f"the gallery would not see these grader inputs change: {inside}"
+    return [os.path.relpath(p, KIT) for p in paths]
+
+
 def kit_snapshot() -> Dict[str, Tuple[int, int, int]]:
     """Every file of the kit, (size, mtime, mode), except what the grader and
     the other tests write themselves: the grader's object cache, dist/ (the
-    bundle tests) and Python's byte code."""
+    bundle tests), Python's byte code, and what CTest writes beside them."""
     snap = {}
-    skipped = {os.path.join(os.path.relpath(BUILD, KIT), "impl_cache"), "dist"}
+    skipped = {os.path.join(os.path.relpath(BUILD, KIT), "impl_cache"), "dist", *ctest_writes(BUILD)}
     for root, dirs, files in os.walk(KIT):
         rel = os.path.relpath(root, KIT)
         dirs[:] = [d for d in dirs if d not in (".git", "__pycache__") and
                    os.path.normpath(os.path.join(rel, d)) not in skipped]
         for name in files:
             path = os.path.join(root, name)
+            if os.path.normpath(os.path.relpath(path, KIT)) in skipped:
+                continue
             st = os.lstat(path)
             snap[os.path.relpath(path, KIT)] = (st.st_size, st.st_mtime_ns, st.st_mode)
     return snap
