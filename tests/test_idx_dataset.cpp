@@ -240,7 +240,7 @@ TEST(IdxDataset, SearchOrderIsFlagVariableKitSystem) {
     ASSERT_EQ(places.size(), 4u);
     EXPECT_EQ(places[0], "/from/flag");
     EXPECT_EQ(places[1], "/from/env");
-    EXPECT_EQ(places[2], std::string(DTRAIN_KIT_DIR) + "/data");
+    EXPECT_EQ(places[2], std::string(dtrain::kit_dir()) + "/data");
     EXPECT_EQ(places[3], "/usr/share/datasets/fashion-mnist");
   });
 }

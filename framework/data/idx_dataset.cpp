@@ -132,7 +132,7 @@ std::vector<std::string> data_search_path(const std::string& flag_dir) {
   std::vector<std::string> dirs;
   if (!flag_dir.empty()) dirs.push_back(flag_dir);
   if (const char* env = std::getenv("DTRAIN_DATA"); env && *env) dirs.push_back(env);
-  dirs.push_back(std::string(DTRAIN_KIT_DIR) + "/data");
+  dirs.push_back(std::string(kit_dir()) + "/data");
   dirs.push_back("/usr/share/datasets/fashion-mnist");
   return dirs;
 }
@@ -170,7 +170,7 @@ std::string first_complete_dir(const std::vector<std::string>& places) {
   }
   throw DataError("no data set found. Looked in:\n  " + join(looked, "\n  ") +
                   "\nInstall the default one with:  sudo apt-get install dataset-fashion-mnist\n"
-                  "(or put the four MNIST IDX files, plain or .gz, in " + std::string(DTRAIN_KIT_DIR) +
+                  "(or put the four MNIST IDX files, plain or .gz, in " + std::string(kit_dir()) +
                   "/data/, or name a directory with --data DIR or DTRAIN_DATA)");
 }
 

@@ -41,6 +41,8 @@ Matrix read_idx_images(const std::string& path, long max_items = -1, long first_
 Labels read_idx_labels(const std::string& path, long max_items = -1, long first_item = 0);
 
 std::vector<std::string> data_search_path(const std::string& flag_dir);
+// The kit's top folder, defined by a file CMake writes (build/generated/kit_dir.cpp).
+const char* kit_dir();
 // The path of `stem` in `dir`, plain or with ".gz" (plain first); "" when absent.
 std::string idx_file(const std::string& dir, const std::string& stem);
 // The first directory of the search path holding all four files. A directory
