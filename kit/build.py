@@ -123,7 +123,8 @@ def _cpu_limit() -> List[str]:
 
 
 def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = None, runner=run_plainly,
-                pch: Optional[bool] = None, spent: Optional[Dict] = None) -> Optional[str]:
+                pch: Optional[bool] = None, spent: Optional[Dict] = None,
+                compiler_cache: bool = False) -> Optional[str]:
     """Returns None on success, else the compiler's messages; raises
     ResourceFailure when the compiler was killed from outside (the OOM
     killer). A compile past COMPILE_CPU_SECONDS of CPU, or `timeout` s of
@@ -133,7 +134,12 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
     An object compiled before from the same text with the same flags is
     reused (the stubs, the reference's other files), from a cache beside the
     recipe. Its line table names the path it was first compiled from, so a
-    message that quotes a student's line (student_line.h) may find no file there."""
+    message that quotes a student's line (student_line.h) may find no file there.
+    `compiler_cache`: through the build's compiler cache (ccache, the
+    recipe's "compiler_cache"), for the staff's own files outside any sandbox:
+    the cache outlives the build, so a clean clone's known-bug checks compile
+    nothing they compiled before. Never a handin's: its compile must not
+    write where root's builds read."""
     spent = spent if spent is not None else {}
     spent.update(cpu=None, ran_past=False)
     try:
@@ -152,7 +158,8 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
     # object in less than half the time, so the same key. `run_flags`: the
     # flags with the public headers' copy on the include path (build's `headers`).
     use_pch = pch if pch is not None else runner is run_plainly
-    cmd = _cpu_limit() + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
+    cache = [a for a in how.get("compiler_cache", []) if a] if compiler_cache and runner is run_plainly else []
+    cmd = _cpu_limit() + cache + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
         (how.get("pch_flags", []) if use_pch else []) + ["-c", source, "-o", obj]
     timeout = timeout or compile_wall_seconds()
     name = os.path.basename(source)
@@ -200,7 +207,7 @@ def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
           workers: Optional[int] = None, headers: Optional[str] = None,
-          enforce: Optional[bool] = None) -> Dict:
+          enforce: Optional[bool] = None, compiler_cache: bool = False) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
     `pch`: whether the compiler may use the precompiled header (default:
@@ -210,7 +217,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     Each file's report says what the link check found ("link_findings") and
     whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn, or
     `enforce=False`, only reports), and what its compile took ("cpu",
-    "ran_past": compile_one)."""
+    "ran_past": compile_one). `compiler_cache`: compile_one's."""
     enforce = link_check.enforced() if enforce is None else enforce
     how = recipe(build_dir)
     if headers:
@@ -231,7 +238,8 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         elif not os.path.isfile(source):
             errors = f"{name}: missing"
         else:
-            errors = own_names(compile_one(how, source, obj, runner=runner, pch=pch, spent=spent), impl_dir)
+            errors = own_names(compile_one(how, source, obj, runner=runner, pch=pch, spent=spent,
+                                           compiler_cache=compiler_cache), impl_dir)
         found: List[str] = []
         if errors is None and name not in refused:
             found = link_check.findings(obj, source, how, elsewhere)

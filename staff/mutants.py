@@ -16,13 +16,14 @@ the failure messages must match: the diagnosis a student would read
 (a mismatch naming each rank's collective, a hung case's roll-call, ...).
 """
 import argparse
+import fcntl
 import os
 import re
 import shutil
 import sys
-import tempfile
 import time
-from typing import Dict, List, Optional
+from contextlib import contextmanager
+from typing import Dict, Iterator, List, Optional
 
 from kit import parts as table
 from kit.build import build
@@ -66,7 +67,7 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     with open(path, "w") as f:
         f.write(text.replace(mutant.find, mutant.replace, 1))
     binary = os.path.join(scratch, "student", "kit_tests")
-    report = build(impl, binary, build_dir)
+    report = build(impl, binary, build_dir, compiler_cache=True)
     if not report["linked"]:
         errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
@@ -99,6 +100,26 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     return problems
 
 
+@contextmanager
+def scratch_for(mutant: Mutant, build_dir: str) -> Iterator[str]:
+    """An empty folder for one bug's build, at the same place in every build
+    (BUILD/mutants/NAME): its compile command is then the same in every
+    clone, so the compiler cache serves it (kit/build.py, compiler_cache). A
+    lock keeps two checks of the same bug apart."""
+    top = os.path.join(build_dir, "mutants")
+    os.makedirs(top, exist_ok=True)
+    name = re.sub(r"[^a-z0-9]+", "-", mutant.name.lower()).strip("-")
+    with open(os.path.join(top, name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = os.path.join(top, name)
+        shutil.rmtree(path, ignore_errors=True)
+        os.makedirs(path)
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("names", nargs="*", help="run only mutants whose name contains one of these words")
@@ -123,7 +144,7 @@ def main(argv: List[str]) -> int:
     failed = 0
     for mutant in chosen:
         started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="kit-mutant-") as scratch:
+        with scratch_for(mutant, args.build) as scratch:
             problems = check(mutant, args.build, scratch, launcher)
         status = "caught" if not problems else "NOT CAUGHT"
         print(f"{status:>10}  {mutant.name}  ({time.monotonic() - started:.1f} s)", flush=True)

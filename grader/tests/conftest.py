@@ -162,12 +162,13 @@ def sandbox_processes(uids=SANDBOX_UIDS) -> List[str]:
 
 # What CTest writes in the build while the gallery runs beside it (make
 # check runs the two side by side): its own records, the explorer's output
-# (reference/explore), the handout it cuts (staff/handout_with_extensions)
-# and `kit test`'s findings caches (the student loop's: no grading reads
-# them). No grader input lies there (ctest_writes checks it), so a handin
-# that changed one still shows.
+# (reference/explore), the handout it cuts (staff/handout_with_extensions),
+# the known bugs' builds (staff/mutants.py) and `kit test`'s findings caches
+# (the student loop's: no grading reads them). No grader input lies there
+# (ctest_writes checks it), so a handin that changed one still shows.
 CTEST_WRITES = ("Testing", "explore-check", "handout-with-extensions.tar.gz",
-                "handout-with-extensions.tar.gz.unchecked", "static_checks_cache.json", "link_check_cache.json")
+                "handout-with-extensions.tar.gz.unchecked", "mutants", "static_checks_cache.json",
+                "link_check_cache.json")
 
 
 def grader_inputs(build: str) -> List[str]:
