@@ -7,6 +7,7 @@ check that its handins leave the kit untouched.
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,8 +23,8 @@ from staff.mutants import MUTANTS
 
 # A handin with one known bug in part 7 (gradients summed, not averaged):
 # the edit is the mutant's, so it follows the reference wherever it changes.
-_SUMMED = next(m for m in MUTANTS if m.name == "gradients summed instead of averaged")
-SUMMED = {_SUMMED.file: (_SUMMED.find, _SUMMED.replace)}
+SUMMED_MUTANT = next(m for m in MUTANTS if m.name == "gradients summed instead of averaged")
+SUMMED = {SUMMED_MUTANT.file: (SUMMED_MUTANT.find, SUMMED_MUTANT.replace)}
 
 BUILD = build_dir()
 GRADE = os.path.join(KIT, "grader", "grade")
@@ -144,6 +145,69 @@ def grade(tmp_path, tarball, *extra_args, path_first: Optional[str] = None, hang
     assert proc.returncode == 0, proc.stdout
     with open(report_path) as f:
         return Graded(proc, json.load(f))
+
+
+def batch_cmd(inbox, gradebook, *extra):
+    return [sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv", str(gradebook),
+            *extra]
+
+
+def batch_env(tmp_path) -> dict:
+    """marked()'s environment for a batch, graded under the kit's own course
+    (the table's points): batches that share six_graded's results must agree."""
+    return {k: v for k, v in marked(tmp_path).items() if k not in ("KIT_COURSE", "KIT_EXTENSIONS")}
+
+
+def six_handins(tmp_path):
+    """The reference, the stubs, a bug, a file missing, one not compiling, no tarball."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    handin(inbox, name="ann.tar")
+    handin(inbox, name="ben.tar", impl="student")
+    handin(inbox, name="cat.tar", edits=SUMMED)
+    handin(inbox, name="dan.tar", drop=("data_parallel_preprocess.cpp",))
+    handin(inbox, name="eve.tar", edits={"zero_dp_stage3.cpp": ("namespace dtrain {", "namespace dtrain { int x = ;")})
+    (inbox / "fay.tar").write_bytes(b"not a tarball")
+    return inbox
+
+
+@pytest.fixture(scope="session")
+def six_graded(tmp_path_factory):
+    """six_handins graded once, uninterrupted, as one batch: (inbox, its
+    out/ folder). The tests that need a graded batch (a resumed batch held
+    against it, a re-scoring, a Canvas import) copy the folder (graded_copy)
+    rather than grade the six again; they share an xdist group, so one
+    worker grades it."""
+    top = tmp_path_factory.mktemp("six-graded")
+    inbox = six_handins(top)
+    proc = subprocess.run(batch_cmd(inbox, top / "out" / "gradebook.csv"), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900, env=batch_env(top))
+    assert proc.returncode == 0, proc.stdout
+    return inbox, top / "out"
+
+
+@pytest.fixture(scope="session")
+def summed_graded(tmp_path_factory):
+    """The handin with SUMMED's bug graded once, with --gradescope: (Graded,
+    the results file). The tests that only read that grading share it (xdist
+    group "summed", so one worker grades it)."""
+    top = tmp_path_factory.mktemp("summed-graded")
+    results = top / "results.json"
+    return grade(top, handin(top, edits=SUMMED), "--gradescope", str(results)), results
+
+
+@pytest.fixture(scope="session")
+def missing_file_graded(tmp_path_factory):
+    """The reference without data_parallel_preprocess.cpp, graded once for
+    the tests that read that grading (xdist group "missing")."""
+    top = tmp_path_factory.mktemp("missing-file-graded")
+    return grade(top, handin(top, drop=("data_parallel_preprocess.cpp",)))
+
+
+def graded_copy(six_graded, tmp_path):
+    """A copy of six_graded's out/ folder in `tmp_path`: its gradebook's path."""
+    shutil.copytree(six_graded[1], tmp_path / "out")
+    return tmp_path / "out" / "gradebook.csv"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, GRADE, SUMMED, grade, handin, left_behind, live_processes, marked
+from conftest import (BUILD, GRADE, SUMMED, batch_cmd, batch_env, grade, graded_copy, handin, left_behind,
+                      live_processes, marked, six_handins)
 from grader.batches import STOP_SECONDS
 from grader.namespaces import SHARED_TMP
 from grader.slots import SANDBOX_UID_BASE, SLOTS
@@ -33,32 +34,16 @@ def sandbox_processes(tmp_path):
                                     if p.uid in SANDBOX_UIDS and not p.marks]
 
 
-def batch_cmd(inbox, gradebook, *extra):
-    return [sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv", str(gradebook),
-            *extra]
-
-
-def six_handins(tmp_path):
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    handin(inbox, name="ann.tar")
-    handin(inbox, name="ben.tar", impl="student")
-    handin(inbox, name="cat.tar", edits=SUMMED)
-    handin(inbox, name="dan.tar", drop=("data_parallel_preprocess.cpp",))
-    handin(inbox, name="eve.tar", edits={"zero_dp_stage3.cpp": ("namespace dtrain {", "namespace dtrain { int x = ;")})
-    (inbox / "fay.tar").write_bytes(b"not a tarball")
-    return inbox
-
-
 def rows(gradebook):
     with open(gradebook, newline="") as f:
         return list(csv.reader(f))
 
 
+@pytest.mark.xdist_group("six_graded")
 @pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("KIT_REQUIRE_SANDBOX"), reason="needs root")
-def test_a_batch_killed_twice_resumes_to_the_same_gradebook(tmp_path):
+def test_a_batch_killed_twice_resumes_to_the_same_gradebook(tmp_path, six_graded):
     inbox = six_handins(tmp_path)
-    env = marked(tmp_path)
+    env = batch_env(tmp_path)
     gradebook = tmp_path / "resumed" / "gradebook.csv"
     rng = random.Random(15442)
     for kill in range(2):
@@ -87,11 +72,10 @@ def test_a_batch_killed_twice_resumes_to_the_same_gradebook(tmp_path):
     again = subprocess.run(batch_cmd(inbox, gradebook), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            timeout=900, env=env)
     assert "6 handin(s) already graded" in again.stdout and rows(gradebook) == resumed
-    # Regrading grades every handin again in one go, uninterrupted: the
-    # gradebook the kills and the resumption made must be that one.
-    regrade = subprocess.run(batch_cmd(inbox, gradebook, "--regrade"), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, timeout=900, env=env)
-    assert "6 handins graded now" in regrade.stdout and rows(gradebook) == resumed
+    # The gradebook the kills and the resumption made must be the one the
+    # same handins graded in one go make (--regrade's own rules:
+    # test_case_reports.py, test_a_stopped_regrade_resumes_with_the_command_it_names).
+    assert rows(six_graded[1] / "gradebook.csv") == resumed
     assert sandbox_processes(tmp_path) == []
 
 
@@ -117,9 +101,9 @@ def test_ctrl_c_stops_a_batch_cleanly(tmp_path):
     assert not left, f"the sandbox users' files outlived the batch: {left}"
 
 
-def test_hidden_failures_follow_the_visibility_policy(tmp_path):
-    results = tmp_path / "results.json"
-    g = grade(tmp_path, handin(tmp_path, edits=SUMMED), "--gradescope", str(results))
+@pytest.mark.xdist_group("summed")
+def test_hidden_failures_follow_the_visibility_policy(tmp_path, summed_graded):
+    g, results = summed_graded
     assert g.scores["part7"] == 0
     # Human report and Autolab output (all of stdout): hidden cases as counts only.
     assert "HiddenPart7" not in g.stdout and "hidden cases failed" in g.stdout
@@ -202,27 +186,26 @@ def test_grader_errors_of_a_batch_are_listed_by_one_command(tmp_path):
     assert listed.stdout.startswith("ann.tar\n") and "the grader failed in its" in listed.stdout
 
 
-def test_a_canvas_import_maps_handins_to_students_and_lists_the_rest(tmp_path):
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    handin(inbox, name="alice1.tar")
-    handin(inbox, name="bob2.tar", edits=SUMMED)
-    handin(inbox, name="nobody.tar", impl="student")
+@pytest.mark.xdist_group("six_graded")
+def test_a_canvas_import_maps_handins_to_students_and_lists_the_rest(tmp_path, six_graded):
+    gradebook = graded_copy(six_graded, tmp_path)  # graded already: the run only writes the import
     roster = tmp_path / "export.csv"
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Distributed training (77)\n"
                       "    Points Possible,,,,,150\n"
-                      "\"Doe, Alice\",101,9001,alice1,Sec A,\n"
-                      "\"Roe, Bob\",102,9002,BOB2,Sec B,\n"
+                      "\"Doe, Ann\",101,9001,ann,Sec A,\n"
+                      "\"Roe, Cat\",102,9002,CAT,Sec B,\n"
                       "\"Poe, Carl\",103,9003,carl3,Sec A,\n", encoding="utf-8")
-    gradebook, canvas = tmp_path / "out" / "gradebook.csv", tmp_path / "out" / "canvas.csv"
-    proc = subprocess.run(batch_cmd(inbox, gradebook, "--canvas", str(canvas), "--roster", str(roster),
+    canvas = tmp_path / "out" / "canvas.csv"
+    proc = subprocess.run(batch_cmd(six_graded[0], gradebook, "--canvas", str(canvas), "--roster", str(roster),
                                     "--assignment", "Distributed training (77)"),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, env=marked(tmp_path))
-    assert proc.returncode == 0, proc.stdout
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900, env=batch_env(tmp_path))
+    assert proc.returncode == 0 and "6 handin(s) already graded" in proc.stdout, proc.stdout
     got = rows(canvas)
     assert got[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Distributed training (77)"]
-    assert got[1] == ["Doe, Alice", "101", "9001", "alice1", "Sec A", "150"]
-    assert got[2][:5] == ["Roe, Bob", "102", "9002", "BOB2", "Sec B"] and float(got[2][5]) < 150
+    assert got[1] == ["Doe, Ann", "101", "9001", "ann", "Sec A", "150"]
+    assert got[2][:5] == ["Roe, Cat", "102", "9002", "CAT", "Sec B"] and float(got[2][5]) < 150
     assert len(got) == 3
-    assert "nobody.tar" in proc.stdout and (tmp_path / "out" / "canvas.csv.unmatched.txt").read_text() == "nobody.tar,0\n"
+    unmatched = (tmp_path / "out" / "canvas.csv.unmatched.txt").read_text().splitlines()
+    assert [line.split(",")[0] for line in unmatched] == ["ben.tar", "dan.tar", "eve.tar", "fay.tar"], unmatched
+    assert "ben.tar,0" in unmatched and "ben.tar" in proc.stdout
     assert "1 on the roster without a handin" in proc.stdout

@@ -10,6 +10,8 @@ import os
 import re
 import signal
 
+import pytest
+
 from conftest import BUILD, grade, handin
 from grader import batches, grades, grading
 from kit import parts as table
@@ -54,8 +56,9 @@ def test_a_compile_error_names_the_students_file_and_line(tmp_path):
     assert g.stdout.count("func_impl.cpp does not compile") == 1
 
 
-def test_a_missing_file_is_said_once(tmp_path):
-    g = grade(tmp_path, handin(tmp_path, drop=("data_parallel_preprocess.cpp",)))
+@pytest.mark.xdist_group("missing")
+def test_a_missing_file_is_said_once(missing_file_graded):
+    g = missing_file_graded
     assert g.stdout.count("data_parallel_preprocess.cpp is missing") == 1, g.stdout
     assert "graded with the stub" not in g.stdout
     assert g.scores["part1"] == 0 and g.total == table.TOTAL_POINTS - 10

@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, GRADE, KIT, SUMMED, grade, handin, left_behind, marked
+from conftest import BUILD, GRADE, KIT, SUMMED_MUTANT, grade, handin, left_behind, marked
 
 from kit import parts as table
 from staff.mutants import MUTANTS, WRONG_ANSWERS_FROM
@@ -43,8 +43,9 @@ def test_stubs_score_zero_and_every_part_is_reported(tmp_path):
     assert "is not implemented yet" in g.stdout
 
 
-def test_a_bug_in_one_part_costs_only_that_part(tmp_path):
-    g = grade(tmp_path, handin(tmp_path, edits=SUMMED))
+@pytest.mark.xdist_group("summed")
+def test_a_bug_in_one_part_costs_only_that_part(summed_graded):
+    g = summed_graded[0]
     assert g.scores["part7"] < FULL["part7"]
     assert all(g.scores[k] == FULL[k] for k in FULL if k != "part7")
 
@@ -59,8 +60,9 @@ def test_a_file_that_does_not_compile_costs_only_its_parts(tmp_path):
     assert "error" in g.stdout  # the compiler's first messages are shown
 
 
-def test_a_missing_file_counts_as_its_stub(tmp_path):
-    g = grade(tmp_path, handin(tmp_path, drop=("data_parallel_preprocess.cpp",)))
+@pytest.mark.xdist_group("missing")
+def test_a_missing_file_counts_as_its_stub(missing_file_graded):
+    g = missing_file_graded
     assert g.scores["part1"] == 0
     assert g.scores["part2"] == FULL["part2"]
     assert "data_parallel_preprocess.cpp is missing" in g.stdout
@@ -143,9 +145,9 @@ def test_a_file_that_is_not_a_tarball(tmp_path):
     assert g.report["status"] == "not a readable handin"
 
 
-def test_gradescope_results_schema(tmp_path):
-    results = tmp_path / "results.json"
-    grade(tmp_path, handin(tmp_path, edits=SUMMED), "--gradescope", str(results))
+@pytest.mark.xdist_group("summed")
+def test_gradescope_results_schema(summed_graded):
+    results = summed_graded[1]
     data = json.loads(results.read_text())
     assert isinstance(data["score"], (int, float)) and data["score"] < 150
     assert data["tests"] and all({"name", "score", "max_score", "output", "visibility"} <= set(t) for t in data["tests"])
@@ -182,9 +184,12 @@ def wrong_answer_mutants():
     return [m for m in MUTANTS[names.index(WRONG_ANSWERS_FROM):] if m.file not in extension_files]
 
 
-@pytest.mark.parametrize("mutant", wrong_answer_mutants(), ids=lambda m: m.name)
-def test_each_known_bug_loses_points_in_its_parts_only(tmp_path, mutant):
-    g = grade(tmp_path, handin(tmp_path, edits={mutant.file: (mutant.find, mutant.replace)}))
+# SUMMED's bug is one of them: its grading is the session's (summed_graded).
+@pytest.mark.parametrize("mutant", [pytest.param(m, marks=pytest.mark.xdist_group("summed")) if m == SUMMED_MUTANT else m
+                                    for m in wrong_answer_mutants()], ids=lambda m: m.name)
+def test_each_known_bug_loses_points_in_its_parts_only(tmp_path, mutant, request):
+    g = request.getfixturevalue("summed_graded")[0] if mutant == SUMMED_MUTANT else \
+        grade(tmp_path, handin(tmp_path, edits={mutant.file: (mutant.find, mutant.replace)}))
     for key, full in FULL.items():
         if key in mutant.zero:
             assert g.scores[key] == 0, key

@@ -13,11 +13,10 @@ import time
 
 import pytest
 
-from conftest import BUILD, GRADE
+from conftest import BUILD, GRADE, graded_copy
 from grader import rescore
 from grader.grades import Grade, PartResult
 from kit import parts as table
-from test_batches import six_handins
 
 
 def course(tmp_path, body: str, name: str) -> str:
@@ -102,9 +101,10 @@ def test_what_cannot_be_re_scored_keeps_its_row_and_names_the_regrade(tmp_path):
     assert grade_cmd("--rescore", str(tmp_path / "nothing.csv")).returncode == 2
 
 
-def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_them(tmp_path):
-    inbox = six_handins(tmp_path)  # the reference, the stubs, a bug, a file missing, one not compiling, no tar
-    gradebook = str(tmp_path / "out" / "gradebook.csv")
+@pytest.mark.xdist_group("six_graded")
+def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_them(tmp_path, six_graded):
+    # The reference, the stubs, a bug, a file missing, one not compiling, no tar: graded once for the session.
+    inbox, gradebook = six_graded[0], str(graded_copy(six_graded, tmp_path))
     batch = ("--build", BUILD, "--batch", str(inbox), "--jobs", "2", "--csv", gradebook)
     first = grade_cmd(*batch)
     assert first.returncode == 0 and "another course" not in first.stdout, first.stdout
