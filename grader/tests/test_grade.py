@@ -28,12 +28,24 @@ def test_the_table_has_the_points_of_the_spec():
     assert {p.key: p.points for p in table.PARTS} == FULL and table.TOTAL_POINTS == 150
 
 
-def test_reference_scores_full_marks(tmp_path):
-    g = grade(tmp_path, handin(tmp_path))
-    assert g.scores == {k: float(v) for k, v in FULL.items()}
-    last = g.stdout.strip().splitlines()[-1]
-    assert json.loads(last) == {"scores": g.scores, "scoreboard": [150.0]}
-    assert g.report["seconds"] < 60
+@pytest.fixture(scope="module")
+def reference_graded(tmp_path_factory):
+    """The reference graded once for this file's two tests of it, the build
+    named by a relative path (test_a_relative_build_directory): (stdout, report)."""
+    top = tmp_path_factory.mktemp("reference-graded")
+    proc = subprocess.run([sys.executable, GRADE, "--build", os.path.relpath(BUILD, KIT), "--json",
+                           str(top / "report.json"), handin(top)], cwd=KIT, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=600, env=marked(top))
+    assert proc.returncode == 0, proc.stdout
+    return proc.stdout, json.loads((top / "report.json").read_text())
+
+
+@pytest.mark.xdist_group("reference")
+def test_reference_scores_full_marks(reference_graded):
+    stdout, report = reference_graded
+    last = json.loads(stdout.strip().splitlines()[-1])
+    assert last == {"scores": {k: float(v) for k, v in FULL.items()}, "scoreboard": [150.0]}
+    assert report["total"] == 150 and report["seconds"] < 60
 
 
 def test_stubs_score_zero_and_every_part_is_reported(tmp_path):
@@ -83,13 +95,10 @@ def test_an_mpi_that_cannot_start_is_a_grader_error_not_zeros(tmp_path):
     assert "the kit's own stubs did not start their cases either" in g.stdout
 
 
-def test_a_relative_build_directory(tmp_path):
-    tarball = handin(tmp_path)
-    proc = subprocess.run([sys.executable, GRADE, "--build", os.path.relpath(BUILD, KIT), tarball], cwd=KIT,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600,
-                          env=marked(tmp_path))
-    assert proc.returncode == 0, proc.stdout
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["scoreboard"] == [150.0], proc.stdout
+@pytest.mark.xdist_group("reference")
+def test_a_relative_build_directory(reference_graded):
+    stdout, _ = reference_graded
+    assert json.loads(stdout.strip().splitlines()[-1])["scoreboard"] == [150.0], stdout
 
 
 def test_a_deadlock_costs_one_case_and_leaves_no_process(tmp_path):
@@ -156,24 +165,16 @@ def test_gradescope_results_schema(summed_graded):
     assert part7["score"] < part7["max_score"] and "part7: Part7WeightGrad.SeedCaseTwoRows" in part7["output"]
 
 
-def test_batch_mode_writes_a_gradebook_and_reports(tmp_path):
-    inbox = tmp_path / "inbox"
-    inbox.mkdir()
-    handin(inbox, name="alice.tar")
-    handin(inbox, name="bob.tar", impl="student")
-    (inbox / "carol.tar").write_bytes(b"garbage")
-    gradebook = tmp_path / "out" / "gradebook.csv"
-    proc = subprocess.run([sys.executable, GRADE, "--build", BUILD, "--batch", str(inbox), "--jobs", "2",
-                           "--csv", str(gradebook)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          timeout=900, env=marked(tmp_path))
-    assert proc.returncode == 0, proc.stdout
-    rows = {r["handin"]: r for r in csv.DictReader(gradebook.open())}
-    assert rows["alice.tar"]["total"] == "150"
-    assert rows["bob.tar"]["total"] == "0"
-    assert rows["carol.tar"]["status"] == "not a readable handin"
-    for stem in ("alice", "bob", "carol"):
-        assert (tmp_path / "out" / f"{stem}.report.txt").exists()
-    assert left_behind(tmp_path) == []
+@pytest.mark.xdist_group("six_graded")
+def test_batch_mode_writes_a_gradebook_and_reports(six_graded):
+    out = six_graded[1]  # ann: the reference, ben: the stubs, fay: no tarball, among others
+    rows = {r["handin"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
+    assert rows["ann.tar"]["total"] == "150"
+    assert rows["ben.tar"]["total"] == "0"
+    assert rows["fay.tar"]["status"] == "not a readable handin"
+    for stem in ("ann", "ben", "cat", "dan", "eve", "fay"):
+        assert (out / f"{stem}.report.txt").exists()
+    assert left_behind(out.parent) == []
 
 
 def wrong_answer_mutants():
