@@ -49,9 +49,9 @@ bench: build
 	@$(PYTHON) -m staff.bench $(BENCH_ARGS)
 
 # The kit's self-test: CTest beside the grader's and the staff tools' pytest
-# suites. Both mostly wait (planted hangs, MPI jobs starting), so side by
-# side they take little more CPU than one after the other and far less wall
-# time (docs/internals.md); the hostile gallery ignores exactly what CTest
+# suites. Both spend much of their time waiting (planted hangs, MPI jobs),
+# which side by side overlaps the other's work (docs/internals.md has the
+# figures); the hostile gallery ignores exactly what CTest
 # writes in the build (grader/tests/conftest.py, CTEST_WRITES). CTest's
 # report goes to $(BUILD)/Testing/check.log and is printed at the end.
 # The pytest suites' many planted hangs end sooner: their time limits at 0.4
