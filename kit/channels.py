@@ -10,9 +10,14 @@ dropped, not kept. Beside them lies the roll-call board, a small file each
 rank maps to mark that it answered a roll-call (watchdog.cpp); it decides
 nothing here.
 
+Each rank's MPI side (framework/comm/side/) has a channel of its own too,
+side<r>, for its accounts of the traffic (kit/traffic.py): it opens it
+before it starts the rank's program, and its lines are kept apart.
+
     channels = Channels(directory, ranks)   # before the job starts
     ... the job runs; channels.bytes grows as records arrive ...
     lines = channels.close()                # [(rank, line), ...] in arrival order
+    channels.side_lines                     # the same, of the sides' channels
 """
 import os
 import select
@@ -41,16 +46,18 @@ class Channels:
         self.dropped = 0        # bytes past MAX_BYTES, or in lines past MAX_LINE_BYTES
         self.torn = 0           # channels whose last line the job's end cut off
         self.lines: List[Tuple[int, bytes]] = []
-        self._partial = [bytearray() for _ in range(ranks)]
+        self.side_lines: List[Tuple[int, bytes]] = []
+        self._names = [f"{kind}{rank}" for kind in ("rank", "side") for rank in range(ranks)]
+        self._partial = {name: bytearray() for name in self._names}
         self._fds = {}
         self._lock = threading.Lock()
-        for rank in range(ranks):
-            path = os.path.join(self.dir, f"rank{rank}")
+        for name in self._names:
+            path = os.path.join(self.dir, name)
             os.mkfifo(path, 0o600)
             if shared:
                 os.chmod(path, 0o622)  # others write; only we read
             # Opened before the job: a rank's open never waits for a reader.
-            self._fds[os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)] = rank
+            self._fds[os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)] = name
         board = os.path.join(self.dir, "rollcall")
         fd = os.open(board, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.ftruncate(fd, BOARD_BYTES)
@@ -60,8 +67,8 @@ class Channels:
             os.chmod(self.dir, 0o711)
         # A writer end of our own keeps each channel open between the ranks'
         # opens and after their exits, so select never spins on end-of-file.
-        self._keep = [os.open(os.path.join(self.dir, f"rank{r}"), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-                      for r in range(ranks)]
+        self._keep = [os.open(os.path.join(self.dir, name), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                      for name in self._names]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -74,13 +81,15 @@ class Channels:
             return False
         if not chunk:
             return False
-        rank = self._fds[fd]
+        name = self._fds[fd]
+        rank = int(name[4:])
+        kept = self.lines if name.startswith("rank") else self.side_lines
         with self._lock:
             self.bytes += len(chunk)
             if self.kept > MAX_BYTES:
                 self.dropped += len(chunk)
                 return True
-            buf = self._partial[rank]
+            buf = self._partial[name]
             buf += chunk
             while True:
                 end = buf.find(b"\n")
@@ -92,7 +101,7 @@ class Channels:
                     self.dropped += len(line) + 1
                 else:
                     self.kept += len(line) + LINE_COST
-                    self.lines.append((rank, line))
+                    kept.append((rank, line))
             if len(buf) > MAX_LINE_BYTES:  # a line that never ends
                 self.dropped += len(buf)
                 buf.clear()
@@ -122,5 +131,5 @@ class Channels:
         os.rmdir(self.dir)
         with self._lock:
             # A line the job's end cut off is no record: counted, not kept.
-            self.torn = sum(1 for b in self._partial if b)
+            self.torn = sum(1 for b in self._partial.values() if b)
             return list(self.lines)

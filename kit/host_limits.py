@@ -201,7 +201,7 @@ def compile_workers() -> int:
 
 
 def memory_needed() -> int:
-    """Bytes a grading job may hold at most: 8 ranks at their limits, and the kit's share."""
+    """Bytes a grading job may hold at most: 8 ranks and their MPI sides at their limits, and the kit's share."""
     return table.JOB_MEMORY_MIB << 20
 
 
@@ -222,7 +222,8 @@ def requirements(root: bool) -> List[Shortfall]:
         found.append(Shortfall("memory", (
             f"this container may hold {mib(limit)} of memory, and a grading job needs up to {mib(memory_needed())} "
             f"({JOB_RANKS} ranks of {table.RANK_DATA_LIMIT_MIB} MiB of private memory and a {table.RANK_STACK_LIMIT_MIB} "
-            f"MiB stack each, and {table.KIT_SHARE_MIB} MiB for the kit's processes): {RAISE['memory']}")))
+            f"MiB stack each, {table.SIDE_DATA_LIMIT_MIB} MiB for each rank's MPI side, and {table.KIT_SHARE_MIB} MiB "
+            f"for the kit's processes): {RAISE['memory']}")))
     have = cpus()
     if have < MIN_CPUS:
         found.append(Shortfall("CPU", (

@@ -15,6 +15,9 @@ more. So a handin can offer wrong values but never a verdict.
 Each file has one line per case the reference ran and one per value:
     case <Suite.Case>
     value <Suite.Case> <label> <rank> <rows> <cols> <stride> <v0> <v1> ...
+and, for the parts whose rules are about traffic, one per rank of a case
+with what its MPI side carried (kit/traffic.py):
+    traffic <Suite.Case> <rank> <op>:<elements>:<ranks>:<times> ...
 and the hidden values' file a line with the salt of the hidden cases'
 inputs (tests/harness/kit_test.h, salted), which the runner hands to jobs of hidden
 cases only:
@@ -25,6 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from kit import traffic as traffic_accounts
 from kit.records import Observed
 
 MAX_DIFFERENCES_SHOWN = 1
@@ -39,6 +43,8 @@ class Expected:
     cases: List[str] = field(default_factory=list)
     values: Dict[str, Dict[Tuple[str, int], Observed]] = field(default_factory=dict)
     salt: Optional[int] = None  # of the hidden cases' inputs; None: unsalted
+    # case -> rank -> the reference's traffic, as its MPI side accounted it (kit/traffic.py)
+    traffic: Dict[str, Dict[int, traffic_accounts.Account]] = field(default_factory=dict)
 
 
 def load(path: str) -> Expected:
@@ -57,14 +63,22 @@ def load(path: str) -> Expected:
                     int(words[5]), int(words[6])
                 out.values.setdefault(case, {})[(label, rank)] = Observed(rows, cols, stride,
                                                                           [float(v) for v in words[7:]])
+            elif words[0] == "traffic":
+                try:
+                    traffic_accounts.load_line(words, out.traffic)
+                except ValueError as e:
+                    raise ValueError(f"{path}:{number}: {e}") from None
             else:
                 raise ValueError(f"{path}:{number}: not a line of the expected-values file")
     return out
 
 
-def dump(cases: List[str], values: Dict[str, Dict[Tuple[str, int], Observed]], salt: Optional[int] = None) -> str:
+def dump(cases: List[str], values: Dict[str, Dict[Tuple[str, int], Observed]], salt: Optional[int] = None,
+         traffic: Optional[Dict[str, Dict[int, traffic_accounts.Account]]] = None) -> str:
     """The file's text for the reference's run (`make hidden-data`), sorted so a change reads as a diff."""
     lines = ([f"salt {salt}"] if salt is not None else []) + [f"case {c}" for c in sorted(set(cases))]
+    for case in sorted(traffic or {}):
+        lines += traffic_accounts.dump_lines(case, traffic[case])
     for case in sorted(values):
         for (label, rank), v in sorted(values[case].items(), key=lambda kv: (kv[0][0], kv[0][1])):
             numbers = " ".join(repr(x) for x in v.values)
@@ -153,6 +167,7 @@ def load_all(paths: List[str]) -> Expected:
         one = load(path)
         out.cases += one.cases
         out.values.update(one.values)
+        out.traffic.update(one.traffic)
         out.salt = one.salt if one.salt is not None else out.salt
     return out
 

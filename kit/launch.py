@@ -18,6 +18,7 @@ from kit import judge
 from kit.channels import Channels
 from kit import parts as table
 from kit import records as rec
+from kit import traffic as side_traffic
 from kit.paths import KITRUN
 from kit.processes import kill_session
 from kit import overrides
@@ -62,6 +63,7 @@ class JobTally:
     error: Optional[str] = None    # the binary could not run at all
     integrity: List[str] = field(default_factory=list)  # what in the results files no honest run writes
     observed: Optional[Dict] = None  # set to {} to collect every value record (make hidden-data)
+    observed_traffic: Optional[Dict] = None  # set to {} to collect the sides' accounts (make hidden-data)
     unjudged: List[str] = field(default_factory=list)  # planned cases the judge has no values for
     unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
     dropped: int = 0               # bytes of output not kept (see OutputTap)
@@ -178,6 +180,7 @@ class Job:
     returncode: int
     seconds: float
     limit_scale: Optional[float] = None  # the factor on its cases' limits (Launch.scale x case_share)
+    traffic: side_traffic.Traffic = field(default_factory=side_traffic.Traffic)  # the MPI sides' accounts
 
 
 def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
@@ -210,6 +213,17 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
                 f"time or memory limit?); {host_limits.RAISE['memory']}, or {host_limits.RAISE['time']}")
         lines = channels.close()
         records = rec.parse(lines)
+        traffic = side_traffic.parse(channels.side_lines)
+        if tally.observed_traffic is not None:
+            for case, accounts in traffic.accounts.items():
+                tally.observed_traffic.setdefault(case, {}).update(accounts)
+        if traffic.malformed:
+            tally.integrity.append(f"{traffic.malformed} line(s) on the MPI sides' channels were no account of "
+                                   "theirs (written by code under test?); they were ignored")
+        stray = side_traffic.unplanned(traffic, [c for p in records.plans for c in p["cases"]])
+        if stray:
+            tally.integrity.append(f"accounts of traffic for {len(stray)} case(s) the job never planned, such as "
+                                   f"{stray[0]!r} (written by code under test?)")
         if tally.observed is not None:
             for case, values in records.values.items():
                 tally.observed.setdefault(case, {}).update(values)
@@ -225,7 +239,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
             if state != "on" and state not in tally.unfiltered:
                 tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started,
-                   launch.scale() * launch.case_share)
+                   launch.scale() * launch.case_share, traffic)
     finally:
         if lines is None:
             channels.close()

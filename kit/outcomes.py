@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from kit import judge
+from kit import traffic
 from kit.diagnosis import rank_label, roll_call
 from kit.launch import Job
 
@@ -112,9 +113,10 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
             failures.append({"rank": None, "message": f"integrity: {len(mine)} results for this case, where the "
                                                       "harness writes one (records written by code under test?)"})
             ok = False
-        if expected is not None and (wanted is not None or case in expected.values):
+        if expected is not None and (wanted is not None or case in expected.values or case in expected.traffic):
             judged = judge.judge_case(case, job.records.values.get(case, {}), expected,
                                       job.records.doubled.get(case, 0))
+            judged += traffic.judge_case(case, job.traffic, expected.traffic)
             if judged and ok:
                 failures, ok = judged, False
         # The longest a result says: records written by code under test can

@@ -57,16 +57,23 @@ STARTUP_SECONDS = 30.0        # from launch to the plan record: MPI start-up and
 QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck where no watchdog reaches
 
 # Memory: the heap one rank of a test job may hold at once (the kit's data
-# and MPI's buffers included), the same on every machine, so that a grade
-# never depends on the grading machine's memory; the reference's largest
-# case, the hidden training, holds 32 MiB at its peak, its data set included.
-RANK_HEAP_BUDGET_MIB = 64
+# included; MPI's buffers are its side's, below), the same on every machine,
+# so that a grade never depends on the grading machine's memory; the
+# reference's largest case, the hidden training, holds 32 MiB at its peak,
+# its data set included.
+RANK_HEAP_BUDGET_MIB = 40
 # Beside the heap: all of a rank's private memory (heap, private mappings,
 # thread stacks: the kernel's RLIMIT_DATA), set by the test program and by
 # the grader's sandbox. It stops memory taken around the heap's accounting
-# (a mapping of one's own); the reference's ranks need 35 MiB of it at their
-# peak, so a handin at its heap budget keeps some 10 MiB of room.
+# (a mapping of one's own); the reference's ranks need 21 MiB of it at their
+# peak (MPI's memory is its side's), so a handin at its heap budget keeps
+# some 10 MiB of room.
 RANK_DATA_LIMIT_MIB = RANK_HEAP_BUDGET_MIB + 16
+# Each rank's MPI side (framework/comm/side/), the process that alone holds
+# MPI, sets its own data limit: MPI's memory and the buffers of the call it
+# carries, which MPI reduces in place (the largest call of a case holds
+# 4 MiB; at 20 MiB a side failed inside Open MPI's reduce-scatter of it).
+SIDE_DATA_LIMIT_MIB = 24
 # The one private memory the data limit does not count: the main thread's
 # stack (RLIMIT_STACK; the system-call filter refuses every other mapping
 # that grows down, and mremap). The reference's ranks use 0.2 MiB of it.
@@ -75,7 +82,7 @@ RANK_STACK_LIMIT_MIB = 2
 # 1 MiB each rather than glibc's 8, since the data limit counts a stack at
 # its full size, touched or not (tests/harness/mpi_test_main.cpp).
 THREAD_STACK_KIB = 1024
-# A grading job of 8 ranks, each at both limits, with the kit's own share:
+# A grading job of 8 ranks, each at both limits with its side at its own, and the kit's own share:
 # mpirun (21 MiB resident, 8 MiB of it MPI's shared memory), the grader's
 # Python (34 MiB) and the records it keeps (4 MiB of them at most,
 # kit/channels.py, some 30 MiB once read), the ranks' page tables and the
@@ -83,7 +90,7 @@ THREAD_STACK_KIB = 1024
 # kit/host_limits.py refuses a machine with less.
 JOB_RANKS = 8
 KIT_SHARE_MIB = 112
-JOB_MEMORY_MIB = JOB_RANKS * (RANK_DATA_LIMIT_MIB + RANK_STACK_LIMIT_MIB) + KIT_SHARE_MIB
+JOB_MEMORY_MIB = JOB_RANKS * (RANK_DATA_LIMIT_MIB + RANK_STACK_LIMIT_MIB + SIDE_DATA_LIMIT_MIB) + KIT_SHARE_MIB
 # The smallest memory a grading platform gives by default (Gradescope's): a
 # job at every limit fits there by construction, or nothing builds.
 SMALLEST_PLATFORM_MIB = 768
@@ -148,19 +155,20 @@ ALL_PARTS: List[Part] = [
          [test_file("test_part7_weight_grad.cpp")], "Part 7", functions=["collect_weight_grad"]),
     part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition.*", 1), Run("Part8Forward.*", 4)], [1, 8],
          [ZERO], [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"],
-         functions=["partition_flat_tensor", "forward"]),
+         functions=["partition_flat_tensor", "forward"], traffic=True),
     part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward.*", 4)], [8], [ZERO],
          [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"],
-         functions=["backward"]),
+         functions=["backward"], traffic=True),
     part("part9", "ZeRO-3 sharded Adam", 10,
          [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
          [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9",
-         functions=["ZeroDPAdam::step"]),
+         functions=["ZeroDPAdam::step"], traffic=True),
     # The extension parts: one suite per rank count (a case runs on its run's
     # ranks); each part's files are found by its key (kit/part_types.py).
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
          [1, 2, 3, 4, 8], [RING], under("tests", "part11_ring", "test_part11_ring.cpp"), "Part 11",
          functions=["naive_allreduce", "ring_allreduce"], extension=True, about="collectives from point-to-point calls",
+         traffic=True,
          adds=Adds(programs=under("programs", "part11_ring", "ring_timing.cpp"),
                    hidden=under("grader/hidden", "part11_ring", "hidden_ring.cpp"),
                    other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py") +
@@ -181,7 +189,7 @@ ALL_PARTS: List[Part] = [
                    make="make/part12_pipeline.mk", allowlist="kit/allowlist/part12_pipeline.txt")),
     part("part13_ddp", "gradient buckets and overlap", 20, [Run(f"Part13Ddp{n}.*", n) for n in (1, 2, 4)],
          [1, 2, 4], [DDP], under("tests", "part13_ddp", "test_part13_ddp.cpp"), "Part 13",
-         functions=["plan_buckets", "GradientBuckets"], extension=True,
+         functions=["plan_buckets", "GradientBuckets"], extension=True, traffic=True,
          about="gradient buckets and their overlap with backward",
          adds=Adds(framework=("framework/model/ddp_model.cpp",),
                    programs=under("programs", "part13_ddp", "ddp_train.cpp", "request_progress.cpp"),
@@ -286,6 +294,7 @@ def cpp_text() -> str:
         "long long kRankHeapBudgetBytes": f"{RANK_HEAP_BUDGET_MIB}LL << 20",
         "long long kRankDataLimitBytes": f"{RANK_DATA_LIMIT_MIB}LL << 20",
         "long long kRankStackLimitBytes": f"{RANK_STACK_LIMIT_MIB}LL << 20",
+        "long long kSideDataLimitBytes": f"{SIDE_DATA_LIMIT_MIB}LL << 20",
         "long long kThreadStackBytes": f"{THREAD_STACK_KIB}LL << 10"})
 
 

@@ -1,6 +1,8 @@
 """`make hidden-data` (staff): records what the reference's student functions
 return in every case, public and hidden, of every part the build has: the
-judge's values (kit/judge.py). The public cases' go to
+judge's values (kit/judge.py), and, for the parts whose rules are about
+traffic (kit/parts.py, `traffic`), what the ranks' MPI sides carried in
+each case (kit/traffic.py). The public cases' go to
 tests/expected_values.txt, which ships with the handout; the hidden cases'
 to grader/hidden/expected.txt, which never enters the test binary or the
 sandbox. Then the Makefile grades the reference against the new values,
@@ -27,7 +29,7 @@ from kit.paths import KIT_DIR as KIT, build_dir, test_binary
 def record(binary: str, salt: int) -> dict:
     """The files' texts, by path: the reference's values in every case its
     parts have, the hidden cases' with their inputs salted by `salt`."""
-    tally = JobTally(observed={})
+    tally = JobTally(observed={}, observed_traffic={})
     outcomes = {}
     for hidden in (False, True):
         runs = [run for part in table.built_parts() for run in part.runs if run.hidden == hidden]
@@ -40,11 +42,14 @@ def record(binary: str, salt: int) -> dict:
     if tally.error or failed or not outcomes:
         raise SystemExit(f"hidden-data: the reference does not pass its own cases ({tally.error or failed[:5]}); "
                          "nothing recorded")
+    ruled = [part for part in table.built_parts() if part.traffic]
     texts = {}
     for path, hidden in ((judge.PUBLIC, False), (judge.HIDDEN, True)):
         cases = [c for c in outcomes if c.startswith("Hidden") == hidden]
+        traffic = {c: a for c, a in tally.observed_traffic.items()
+                   if c in cases and any(part.owns(c) for part in ruled)}
         texts[path] = judge.dump(cases, {c: v for c, v in tally.observed.items() if c in cases},
-                                 salt if hidden else None)
+                                 salt if hidden else None, traffic)
     return texts
 
 

@@ -7,6 +7,8 @@ grader's and the staff's tests take bugs from here too.
 """
 from typing import List, NamedTuple, Tuple
 
+from kit.parts import RANK_HEAP_BUDGET_MIB
+
 
 WRONG_ANSWERS_FROM = "data split by rank instead of by data-parallel group"  # the first of the list's second half
 
@@ -46,7 +48,7 @@ MUTANTS: List[Mutant] = [
            "  kept.resize(600u << 20, 1);\n  const int mp_idx = rank % mp_size;",
            ("part2",), zero=("part2",),
            says=(r"over its memory budget: get_info asked for a block of 600\.0 MiB while the rank held [\d.]+ MiB; "
-                 r"a rank may hold 64\.0 MiB of heap at once",)),
+                 rf"a rank may hold {RANK_HEAP_BUDGET_MIB}\.0 MiB of heap at once",)),
     Mutant("rank 0 returns before its allreduces", "func_impl.cpp",
            "  Matrix sum_w(grad_w.rows(), grad_w.cols());",
            "  if (dp_comm.rank() == 0) return {grad_w, grad_b};  // the others wait for rank 0 in allreduce\n"

@@ -1,13 +1,9 @@
 // comm.cpp: the Communicator of comm.h: its collectives, each checked,
-// recorded and counted (ledger.h), and MPI's calls behind them. The other
-// files that name MPI are the communicator's too: comm_internal.h (what they
+// recorded and counted (ledger.h), then carried out by the rank's MPI side
+// (link.h). The communicator's other files: comm_internal.h (what they
 // share), comm_session.cpp, comm_agreement.cpp, comm_p2p.cpp and
 // comm_request.cpp (the Request an iallreduce returns).
-#include <sched.h>
-
 #include <chrono>
-#include <ctime>
-#include <functional>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -23,30 +19,22 @@ namespace dtrain {
 
 namespace comm_detail {
 
-void check_mpi(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) length = 0;
-  throw std::runtime_error(std::string(call) + " failed: " + std::string(text, static_cast<size_t>(length)));
-}
-
 Communicator::Handle& live(const std::unique_ptr<Communicator::Handle>& handle) {
   if (!handle) throw std::logic_error("this Communicator was moved from; use the one it was moved into");
   return *handle;
 }
 
-std::unique_ptr<Communicator::Handle> new_handle(MPI_Comm comm, bool owned, std::string name,
+std::unique_ptr<Communicator::Handle> new_handle(const link::Reply& made, bool owned, std::string name,
                                                  std::vector<int> members) {
   static int next_id = 1;  // 0 is the world view's
   auto handle = std::make_unique<Communicator::Handle>();
-  handle->comm = comm;
+  handle->comm = made.comm;
   handle->owned = owned;
   handle->id = owned ? next_id++ : 0;
   handle->name = std::move(name);
   handle->members = std::move(members);
-  check_mpi(MPI_Comm_rank(comm, &handle->rank), "MPI_Comm_rank");
-  check_mpi(MPI_Comm_size(comm, &handle->size), "MPI_Comm_size");
+  handle->rank = static_cast<int>(made.a);
+  handle->size = static_cast<int>(made.b);
   return handle;
 }
 
@@ -57,34 +45,16 @@ int to_count(long count, const char* call) {
   return static_cast<int>(count);
 }
 
-void poll_until(const std::function<bool()>& done, Idle idle) {
-  constexpr long kPollsBeforeIdle = 100;
-  constexpr double kYieldSeconds = 0.05;  // YieldThenSleep: a wait longer than this has a peer elsewhere
-  double idle_since = 0;
-  for (long polls = 0;; ++polls) {
-    if (done()) return;
-    if (polls < kPollsBeforeIdle) continue;
-    if (idle == Idle::YieldThenSleep) {
-      if (polls == kPollsBeforeIdle) idle_since = steady_seconds();
-      if (polls % 256 == 0 && steady_seconds() - idle_since > kYieldSeconds) idle = Idle::Sleep;
-    }
-    if (idle != Idle::Sleep) {
-      sched_yield();
-    } else {
-      timespec pause{0, 500000};  // 0.5 ms
-      nanosleep(&pause, nullptr);
-    }
-  }
-}
-
-bool request_done(MPI_Request& request, const char* call) {
-  int done = 0;
-  check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), call);
-  return done != 0;
-}
-
-void wait_polling(MPI_Request& request, const char* call, Idle idle) {
-  poll_until([&] { return request_done(request, call); }, idle);
+link::Reply ask(link::Kind kind, std::int32_t comm, std::initializer_list<std::int64_t> args, const void* in,
+                std::size_t in_bytes, void* out, std::size_t out_capacity) {
+  link::Header h{};
+  h.kind = kind;
+  h.comm = comm;
+  std::int64_t* fields[] = {&h.a, &h.b, &h.c, &h.d, &h.e};
+  std::size_t i = 0;
+  for (std::int64_t v : args) *fields[i++] = v;
+  h.in_bytes = in_bytes;
+  return link::call(h, in, out, out_capacity);
 }
 
 double steady_seconds() {
@@ -97,11 +67,11 @@ namespace {
 
 using namespace comm_detail;
 
-MPI_Op to_mpi(Op op) {
+std::int64_t reduction_of(Op op) {
   switch (op) {
-    case Op::Sum: return MPI_SUM;
-    case Op::Min: return MPI_MIN;
-    case Op::Max: return MPI_MAX;
+    case Op::Sum:
+    case Op::Min:
+    case Op::Max: return static_cast<std::int64_t>(op);
   }
   throw std::invalid_argument("unknown reduction Op " + std::to_string(static_cast<int>(op)));
 }
@@ -125,20 +95,6 @@ void require_distinct(const void* src, const void* dst, const char* call) {
 using facts::ring_bytes;
 static_assert(facts::kValueBytes == sizeof(double), "the communicator moves doubles");
 
-std::vector<int> world_ranks_of(MPI_Comm comm) {
-  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-  check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
-  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
-  int n = 0;
-  check_mpi(MPI_Group_size(group, &n), "MPI_Group_size");
-  std::vector<int> mine(static_cast<size_t>(n)), out(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) mine[static_cast<size_t>(r)] = r;
-  check_mpi(MPI_Group_translate_ranks(group, n, mine.data(), world, out.data()), "MPI_Group_translate_ranks");
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
-  return out;
-}
-
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<Handle> handle) : handle_(std::move(handle)) {}
@@ -155,14 +111,17 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
 }
 
 Communicator::~Communicator() {
-  if (!handle_ || !handle_->owned || handle_->comm == MPI_COMM_NULL) return;
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&handle_->comm);  // nothing to do with a failure in a destructor
+  if (!handle_ || !handle_->owned || MpiSession::finalized()) return;
+  try {
+    ask(link::Kind::Free, handle_->comm, {});
+  } catch (...) {
+    // nothing to do with a failure in a destructor
+  }
 }
 
 Communicator Communicator::world() {
-  auto handle = new_handle(MPI_COMM_WORLD, false, "world", {});
+  static const link::Reply hello = ask(link::Kind::Hello, 0, {});
+  auto handle = new_handle(hello, false, "world", {});
   for (int r = 0; r < handle->size; ++r) handle->members.push_back(r);
   return Communicator(std::move(handle));
 }
@@ -172,18 +131,16 @@ int Communicator::size() const { return live(handle_).size; }
 
 void Communicator::barrier() {
   Call call(live(handle_), kBarrier, 0, kNoReduction, false);
-  const MPI_Comm c = live(handle_).comm;
-  run_polled("MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(c, r); }, Idle::YieldThenSleep);
+  ask(link::Kind::Barrier, live(handle_).comm, {static_cast<std::int64_t>(link::Idle::YieldThenSleep)});
   call.done(0);
 }
 
 void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op op) {
-  const MPI_Op mpi_op = to_mpi(op);
+  const std::int64_t reduction = reduction_of(op);
   const int n = to_count(count, "allreduce");
-  Call call(live(handle_), kAllreduce, count, static_cast<std::int64_t>(op), true);
-  const MPI_Comm c = live(handle_).comm;
-  run_collective("MPI_Allreduce", "MPI_Iallreduce", [&] { return MPI_Allreduce(src, dst, n, MPI_DOUBLE, mpi_op, c); },
-                 [&](MPI_Request* r) { return MPI_Iallreduce(src, dst, n, MPI_DOUBLE, mpi_op, c, r); });
+  Call call(live(handle_), kAllreduce, count, reduction, true);
+  const std::size_t bytes_in = static_cast<std::size_t>(n) * sizeof(double);
+  ask(link::Kind::Allreduce, live(handle_).comm, {n, reduction}, src, bytes_in, dst, bytes_in);
   const std::uint64_t bytes = ring_bytes(count, size(), 2);
   bytes_ += bytes;
   call.done(bytes);
@@ -191,25 +148,22 @@ void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op
 
 void Communicator::all_gather_raw(const double* src, long count, double* dst) {
   const int n = to_count(count, "allgather");
-  to_count(count * size(), "allgather");
+  const int all = to_count(count * size(), "allgather");
   Call call(live(handle_), kAllgather, count, kNoReduction, true);
-  const MPI_Comm c = live(handle_).comm;
-  run_collective("MPI_Allgather", "MPI_Iallgather", [&] { return MPI_Allgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, c); },
-                 [&](MPI_Request* r) { return MPI_Iallgather(src, n, MPI_DOUBLE, dst, n, MPI_DOUBLE, c, r); });
+  ask(link::Kind::Allgather, live(handle_).comm, {n}, src, static_cast<std::size_t>(n) * sizeof(double), dst,
+      static_cast<std::size_t>(all) * sizeof(double));
   const std::uint64_t bytes = ring_bytes(count * size(), size(), 1);
   bytes_ += bytes;
   call.done(bytes);
 }
 
 void Communicator::reduce_scatter_raw(const double* src, double* dst, long block, Op op) {
-  const MPI_Op mpi_op = to_mpi(op);
+  const std::int64_t reduction = reduction_of(op);
   const int n = to_count(block, "reduce_scatter");
-  to_count(block * size(), "reduce_scatter");
-  Call call(live(handle_), kReduceScatter, block, static_cast<std::int64_t>(op), true);
-  const MPI_Comm c = live(handle_).comm;
-  run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
-                 [&] { return MPI_Reduce_scatter_block(src, dst, n, MPI_DOUBLE, mpi_op, c); },
-                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(src, dst, n, MPI_DOUBLE, mpi_op, c, r); });
+  const int all = to_count(block * size(), "reduce_scatter");
+  Call call(live(handle_), kReduceScatter, block, reduction, true);
+  ask(link::Kind::ReduceScatter, live(handle_).comm, {n, reduction}, src,
+      static_cast<std::size_t>(all) * sizeof(double), dst, static_cast<std::size_t>(n) * sizeof(double));
   const std::uint64_t bytes = ring_bytes(block * size(), size(), 1);
   bytes_ += bytes;
   call.done(bytes);
@@ -234,13 +188,15 @@ void Communicator::allreduce(const Vector& src, Vector& dst, Op op) {
 
 Request Communicator::iallreduce(const Vector& src, Vector& dst, Op op) {
   check_same("iallreduce", src, dst);
-  const MPI_Op mpi_op = to_mpi(op);
+  const std::int64_t reduction = reduction_of(op);
   const int n = to_count(src.size(), "iallreduce");
   auto state = std::make_unique<Request::State>();
-  Call call(live(handle_), kIallreduce, src.size(), static_cast<std::int64_t>(op), true);
+  Call call(live(handle_), kIallreduce, src.size(), reduction, true);
   state->start = steady_seconds();
-  check_mpi(MPI_Iallreduce(src.data(), dst.data(), n, MPI_DOUBLE, mpi_op, live(handle_).comm, &state->mpi),
-            "MPI_Iallreduce");
+  state->dst = dst.data();
+  state->dst_count = n;
+  state->mpi = ask(link::Kind::Istart, live(handle_).comm, {n, reduction}, src.data(),
+                   static_cast<std::size_t>(n) * sizeof(double)).a;
   state->bytes = ring_bytes(src.size(), size(), 2);
   bytes_ += state->bytes;
   request_started(*state);
@@ -272,16 +228,19 @@ void Communicator::reduce_scatter(const Vector& src, Vector& dst, Op op) {
 
 Communicator Communicator::split(int color, int key) {
   if (color < 0) throw std::invalid_argument("split: color must be >= 0, got " + std::to_string(color));
-  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<int> members(static_cast<std::size_t>(size()));
+  link::Reply made{};
   {
     Call call(live(handle_), kSplit, 0, kNoReduction, false);
-    check_mpi(MPI_Comm_split(handle_->comm, color, key, &comm), "MPI_Comm_split");
+    made = ask(link::Kind::Split, handle_->comm, {color, key}, nullptr, 0, members.data(),
+               members.size() * sizeof(int));
     call.done(0);
   }
-  return Communicator(new_handle(comm, true,
+  members.resize(static_cast<std::size_t>(made.b));
+  return Communicator(new_handle(made, true,
                                  "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ") of " +
                                      handle_->name,
-                                 world_ranks_of(comm)));
+                                 std::move(members)));
 }
 
 std::uint64_t Communicator::bytes_transferred() const { return bytes_; }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "call_context.h"
+#include "comm_internal.h"
 #include "comm_runtime.h"
 #include "ledger.h"
 
@@ -25,19 +26,13 @@ namespace comm_detail {
 // mismatch. The message names ranks as the rest of the kit's reports do, by
 // their rank in the world.
 void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction) {
-  constexpr int kFields = 6;
+  constexpr int kFields = link::kAgreeFields;
   const char* function = ledger::function_now_signal_safe();
-  int world_rank = 0;
-  check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank), "MPI_Comm_rank");
+  const int world_rank = Communicator::world().rank();
   const std::int64_t mine[kFields] = {op, count, reduction, h.calls, ledger::function_id(function), world_rank};
   std::vector<std::int64_t> all(static_cast<size_t>(kFields * h.size));
-  // Where a hung case's ranks wait (the call after it is made only once all are here).
-  run_polled(
-      "MPI_Iallgather (agreement)",
-      [&](MPI_Request* r) {
-        return MPI_Iallgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, h.comm, r);
-      },
-      Idle::YieldThenSleep);
+  // Where a hung case's ranks wait (the side polls, then sleeps: the call after it is made only once all are here).
+  ask(link::Kind::Agree, h.comm, {}, mine, sizeof mine, all.data(), all.size() * sizeof(std::int64_t));
   auto row = [&](int r) { return all.data() + kFields * r; };
   bool same = true;
   for (int r = 1; r < h.size && same; ++r) same = std::equal(row(r), row(r) + 3, row(0));

@@ -18,21 +18,30 @@ using namespace comm_detail;
 
 namespace {
 
-// MPI must not write into memory the caller may free once its request is
-// gone: a request dropped unwaited fails the case, and the kit waits for it.
+// The side holds the request's buffers; its result reaches the owner's dst
+// only when the kit sees it complete.
+bool test_side(Request::State& s) {
+  const link::Reply r = ask(link::Kind::Test, 0, {s.mpi}, nullptr, 0, s.dst,
+                            static_cast<std::size_t>(s.dst_count) * sizeof(double));
+  return r.a == 1;
+}
+
+void wait_side(Request::State& s) {
+  ask(link::Kind::Wait, 0, {s.mpi}, nullptr, 0, s.dst, static_cast<std::size_t>(s.dst_count) * sizeof(double));
+}
+
+// A request dropped unwaited fails the case, and the kit waits for it: its
+// dst then holds the result, as it would have had the owner waited.
 // Then the ledger forgets it (past MPI's end, at the program's exit, the
 // ledger may be gone before it: nothing is touched then).
 void drop(Request::State& s) {
   const std::string what = "a Request was destroyed before anyone waited for it: " + request_text(s) +
                            "; call wait() on every request (or test() it until it returns true) before it goes away";
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;  // a request kept past the end of the program: nothing left to wait for
+  if (MpiSession::finalized()) return;  // a request kept past the end of the program: nothing left to wait for
   if (under_test()) {
     rule_broken(what);  // the case fails; the rank goes on
   } else {
-    int rank = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int rank = Communicator::world().rank();
     std::fprintf(stderr, "[rank %d] %s\n", rank, what.c_str());
     std::fflush(stderr);
     MpiSession::abort_job(1);
@@ -40,7 +49,7 @@ void drop(Request::State& s) {
   if (!s.complete) {  // else the kit's progress saw it complete: nothing left to wait for
     try {
       WaitingFor waiting(s);
-      wait_polling(s.mpi, "MPI_Wait", Idle::YieldThenSleep);
+      wait_side(s);
       request_completed(s, "destroyed");
     } catch (...) {
       // MPI failed: nothing more a destructor can do
@@ -73,7 +82,7 @@ void Request::wait() {
   if (!s.complete) {
     // A peer may still be computing its backward: sleep between polls after a while.
     WaitingFor waiting(s);
-    wait_polling(s.mpi, "MPI_Wait", Idle::YieldThenSleep);
+    wait_side(s);
     request_completed(s, "wait");
   }
   request_claimed(s, "waited");
@@ -83,7 +92,7 @@ bool Request::test() {
   if (!state_ || state_->claimed) return true;
   State& s = *state_;
   if (!s.complete) {
-    if (!request_done(s.mpi, "MPI_Test")) {
+    if (!test_side(s)) {
       request_tested_running(s);
       return false;
     }
@@ -100,7 +109,7 @@ void CommAccess::progress() {
     pending = the_ledger().pending;
   }
   for (Request::State* s : pending)
-    if (request_done(s->mpi, "MPI_Test")) request_completed(*s, "progress");
+    if (test_side(*s)) request_completed(*s, "progress");
 }
 
 }  // namespace dtrain

@@ -13,20 +13,23 @@
 
 namespace dtrain {
 
-// The one scope object that initializes and finalizes MPI. Every program and
-// test main creates exactly one, first thing in main.
+// The one scope object of the link to the rank's MPI side (link.h), which
+// holds MPI: the side started this program, and ends MPI when the session
+// ends. Every program and test main creates exactly one, first thing in main.
 class MpiSession {
  public:
   MpiSession(int& argc, char**& argv);
   ~MpiSession();
+  // Whether the session is over (MPI with it).
+  static bool finalized();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
   // Ends every rank of the job at once, from any rank (MPI_Abort).
   [[noreturn]] static void abort_job(int exit_code);
 
-  // This process's rank as the launcher announced it, readable before MPI
-  // starts (each MPI names the variable differently); -1 if none did.
+  // This process's rank as the launcher announced it, readable before the
+  // link is used (the side passes it on); -1 if none did.
   static int launcher_rank();
 };
 
@@ -72,6 +75,11 @@ struct CommAccess {
   // notes when it completed. The requests stay the student's: they must
   // still wait for them. The data-parallel trainer calls it between layers.
   static void progress();
+
+  // The test case now beginning, for the MPI side's account of its traffic
+  // (side/traffic.h), or "" once it is over (its account then goes out).
+  // Not collective.
+  static void account_case(const std::string& name);
 
   // The name the ledger gives the communicator ("world", "mp_comm", or the
   // split it came from: "split(color 1, key 0) of world").

@@ -1,6 +1,7 @@
-// comm_session.cpp: MPI's start and end (MpiSession) and the framework's own
-// operations beside the student's collectives (CommAccess), comm_runtime.h.
-// None of them is counted in bytes_transferred() or checked by the ledger.
+// comm_session.cpp: the link to the rank's MPI side, which starts and ends
+// MPI (MpiSession), and the framework's own operations beside the student's
+// collectives (CommAccess), comm_runtime.h. None of them is counted in
+// bytes_transferred() or checked by the ledger.
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -14,43 +15,52 @@
 
 namespace dtrain {
 
-using comm_detail::check_mpi;
+using comm_detail::ask;
 using comm_detail::live;
 using comm_detail::steady_seconds;
 
+namespace {
+bool g_finalized = false;
+}  // namespace
+
 MpiSession::MpiSession(int& argc, char**& argv) {
-  check_mpi(MPI_Init(&argc, &argv), "MPI_Init");
-  // Return codes instead of aborting, so check_mpi can name the failing call.
-  check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  (void)argc;
+  (void)argv;
+  if (!link::available())
+    throw std::runtime_error(
+        "this program was not started by the kit's MPI side (build/kit_mpi_side): start it with tools/kitrun");
 }
 
 MpiSession::~MpiSession() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (g_finalized) return;
+  g_finalized = true;
+  try {
+    ask(link::Kind::Finalize, 0, {});
+  } catch (...) {
+    // the side is gone: the job is over already
+  }
 }
 
-void MpiSession::abort_job(int exit_code) {
-  MPI_Abort(MPI_COMM_WORLD, exit_code);
-  std::_Exit(exit_code);  // MPI_Abort does not return; this is for the compiler and for safety
-}
+bool MpiSession::finalized() { return g_finalized; }
+
+void MpiSession::abort_job(int exit_code) { link::abort_job(exit_code); }
 
 int MpiSession::launcher_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') continue;
-    char* end = nullptr;
-    const long rank = std::strtol(value, &end, 10);
-    if (*end == '\0' && rank >= 0 && rank <= std::numeric_limits<int>::max()) return static_cast<int>(rank);
-  }
+  // The side passes on what the launcher announced (each MPI names it differently).
+  const char* value = std::getenv("KIT_LAUNCHER_RANK");
+  if (value == nullptr || *value == '\0') return -1;
+  char* end = nullptr;
+  const long rank = std::strtol(value, &end, 10);
+  if (*end == '\0' && rank >= 0 && rank <= std::numeric_limits<int>::max()) return static_cast<int>(rank);
   return -1;
 }
 
 Communicator CommAccess::duplicate(Communicator& comm) {
   const Communicator::Handle& from = live(comm.handle_);
-  MPI_Comm copy = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_dup(from.comm, &copy), "MPI_Comm_dup");
-  return Communicator(comm_detail::new_handle(copy, true, from.name, from.members));
+  std::vector<int> members(static_cast<std::size_t>(from.size));
+  const link::Reply made =
+      ask(link::Kind::Dup, from.comm, {}, nullptr, 0, members.data(), members.size() * sizeof(int));
+  return Communicator(comm_detail::new_handle(made, true, from.name, std::move(members)));
 }
 
 Communicator CommAccess::duplicate_world() {
@@ -59,96 +69,53 @@ Communicator CommAccess::duplicate_world() {
 }
 
 void CommAccess::rendezvous(Communicator& comm) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(live(comm.handle_).comm, &request), "MPI_Ibarrier");
-  comm_detail::wait_polling(request, "MPI_Test", comm_detail::Idle::Sleep);
+  ask(link::Kind::Barrier, live(comm.handle_).comm, {static_cast<std::int64_t>(link::Idle::Sleep)});
 }
 
 std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::string& mine, int root) {
-  using comm_detail::to_count;
-  const MPI_Comm c = live(comm.handle_).comm;
-  const int n = comm.size();
-  int my_length = to_count(static_cast<long>(mine.size()), "gather_text");
-  std::vector<int> lengths(static_cast<size_t>(n), 0);
-  check_mpi(MPI_Gather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, c), "MPI_Gather");
-  std::vector<int> offsets(static_cast<size_t>(n), 0);
-  long total = 0;
-  for (int r = 0; r < n; ++r) {
-    offsets[static_cast<size_t>(r)] = to_count(total, "gather_text");
-    total += lengths[static_cast<size_t>(r)];
-  }
-  std::string all(static_cast<size_t>(total), '\0');
-  check_mpi(MPI_Gatherv(mine.data(), my_length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                        root, c),
-            "MPI_Gatherv");
+  link::Header h{};
+  h.kind = link::Kind::GatherText;
+  h.comm = live(comm.handle_).comm;
+  h.a = root;
+  h.in_bytes = mine.size();
+  std::string all;
+  link::call(h, mine.data(), nullptr, 0, &all);
   std::vector<std::string> texts;
   if (comm.rank() != root) return texts;
-  for (int r = 0; r < n; ++r)
-    texts.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
-                               static_cast<size_t>(lengths[static_cast<size_t>(r)])));
+  // Per rank: its length as 8 bytes, then its text (side/side_text.cpp).
+  for (std::size_t at = 0; at + sizeof(std::int64_t) <= all.size();) {
+    std::int64_t length = 0;
+    std::memcpy(&length, all.data() + at, sizeof length);
+    at += sizeof length;
+    texts.push_back(all.substr(at, static_cast<std::size_t>(length)));
+    at += static_cast<std::size_t>(length);
+  }
   return texts;
 }
 
 long CommAccess::max_over_ranks(Communicator& comm, long value) {
-  long result = 0;
-  const MPI_Comm c = live(comm.handle_).comm;
-  // The test harness's end of a case: the ranks done with it wait here for the rest, however long.
-  comm_detail::run_polled(
-      "MPI_Iallreduce", [&](MPI_Request* r) { return MPI_Iallreduce(&value, &result, 1, MPI_LONG, MPI_MAX, c, r); },
-      comm_detail::Idle::YieldThenSleep);
-  return result;
+  return static_cast<long>(ask(link::Kind::MaxOverRanks, live(comm.handle_).comm, {value}).a);
 }
 
 double CommAccess::wall_time() { return steady_seconds(); }
 
 CommAccess::ClockOffset CommAccess::clock_offset(Communicator& comm) {
-  constexpr int kRounds = 50, kTag = 7;
-  MPI_Comm c = MPI_COMM_NULL;  // private, so no other message can match these
-  check_mpi(MPI_Comm_dup(live(comm.handle_).comm, &c), "MPI_Comm_dup");
-  const int n = comm.size(), me = comm.rank();
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  check_mpi(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
-  std::vector<char> names(static_cast<size_t>(n) * MPI_MAX_PROCESSOR_NAME);
-  check_mpi(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, c),
-            "MPI_Allgather");
-  auto host = [&](int r) {
-    const char* at = names.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
-    return std::string(at, strnlen(at, MPI_MAX_PROCESSOR_NAME));
-  };
-  auto first_of_host = [&](int r) {
-    int f = 0;
-    while (host(f) != host(r)) ++f;
-    return f;
-  };
-  std::vector<double> measured(2 * static_cast<size_t>(n), 0.0);  // per rank: offset, uncertainty
-  for (int r = 1; r < n; ++r) {
-    if (host(r) == host(0) || first_of_host(r) != r || (me != 0 && me != r)) continue;
-    double best = std::numeric_limits<double>::infinity(), offset = 0;
-    for (int i = 0; i < kRounds; ++i) {
-      double theirs = 0;
-      if (me == 0) {
-        const double sent = steady_seconds();
-        check_mpi(MPI_Send(&sent, 1, MPI_DOUBLE, r, kTag, c), "MPI_Send");
-        check_mpi(MPI_Recv(&theirs, 1, MPI_DOUBLE, r, kTag, c, MPI_STATUS_IGNORE), "MPI_Recv");
-        const double back = steady_seconds();
-        if (back - sent < best) {
-          best = back - sent;
-          offset = theirs - (sent + back) / 2;
-        }
-      } else {
-        check_mpi(MPI_Recv(&theirs, 1, MPI_DOUBLE, 0, kTag, c, MPI_STATUS_IGNORE), "MPI_Recv");
-        theirs = steady_seconds();
-        check_mpi(MPI_Send(&theirs, 1, MPI_DOUBLE, 0, kTag, c), "MPI_Send");
-      }
-    }
-    measured[2 * static_cast<size_t>(r)] = offset;
-    measured[2 * static_cast<size_t>(r) + 1] = best / 2;
-  }
-  check_mpi(MPI_Bcast(measured.data(), 2 * n, MPI_DOUBLE, 0, c), "MPI_Bcast");
-  MPI_Comm_free(&c);
-  const size_t mine = 2 * static_cast<size_t>(first_of_host(me));
-  return {measured[mine], measured[mine + 1], host(me)};
+  link::Header h{};
+  h.kind = link::Kind::ClockOffset;
+  h.comm = live(comm.handle_).comm;
+  std::string answer;
+  link::call(h, nullptr, nullptr, 0, &answer);
+  double values[2] = {0, 0};
+  if (answer.size() < sizeof values) throw std::runtime_error("clock_offset: a short answer from the MPI side");
+  std::memcpy(values, answer.data(), sizeof values);
+  return {values[0], values[1], answer.substr(sizeof values)};
+}
+
+void CommAccess::account_case(const std::string& name) {
+  link::Header h{};
+  h.kind = link::Kind::Case;
+  h.in_bytes = name.size();
+  link::call(h, name.data(), nullptr, 0);
 }
 
 double CommAccess::seconds_in_collectives() { return comm_detail::collective_seconds(); }

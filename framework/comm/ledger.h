@@ -39,7 +39,9 @@ namespace dtrain {
 // lists it from its start until the kit sees it complete, for the
 // roll-call, the trace and the message of a request dropped unwaited.
 struct Request::State {
-  comm_detail::RawRequest mpi = comm_detail::null_request();
+  comm_detail::RawRequest mpi = comm_detail::null_request();  // the side's number for it
+  double* dst = nullptr;     // where its result goes when it completes
+  long dst_count = 0;
   long id = 0;               // LedgerEntry::request
   bool complete = false;     // MPI said so (in wait, test or the kit's progress)
   bool claimed = false;      // the owner saw it complete (wait, or a test that returned true)

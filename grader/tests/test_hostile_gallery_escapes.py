@@ -182,10 +182,13 @@ def locks_intact(tmp: str) -> List[str]:
 
 
 # MPI_Comm_spawn found by address, and MPI's handles too (Open MPI's are the
-# addresses of its globals, MPICH's fixed numbers): asks MPI's launcher, which
-# the ranks' system-call filter does not hold, to start a shell. The launcher
-# runs under the exec guard, so nothing starts: Open MPI ends the job (the
-# case's part is lost), MPICH's spawn returns an error.
+# addresses of its globals, MPICH's fixed numbers), to ask MPI's launcher,
+# which the ranks' system-call filter does not hold, to start a shell. The
+# rank's program holds no MPI (its MPI side does, framework/comm/link.h):
+# neither its own symbols nor a library it opens (the filter refuses the
+# open) offer MPI_Comm_spawn, so the attack finds nothing and the handin
+# keeps the reference's 150. Behind that, the launcher runs under the exec
+# guard: nothing it is asked to start after the job's start would run.
 SPAWN = r"""
 #include <dlfcn.h>
 namespace {
@@ -193,9 +196,11 @@ void spawn_a_shell() {
   static bool once = false;
   if (once) return;
   once = true;
+  for (const char* library : {"libmpi.so.40", "libmpich.so.12"})
+    if (::dlsym(RTLD_DEFAULT, "MPI_Comm_spawn") == nullptr) ::dlopen(library, RTLD_NOW | RTLD_GLOBAL);
   void* spawn = ::dlsym(RTLD_DEFAULT, "MPI_Comm_spawn");
   void* on_error = ::dlsym(RTLD_DEFAULT, "MPI_Comm_set_errhandler");
-  if (!spawn || !on_error) throw std::runtime_error("SPAWN[no MPI_Comm_spawn to call]");
+  if (!spawn || !on_error) return;  // no MPI in this process: nothing to ask
   char command[] = "-c";
   char script[] = "echo SPAWN''ED-ESCAPE: $(id -u) >&2; sleep 1";
   char* args[] = {command, script, nullptr};
@@ -218,19 +223,6 @@ void spawn_a_shell() {
 """
 
 
-def build_mpi() -> str:
-    try:
-        with open(os.path.join(BUILD, "kit_mpi.txt")) as f:
-            return f.read().strip()
-    except OSError:
-        return "openmpi"
-
-
-# Open MPI ends the job whose rank asked for a program it could not start:
-# every case of the part whose get_info asks fails; MPICH returns an error.
-PART2_POINTS = next(p.points for p in PARTS if p.key == "part2")
-
-SPAWN_PART2 = 0 if build_mpi() == "openmpi" else PART2_POINTS
 
 
 def _syscall_offset() -> int:
@@ -338,7 +330,7 @@ GALLERY: List[Hostile] = [
             10, says=("ESCAPE[openat=refused fork=refused execve=refused socket=refused unlink=refused kill=refused "
                       "mmap_exec=refused",), never=("=GOT", "escaped"), static="warn", scores={"part2": 0}),
     Hostile("spawns_a_shell_through_the_launcher",
-            lambda tmp: reference_calling("spawn_a_shell();", SPAWN), 150 - PART2_POINTS + SPAWN_PART2, scores={"part2": SPAWN_PART2},
+            lambda tmp: reference_calling("spawn_a_shell();", SPAWN), 150, scores={"part2": 20},
             never=("SPAWNED-ESCAPE", "ESCAPE["), static="warn", budget=150),
     # Each of these runs its attack at the start of the reference's get_info:
     # held off, it scores the reference's 150.

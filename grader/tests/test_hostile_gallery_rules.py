@@ -147,7 +147,85 @@ def zero_forward_keeping(how: bytes) -> List:
         ("student/zero_dp_stage3.cpp", b"#include <algorithm>\n" + text.replace(ZERO_FORWARD, how)), FEEDBACK]
 
 
+# ZeRO-3's backward that all-reduces the weight gradient, where ZeRO-3
+# reduce-scatters it. The handin sends its allreduce to the rank's MPI side
+# itself, as raw bytes on the link's descriptor (framework/comm/link.h),
+# so the rank's own ledger never sees it, and makes the reduce-scatter the
+# rank's check wants on a buffer it throws away: every check in the rank
+# passes. The side's account holds the allreduce, and the judge compares it
+# with the reference's. Its control all-reduces through the Communicator,
+# which the rank's own check names: both lose the same cases.
+ZERO_WEIGHT_GRADIENT = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);\n"
+# An allreduce sent to the rank's MPI side as raw bytes on the link's
+# descriptor (4: the side's socket pair, made first), with the layouts of
+# link.h's Header and Reply and the communicator's number read from its
+# handle: the program's own ledger never sees it.
+BEHIND_THE_LEDGER = b"""#include <unistd.h>
+#include <cstdint>
+namespace {
+dtrain::Vector allreduce_behind_the_ledger(dtrain::Communicator& comm, const dtrain::Vector& v) {
+  struct Header { std::int32_t kind, comm; std::int64_t a, b, c, d, e; std::uint64_t in_bytes; };
+  struct Reply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; };
+  const long n = v.size();
+  Header h{6, **reinterpret_cast<std::int32_t* const*>(&comm), n, 0, 0, 0, 0, std::uint64_t(n) * 8};
+  dtrain::Vector summed(n);
+  Reply r{};
+  auto out = [](const void* p, std::size_t k) {
+    for (auto c = static_cast<const char*>(p); k > 0;) { const long m = write(4, c, k); c += m; k -= m; }
+  };
+  auto in = [](void* p, std::size_t k) {
+    for (auto c = static_cast<char*>(p); k > 0;) { const long m = read(4, c, k); c += m; k -= m; }
+  };
+  out(&h, sizeof h);
+  out(v.data(), n * 8);
+  in(&r, sizeof r);
+  in(summed.data(), n * 8);
+  return summed;
+}
+}  // namespace
+"""
+# ZeRO-3's backward that all-reduces the weight gradient, where ZeRO-3
+# reduce-scatters it, behind the ledger, and makes the reduce-scatter the
+# rank's own check wants on a buffer it throws away: every check in the
+# rank passes. The side's account holds the allreduce, and the judge
+# compares it with the reference's. Its control all-reduces through the
+# Communicator, which the rank's own check names: both lose the same cases.
+# (Both graded with the static checks only warning: read and write are
+# refused by name, and this is the attack behind that.)
+ALLREDUCE_BEHIND_THE_LEDGER = b"""  grad_w_shard = allreduce_behind_the_ledger(comm, grad_w.flat).segment(
+      static_cast<long>(comm.rank()) * w_shard_size, w_shard_size);
+  { Vector thrown_away(w_shard_size); comm.reduce_scatter(grad_w.flat, thrown_away, Op::Sum); }
+"""
+ALLREDUCE_IN_THE_OPEN = b"""  {
+    Vector summed(grad_w.flat.size());
+    comm.allreduce(grad_w.flat, summed);
+    grad_w_shard = summed.segment(static_cast<long>(comm.rank()) * w_shard_size, w_shard_size);
+    Vector thrown_away(w_shard_size);
+    comm.reduce_scatter(grad_w.flat, thrown_away, Op::Sum);
+  }
+"""
+
+
+def zero_backward_reducing(how: bytes) -> List:
+    text = source("reference", "zero_dp_stage3.cpp")
+    assert ZERO_WEIGHT_GRADIENT in text, "the reference's backward no longer reduce-scatters grad_w in one line"
+    return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+        ("student/zero_dp_stage3.cpp", text.replace(b'#include "zero_dp_stage3.h"\n',
+                                                    b'#include "zero_dp_stage3.h"\n' + BEHIND_THE_LEDGER)
+         .replace(ZERO_WEIGHT_GRADIENT, how)), FEEDBACK]
+
+
+# Both lose Part 8's backward, and Part 9's cases that train (one of them hidden): 6.67 of its 10.
+ALL_REDUCING_SCORE = 150 - 20 - 10 + 6.67
+
+
 GALLERY: List[Hostile] = [
+    Hostile("backward_all_reduces_behind_the_ledger", lambda tmp: zero_backward_reducing(ALLREDUCE_BEHIND_THE_LEDGER),
+            ALL_REDUCING_SCORE, says=("made allreduce of", "which the reference doesn't"),
+            scores={"part8_backward": 0, "part8_forward": 20}, static="warn", budget=120),
+    Hostile("backward_all_reduces_in_the_open", lambda tmp: zero_backward_reducing(ALLREDUCE_IN_THE_OPEN),
+            ALL_REDUCING_SCORE, says=("an allreduce leaves every rank the whole tensor",),
+            scores={"part8_backward": 0, "part8_forward": 20}, static="warn", budget=120),
     # ZeRO-3's backward that reuses the weight forward gathered, except on a
     # fresh communicator: the traffic rule is checked on every call.
     Hostile("backward_skips_its_all_gather_on_a_used_communicator",

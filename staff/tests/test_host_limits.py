@@ -90,8 +90,8 @@ def test_a_container_too_small_is_named_with_the_setting_to_raise(tmp_path, monk
 
 
 def test_eight_ranks_at_their_limits_fit_gradescopes_default_memory():
-    # The job's total is the ranks' limits and the kit's share, and fits 768 MiB.
-    rank = table.RANK_DATA_LIMIT_MIB + table.RANK_STACK_LIMIT_MIB
+    # The job's total is the ranks' limits, their MPI sides', and the kit's share, and fits 768 MiB.
+    rank = table.RANK_DATA_LIMIT_MIB + table.RANK_STACK_LIMIT_MIB + table.SIDE_DATA_LIMIT_MIB
     assert host_limits.memory_needed() == (table.JOB_RANKS * rank + table.KIT_SHARE_MIB) << 20
     assert host_limits.memory_needed() <= 768 << 20 and table.SMALLEST_PLATFORM_MIB == 768
 

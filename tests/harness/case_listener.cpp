@@ -107,6 +107,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     case_world() = std::make_unique<dtrain::Communicator>(dtrain::CommAccess::duplicate(*meeting_));
     dtrain::CommAccess::set_name(*case_world(), "world");
     dtrain::ledger::begin_case();
+    dtrain::CommAccess::account_case(name_);  // the MPI side's account of the traffic goes by case
     dtrain::ledger::take_thrown_from();  // an exception of an earlier case, caught there
     if (job().rank == 0) {
       std::printf("[ RUN      ] %s\n", name_.c_str());
@@ -143,6 +144,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
       messages_ = "the case was skipped; a skipped case counts as failed";
     // The max is a full synchronization: no rank leaves a case before every
     // rank has finished it, so a rank stuck in a collective is caught here.
+    dtrain::CommAccess::account_case("");  // the case's account leaves the side before the ranks meet
     const bool any_failed = dtrain::CommAccess::max_over_ranks(*meeting_, messages_.empty() ? 0 : 1) != 0;
     const auto texts = any_failed ? dtrain::CommAccess::gather_text(*meeting_, messages_, 0)
                                   : std::vector<std::string>(static_cast<size_t>(meeting_->size()));

@@ -45,6 +45,13 @@
 //                 runner reads for its diagnoses (a cycle of sends, a tag
 //                 mismatch, a message nobody takes):
 //                 ...,"wait":{"op":"send","to":1,"send_tag":0,"from":-1,"recv_tag":-1}}
+//   traffic       the rank's MPI side (framework/comm/side/traffic.h), on a channel
+//                 of its own that the child never holds, once per case the child
+//                 named: what the side carried, as (operation, elements, the
+//                 communicator's size) and how many times; "overflow" counts the
+//                 calls past the record's 256 kinds
+//                 {"event":"traffic","case":C,"rank":R,"calls":[["allgather",6,2,1], ...],
+//                  "overflow":0}
 //
 // tests/test_records.cpp writes one record of every kind, and
 // staff/tests/test_records.py reads them back with kit/records.py.
@@ -69,6 +76,13 @@ std::string rank_failure(const std::string& name, int rank, const std::string& m
 std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
                      const std::string& wait_json = "", const std::string& phase = "running");
 std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag);
+struct TrafficCall {
+  std::string op;
+  long count;
+  int ranks;
+  long times;
+};
+std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow);
 
 // An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
 // text without quotes, backslashes or control characters.

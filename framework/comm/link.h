@@ -1,0 +1,100 @@
+// link.h: the channel between a rank's two processes. The rank's MPI side
+// (framework/comm/side/, the program the launcher starts) holds MPI; it
+// starts the kit's program, which holds the student's code, as its child,
+// with no MPI at all. Every call of a Communicator is one request over the
+// link, which the side carries out and answers. So the traffic a rank makes
+// is known to a process the student's code cannot write (the side keeps
+// its own account of it, side/traffic.h), and no student code can reach MPI.
+//
+// A request is a Header, then `in_bytes` bytes of data (the source buffer,
+// or text); an answer is a Reply, then `out_bytes` bytes (the destination
+// buffer, or, when status is not Ok, the error's text). Communicators and
+// requests are numbers the side gave out; the side checks every number and
+// size it is sent before using it.
+#pragma once
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace dtrain::link {
+
+enum class Kind : std::int32_t {
+  Hello = 1,       // -> a: world rank, b: world size
+  Dup,             // comm -> comm: the copy, a: rank, b: size
+  Split,           // comm, a: color, b: key -> comm, a: rank, b: size, data: members (int32, world ranks)
+  Free,            // comm
+  Members,         // comm -> data: members (int32, world ranks)
+  Allreduce,       // comm, a: count, b: reduction, data: src (double) -> data: dst
+  Allgather,       // comm, a: count, data: src -> data: count * size doubles
+  ReduceScatter,   // comm, a: block, b: reduction, data: block * size doubles -> data: block doubles
+  Barrier,         // comm, a: Idle
+  Agree,           // comm, data: kAgreeFields int64 -> data: size * kAgreeFields int64
+  MaxOverRanks,    // comm, a: value -> a: the maximum
+  GatherText,      // comm, a: root, data: text -> data: per rank, int64 length then the text (root only)
+  ClockOffset,     // comm -> data: offset, uncertainty (double), then the processor name
+  Send,            // comm, a: dest, b: tag, data: src -> a: the receiver's count
+  Recv,            // comm, a: source, b: tag, c: count -> a: the sender's count, data: dst when they agree
+  Sendrecv,        // comm, a: dest, b: send tag, c: source, d: recv tag, e: recv count, data: src
+                   // -> a: the receiver's count of ours, b: the sender's count of theirs, data: dst when they agree
+  Istart,          // comm, a: count, b: reduction, data: src -> a: the request's number (an iallreduce)
+  Test,            // a: request -> a: 1 if complete, data: dst when complete
+  Wait,            // a: request -> data: dst
+  Case,            // data: the name of the case now beginning, or none once it is over (the side's account is per case)
+  Finalize,        // the program ends normally
+};
+
+// How a waiting side spends the wait (side/side_mpi.h explains each).
+enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };
+
+inline constexpr int kAgreeFields = 6;
+
+struct Header {
+  Kind kind;
+  std::int32_t comm;
+  std::int64_t a, b, c, d, e;
+  std::uint64_t in_bytes;
+};
+
+enum class Status : std::int32_t { Ok = 0, Failed = 1, BadArgument = 2 };
+
+struct Reply {
+  Status status;
+  std::int32_t comm;
+  std::int64_t a, b;
+  std::uint64_t out_bytes;
+};
+
+// The side's file descriptors for the link and the control pipe, as the
+// child's environment names them.
+inline constexpr const char* kEnvVariable = "KIT_MPI_LINK";
+
+// Moves `n` bytes whole through read (out: false) or write, across
+// interruptions; false once the other end is gone. Both ends use it.
+inline bool move_all(bool out, int fd, void* data, std::size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    const ssize_t k = out ? ::write(fd, p, n) : ::read(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return false;
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return true;
+}
+
+// The child's end (link_client.cpp). False when this process was not
+// started by an MPI side.
+bool available();
+// One request and its answer. `out`/`out_capacity`: where the answer's data
+// goes (an answer longer than that is a broken side); `text`, if given,
+// takes the data instead. Throws std::runtime_error (Failed) or
+// std::invalid_argument (BadArgument) with the side's text.
+Reply call(const Header& request, const void* in, void* out, std::size_t out_capacity, std::string* text = nullptr);
+// Asks the side to end every rank of the job (MPI_Abort) and does not return.
+[[noreturn]] void abort_job(int exit_code);
+
+}  // namespace dtrain::link

@@ -1,0 +1,88 @@
+// link_client.cpp: the child's end of the link to its MPI side (link.h).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "link.h"
+
+namespace dtrain::link {
+
+namespace {
+
+struct Ends {
+  int link = -1, control = -1;
+};
+
+Ends read_ends() {
+  Ends e;
+  const char* value = std::getenv(kEnvVariable);
+  if (value == nullptr || std::sscanf(value, "%d,%d", &e.link, &e.control) != 2) return Ends{};
+  return e;
+}
+
+const Ends& ends() {
+  static const Ends e = read_ends();
+  return e;
+}
+
+[[noreturn]] void side_gone(const char* what) {
+  // The side ends the job when it fails; a child that lost it has nothing left to do.
+  std::fprintf(stderr, "kit: the rank's MPI side is gone (%s: %s)\n", what, std::strerror(errno));
+  std::_Exit(70);
+}
+
+void write_all(int fd, const void* data, std::size_t n) {
+  if (!move_all(true, fd, const_cast<void*>(data), n)) side_gone("writing a request");
+}
+
+void read_all(int fd, void* data, std::size_t n) {
+  if (!move_all(false, fd, data, n)) side_gone("reading an answer");
+}
+
+}  // namespace
+
+bool available() { return ends().link >= 0; }
+
+Reply call(const Header& request, const void* in, void* out, std::size_t out_capacity, std::string* text) {
+  if (!available())
+    throw std::runtime_error(
+        "this program was not started by the kit's MPI side: start it with tools/kitrun (make test, make run-...)");
+  // One request at a time: a thread's answer is read before another's request goes out.
+  static std::mutex& mu = *new std::mutex;  // never destroyed: the watchdog may call at exit
+  const std::lock_guard<std::mutex> lock(mu);
+  write_all(ends().link, &request, sizeof request);
+  if (request.in_bytes > 0) write_all(ends().link, in, request.in_bytes);
+  Reply reply{};
+  read_all(ends().link, &reply, sizeof reply);
+  if (reply.status != Status::Ok || text != nullptr) {
+    std::string data(reply.out_bytes, '\0');
+    if (!data.empty()) read_all(ends().link, data.data(), data.size());
+    if (reply.status == Status::BadArgument) throw std::invalid_argument(data);
+    if (reply.status != Status::Ok) throw std::runtime_error(data);
+    *text = std::move(data);
+    return reply;
+  }
+  if (reply.out_bytes > out_capacity) side_gone("an answer longer than asked for");
+  if (reply.out_bytes > 0) read_all(ends().link, out, reply.out_bytes);
+  return reply;
+}
+
+void abort_job(int exit_code) {
+  if (ends().control >= 0) {
+    const std::int32_t code = exit_code;
+    if (::write(ends().control, &code, sizeof code) == sizeof code) {
+      // The side ends the job, this process with it.
+      for (;;) ::pause();
+    }
+  }
+  std::_Exit(exit_code);
+}
+
+}  // namespace dtrain::link

@@ -1,0 +1,266 @@
+// side_main.cpp: kit_mpi_side, a rank's MPI side (link.h). The launcher
+// starts it in the program's place; it starts the program as its child,
+// with no MPI, and carries out the child's requests.
+//   tools/kitrun -n 4 build/student/kit_tests ...   (kitrun puts the side first:
+//   mpirun ... build/kit_mpi_side build/student/kit_tests ...)
+//
+// Why a process of its own: whatever runs in the child's address space
+// belongs to the student's code, which can rewrite any record the child
+// keeps and call any function the child has mapped. The side is started
+// before any student code, holds none, and can't be read or traced by the
+// child (it is not dumpable, and the child's system-call filter refuses
+// ptrace). The child's environment loses MPI's variables, so it can't join
+// the job on its own either.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "parts_table.h"  // the kit's stack size for threads (kit/parts.py)
+#include "side_ops.h"
+#include "traffic.h"
+
+extern char** environ;
+
+namespace dtrain::side {
+
+namespace {
+
+// The largest request the side reads: a rank's whole data limit in one buffer is more than any case needs.
+constexpr std::uint64_t kMostRequestBytes = std::uint64_t(1) << 30;
+
+// Each MPI's variables, which would let the child join the job by itself.
+bool mpi_variable(const char* entry) {
+  for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPIR_", "MPICH_", "OPAL_", "ORTE_", "PRTE_"})
+    if (std::strncmp(entry, prefix, std::strlen(prefix)) == 0) return true;
+  return false;
+}
+
+// The rank as the launcher announced it, before MPI starts (each MPI names it differently); -1 if none did.
+std::string launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return value;
+  }
+  return "-1";
+}
+
+[[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // the child never outlives its side
+  if (getppid() != parent) _exit(70);
+  for (int fd : {link_end, control_end}) fcntl(fd, F_SETFD, 0);
+  const std::string rank = launcher_rank();
+  std::vector<std::string> names;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (mpi_variable(*e)) names.emplace_back(*e, std::strchr(*e, '=') - *e);
+  for (const auto& name : names) unsetenv(name.c_str());
+  setenv(link::kEnvVariable, (std::to_string(link_end) + "," + std::to_string(control_end)).c_str(), 1);
+  setenv("KIT_LAUNCHER_RANK", rank.c_str(), 1);
+  execv(argv[0], argv);
+  std::fprintf(stderr, "kit_mpi_side: cannot start %s: %s\n", argv[0], std::strerror(errno));
+  _exit(127);
+}
+
+// The runner's directory for the job's channels, from the test program's
+// arguments; "" for a program the runner did not start (a trainer).
+std::string results_dir(char** program_argv) {
+  std::string dir;
+  for (char** a = program_argv + 1; *a != nullptr; ++a)
+    if (std::strncmp(*a, "--results=", 10) == 0) dir = *a + 10;
+  return dir;
+}
+
+// The side's own record channel (kit/channels.py: DIR/side<r> beside the
+// program's DIR/rank<r>), opened before the program starts, so the account
+// it carries was never in reach of code under test; -1 when the program
+// was given no --results=DIR (a run outside the runner).
+int open_side_channel(const std::string& dir, const std::string& rank) {
+  if (dir.empty() || rank == "-1") return -1;
+  const std::string path = dir + "/side" + rank;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    std::fprintf(stderr, "kit_mpi_side: cannot open its record channel %s: %s\n", path.c_str(), std::strerror(errno));
+    return -1;
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+bool read_all(int fd, void* data, std::size_t n) { return link::move_all(false, fd, data, n); }
+bool write_all(int fd, const void* data, std::size_t n) { return link::move_all(true, fd, const_cast<void*>(data), n); }
+
+Traffic g_traffic;
+pid_t g_child = -1;
+std::atomic<bool> g_finalizing{false};
+
+// The child ended without finalizing (a crash, exit(), the watchdog): the
+// side ends as it did, so the launcher sees what it would have seen of the
+// program itself, and its account goes out first.
+[[noreturn]] void end_like_child() {
+  int status = 0;
+  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_traffic.flush();
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 70);
+}
+
+// The control pipe: an exit code asks for MPI_Abort (link::abort_job); its
+// end means the child is gone.
+void watch_control(int fd) {
+  std::int32_t code = 0;
+  if (read_all(fd, &code, sizeof code)) {
+    g_traffic.flush();
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _exit(code);
+  }
+  if (!g_finalizing) end_like_child();
+}
+
+std::string no_room(std::uint64_t bytes) {
+  return "the rank's MPI side has no room for a call of " + std::to_string(bytes) + " bytes (it holds at most " +
+         std::to_string(harness::kSideDataLimitBytes >> 20) + " MiB: a call of the assignment's moves a few MiB)";
+}
+
+[[noreturn]] void serve(int fd) {
+  Ops ops(g_traffic);
+  for (;;) {
+    link::Header h{};
+    if (!read_all(fd, &h, sizeof h)) {
+      // The child is gone; the control thread ends the side as it ended.
+      for (;;) pause();
+    }
+    if (h.in_bytes > kMostRequestBytes) {
+      std::fprintf(stderr, "kit_mpi_side: a request of %llu bytes: the program broke its link\n",
+                   static_cast<unsigned long long>(h.in_bytes));
+      g_traffic.flush();
+      MPI_Abort(MPI_COMM_WORLD, 70);
+    }
+    std::vector<char> in;
+    bool room = true;
+    try {
+      in.resize(h.in_bytes);
+    } catch (const std::bad_alloc&) {
+      room = false;  // read past, then answered below
+      char sink[1 << 16];
+      for (std::uint64_t left = h.in_bytes; left > 0;) {
+        const std::size_t n = left < sizeof sink ? static_cast<std::size_t>(left) : sizeof sink;
+        if (!read_all(fd, sink, n)) for (;;) pause();
+        left -= n;
+      }
+    }
+    if (!in.empty() && !read_all(fd, in.data(), in.size())) for (;;) pause();
+    Answer answer;
+    if (!room) {
+      answer.reply.status = link::Status::Failed;
+      const std::string why = no_room(h.in_bytes);
+      answer.data.assign(why.begin(), why.end());
+    } else if (h.kind == link::Kind::Finalize) {
+      g_finalizing = true;
+      ops.finish_requests();
+      g_traffic.flush();
+      MPI_Finalize();
+    } else {
+      try {
+        answer = ops.handle(h, in);
+      } catch (const std::bad_alloc&) {
+        answer = Answer{};
+        answer.reply.status = link::Status::Failed;
+        const std::string why = no_room(h.in_bytes);
+        answer.data.assign(why.begin(), why.end());
+      } catch (const std::invalid_argument& e) {
+        answer = Answer{};
+        answer.reply.status = link::Status::BadArgument;
+        answer.data.assign(e.what(), e.what() + std::strlen(e.what()));
+      } catch (const std::exception& e) {
+        answer = Answer{};
+        answer.reply.status = link::Status::Failed;
+        answer.data.assign(e.what(), e.what() + std::strlen(e.what()));
+      }
+    }
+    answer.reply.out_bytes = answer.data.size();
+    if (!write_all(fd, &answer.reply, sizeof answer.reply) ||
+        (!answer.data.empty() && !write_all(fd, answer.data.data(), answer.data.size())))
+      for (;;) pause();
+    if (h.kind == link::Kind::Finalize) {
+      int status = 0;
+      while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+      }
+      if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+      }
+      _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 70);
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace dtrain::side
+
+int main(int argc, char** argv) {
+  using namespace dtrain::side;
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: kit_mpi_side PROGRAM [ARGS...]  (tools/kitrun starts it)\n");
+    return 2;
+  }
+  int link_ends[2], control_ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, link_ends) != 0 ||
+      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control_ends) != 0) {
+    std::perror("kit_mpi_side: socketpair");
+    return 70;
+  }
+  const std::string rank = launcher_rank();
+  const std::string results = results_dir(argv + 1);
+  g_traffic.open(open_side_channel(results, rank), std::atoi(rank.c_str()));
+  // Before the child exists, so that no instant of its life finds this
+  // process dumpable (its own exec makes it dumpable again).
+  prctl(PR_SET_DUMPABLE, 0);
+  const pid_t parent = getpid();
+  g_child = fork();
+  if (g_child < 0) {
+    std::perror("kit_mpi_side: fork");
+    return 70;
+  }
+  if (g_child == 0) start_child(argv + 1, link_ends[1], control_ends[1], parent);
+  close(link_ends[1]);
+  close(control_ends[1]);
+  signal(SIGPIPE, SIG_IGN);
+  // MPI's threads (its runtime's progress and events) at the kit's stack
+  // size rather than glibc's 8 MiB: the data limit counts a stack whole.
+  pthread_attr_t stacks;
+  if (pthread_attr_init(&stacks) == 0 && pthread_attr_setstacksize(&stacks, harness::kThreadStackBytes) == 0)
+    pthread_setattr_default_np(&stacks);
+  // A test job's side keeps to its share of the rank's memory (kit/parts.py,
+  // SIDE_DATA_LIMIT_MIB): a grading job at every limit fits the smallest
+  // platform by construction. A trainer's, like the trainer, has no limit
+  // of the kit's: its buckets may hold a whole model's gradients in flight.
+  rlimit data{};
+  if (!results.empty() && getrlimit(RLIMIT_DATA, &data) == 0 &&
+      (data.rlim_cur == RLIM_INFINITY || data.rlim_cur > static_cast<rlim_t>(harness::kSideDataLimitBytes))) {
+    data.rlim_cur = static_cast<rlim_t>(harness::kSideDataLimitBytes);
+    setrlimit(RLIMIT_DATA, &data);
+  }
+  if (MPI_Init(&argc, &argv) != MPI_SUCCESS) return 70;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  std::thread(watch_control, control_ends[0]).detach();
+  serve(link_ends[0]);
+}

@@ -1,0 +1,56 @@
+// side_ops.h: what the MPI side does for each request of the link (link.h):
+// its communicators and requests, by the numbers it gave the child, and the
+// account of the traffic it carried (traffic.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "side_mpi.h"
+#include "traffic.h"
+
+namespace dtrain::side {
+
+// One answer: the reply and its data.
+struct Answer {
+  link::Reply reply{};
+  std::vector<char> data;
+};
+
+class Ops {
+ public:
+  explicit Ops(Traffic& traffic);
+  // Carries out one request; `in` is its data. Throws std::invalid_argument
+  // for a request that breaks the link's rules, std::runtime_error for MPI's failures.
+  // `in` may be taken: MPI reduces in place where it can, and the answer keeps the buffer.
+  Answer handle(const link::Header& h, std::vector<char>& in);
+  // Requests still in flight (MPI must finish them before MPI_Finalize).
+  void finish_requests();
+
+ private:
+  struct InFlight {
+    MPI_Request mpi = MPI_REQUEST_NULL;
+    std::vector<char> src;
+    Answer result;  // MPI writes its data in place
+  };
+  MPI_Comm comm(std::int32_t id) const;
+  int size_of(MPI_Comm c) const;
+  std::int32_t add(MPI_Comm c);
+  Answer new_comm(MPI_Comm c, std::vector<int> members);
+
+  Answer reduce(const link::Header& h, std::vector<char>& in, link::Kind kind);
+  Answer point_to_point(const link::Header& h, const std::vector<char>& in);
+  Answer sendrecv(const link::Header& h, const std::vector<char>& in);
+  Answer request(const link::Header& h, const std::vector<char>& in);
+  Answer text(const link::Header& h, const std::vector<char>& in);
+  Answer clock_offset(const link::Header& h);
+
+  Traffic& traffic_;
+  std::vector<MPI_Comm> comms_;  // by number; 0 is MPI's world
+  std::map<std::int64_t, InFlight> requests_;
+  std::int64_t next_request_ = 1;
+};
+
+}  // namespace dtrain::side

@@ -1,0 +1,173 @@
+"""The MPI sides' accounts of a job's traffic, read and judged.
+
+Each rank's MPI side (framework/comm/side/, the only process of a rank that
+holds MPI) writes, once per case, what it carried for the rank's program:
+every collective and point-to-point message, as (operation, elements, the
+communicator's size) and how many times (tests/harness/records.h,
+"traffic"). It writes through a channel of its own (kit/channels.py,
+side<r>), which it opens before the program starts, so no code under test
+has written a word of an honest account. Code under test can open the same
+channel and add lines, but never take one back: a second account of one
+case, or an account of a case the job never planned, is an integrity
+failure.
+
+The judge compares a case's accounts with the reference's, recorded by
+`make hidden-data` beside the expected values (kit/judge.py), for the parts
+whose rules are about traffic (kit/parts.py, `traffic`): ZeRO-3 moves
+exactly the shards it needs, a ring allreduce is made of messages, not of
+a collective, the buckets of Part 13 go out as their own allreduces. It
+compares the collectives one by one, and the elements each rank sends in
+messages as a total, since a correct ring may send its blocks with send
+and recv or with sendrecv.
+
+    traffic = parse(side_lines)              # [(rank, line), ...] from kit/channels.py
+    failures = judge_case(case, traffic, expected.traffic)
+"""
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+from kit import facts
+
+EVENT = "traffic"
+Call = Tuple[str, int, int]  # (operation, elements, the communicator's size)
+Account = Dict[Call, int]    # -> how many times
+OPERATIONS = set(facts.OPERATIONS)
+POINT_TO_POINT = ("send", "sendrecv")  # the calls that send elements (a recv's are counted by its sender)
+MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in about 10 KB
+MAX_CALLS = 256
+MAX_INT = 1 << 31
+SHOWN = 3  # differences a message names
+
+
+@dataclass
+class Traffic:
+    accounts: Dict[str, Dict[int, Account]] = field(default_factory=dict)  # case -> rank -> account
+    doubled: Dict[str, int] = field(default_factory=dict)  # case -> accounts past the first, per rank
+    malformed: int = 0
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_INT
+
+
+def _account(record, rank: int) -> Optional[Account]:
+    if not isinstance(record, dict) or record.get("event") != EVENT or record.get("rank") != rank:
+        return None
+    calls, case = record.get("calls"), record.get("case")
+    if not isinstance(case, str) or not isinstance(calls, list) or len(calls) > MAX_CALLS:
+        return None
+    if not _whole(record.get("overflow")):
+        return None
+    out: Account = {}
+    for c in calls:
+        if not (isinstance(c, list) and len(c) == 4 and c[0] in OPERATIONS and all(_whole(x) for x in c[1:])):
+            return None
+        out[(c[0], c[1], c[2])] = out.get((c[0], c[1], c[2]), 0) + c[3]
+    if record["overflow"]:
+        out[("overflow", 0, 0)] = record["overflow"]  # never in the reference's: the case then differs
+    return out
+
+
+def parse(lines) -> Traffic:
+    """The accounts of (rank, line) pairs from the sides' channels."""
+    out = Traffic()
+    for rank, line in lines:
+        try:
+            record = json.loads(line) if len(line) <= MAX_LINE_BYTES else None
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            record = None
+        account = _account(record, rank)
+        if account is None:
+            out.malformed += 1
+            continue
+        mine = out.accounts.setdefault(record["case"], {})
+        if rank in mine:
+            out.doubled[record["case"]] = out.doubled.get(record["case"], 0) + 1
+        mine[rank] = account
+    return out
+
+
+def summary(account: Account) -> Tuple[Counter, int]:
+    """What the judge compares: the collectives, call by call, and the
+    elements sent in messages, as a total."""
+    collectives: Counter = Counter()
+    sent = 0
+    for (op, count, ranks), times in account.items():
+        if op in POINT_TO_POINT:
+            sent += count * times
+        elif op != "recv":
+            collectives[(op, count, ranks)] += times
+    return collectives, sent
+
+
+def _call_text(call: Call, times: int) -> str:
+    op, count, ranks = call
+    if op == "overflow":
+        return f"{times} calls past what one account holds"
+    what = op.replace("_", "-") if op != "iallreduce" else "iallreduce"
+    size = f" of {count} element{'s' if count != 1 else ''}" if op not in ("barrier", "split") else ""
+    return f"{what}{size} on {ranks} rank{'s' if ranks != 1 else ''}" + (f" ({times} times)" if times > 1 else "")
+
+
+def differences(got: Account, want: Account) -> List[str]:
+    """How one rank's account differs from the reference's, in words."""
+    got_calls, got_sent = summary(got)
+    want_calls, want_sent = summary(want)
+    out = [f"made {_call_text(c, n)}, which the reference doesn't" for c, n in sorted((got_calls - want_calls).items())]
+    out += [f"made no {_call_text(c, n)}, which the reference makes" for c, n in sorted((want_calls - got_calls).items())]
+    if got_sent != want_sent:
+        out.append(f"sent {got_sent} elements in messages, where the reference sends {want_sent}")
+    return out
+
+
+def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Account]]) -> List[Dict]:
+    """The failures in one case's traffic ({"rank", "message"}); none if every
+    rank's account matches the reference's, or none was recorded for it."""
+    want = expected.get(case)
+    if want is None:
+        return []
+    failures: List[Dict] = []
+    if traffic.doubled.get(case):
+        failures.append({"rank": None, "message": "integrity: two accounts of this case's traffic from one rank's "
+                                                  "MPI side, which writes one (written by code under test?)"})
+    got = traffic.accounts.get(case, {})
+    for rank in sorted(want):
+        if rank not in got:
+            failures.append({"rank": rank, "message": "its MPI side gave no account of this case's traffic (the "
+                                                      "program never named the case to it?)"})
+            continue
+        found = differences(got[rank], want[rank])
+        if found:
+            more = f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+            failures.append({"rank": rank, "message": "its communication differs from the reference's: it "
+                                                      + "; it ".join(found[:SHOWN]) + more})
+    return failures
+
+
+def unplanned(traffic: Traffic, plan: List[str]) -> List[str]:
+    """Cases with an account that the job never planned (a side writes only the names its program gives)."""
+    planned = set(plan)
+    return sorted(c for c in traffic.accounts if c not in planned)
+
+
+# In the expected values' files (kit/judge.py), one line per rank of a case:
+#     traffic <Suite.Case> <rank> <op>:<elements>:<ranks>:<times> ...
+def dump_lines(case: str, accounts: Dict[int, Account]) -> List[str]:
+    return [f"traffic {case} {rank} " + " ".join(f"{op}:{count}:{ranks}:{times}"
+                                                 for (op, count, ranks), times in sorted(accounts[rank].items()))
+            for rank in sorted(accounts)]
+
+
+def load_line(words: List[str], into: Dict[str, Dict[int, Account]]) -> None:
+    """One `traffic` line's words; ValueError if it is none."""
+    if len(words) < 3 or not words[2].isdigit():
+        raise ValueError("not a traffic line")
+    account: Account = {}
+    for item in words[3:]:
+        op, count, ranks, times = item.split(":")
+        if op not in OPERATIONS:
+            raise ValueError(f"unknown operation {op!r}")
+        account[(op, int(count), int(ranks))] = int(times)
+    into.setdefault(words[1], {})[int(words[2])] = account

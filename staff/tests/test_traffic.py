@@ -1,0 +1,100 @@
+"""The MPI sides' accounts of traffic, read and judged (kit/traffic.py),
+without a job: the lines are what framework/comm/side/traffic.cpp writes.
+  /usr/bin/python3 -m pytest staff/tests/test_traffic.py -q -p no:cacheprovider
+"""
+import json
+
+from kit import judge
+from kit import traffic
+
+
+def line(case, rank, calls, overflow=0, **extra):
+    return json.dumps({"event": "traffic", "case": case, "rank": rank, "calls": calls, "overflow": overflow,
+                       **extra}).encode()
+
+
+ZERO_BACKWARD = [["allgather", 6, 4, 1], ["reduce_scatter", 6, 4, 1], ["reduce_scatter", 2, 4, 1]]
+
+
+def test_an_account_is_read_per_case_and_rank():
+    t = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD)), (1, line("A.B", 1, ZERO_BACKWARD))])
+    assert t.malformed == 0 and not t.doubled
+    assert t.accounts["A.B"][1] == {("allgather", 6, 4): 1, ("reduce_scatter", 6, 4): 1, ("reduce_scatter", 2, 4): 1}
+
+
+def test_lines_no_side_writes_are_malformed():
+    bad = [
+        (0, line("A.B", 1, ZERO_BACKWARD)),                 # another rank's name on rank 0's channel
+        (0, line("A.B", 0, [["allreduce", -1, 4, 1]])),     # a negative count
+        (0, line("A.B", 0, [["allreduce", 1e999, 4, 1]])),  # not a whole number (JSON's infinity)
+        (0, line("A.B", 0, [["launch", 1, 4, 1]])),         # no operation of the ledger's
+        (0, line("A.B", 0, [["allreduce", 1, 4]])),         # a call of three fields
+        (0, line("A.B", 0, ZERO_BACKWARD, overflow=True)),  # a flag where a count belongs
+        (0, line("A.B", 0, [ZERO_BACKWARD[0]] * 257)),      # past the record's 256 kinds
+        (0, b"{" * 100000),                                 # built to break the reader
+        (0, b"not json"),
+    ]
+    t = traffic.parse(bad)
+    assert t.malformed == len(bad) and not t.accounts
+
+
+def test_a_second_account_of_a_case_fails_it_as_integrity():
+    t = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD)), (0, line("A.B", 0, ZERO_BACKWARD))])
+    failures = traffic.judge_case("A.B", t, {"A.B": {0: t.accounts["A.B"][0]}})
+    assert len(failures) == 1 and failures[0]["message"].startswith("integrity: two accounts")
+
+
+def test_an_allreduce_where_the_reference_reduce_scatters_is_named():
+    want = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD))]).accounts
+    got = traffic.parse([(0, line("A.B", 0, [["allgather", 6, 4, 1], ["allreduce", 24, 4, 1],
+                                             ["reduce_scatter", 2, 4, 1]]))])
+    [failure] = traffic.judge_case("A.B", got, want)
+    assert failure["rank"] == 0
+    assert "made allreduce of 24 elements on 4 ranks, which the reference doesn't" in failure["message"]
+    assert "made no reduce-scatter of 6 elements on 4 ranks, which the reference makes" in failure["message"]
+
+
+def test_messages_compare_as_elements_sent_whatever_the_calls():
+    # A ring of 4 ranks moving 12 elements: sends and recvs, or sendrecvs, are alike.
+    want = traffic.parse([(1, line("R.C", 1, [["send", 3, 4, 6], ["recv", 3, 4, 6]]))]).accounts
+    same = traffic.parse([(1, line("R.C", 1, [["sendrecv", 3, 4, 6]]))])
+    assert traffic.judge_case("R.C", same, want) == []
+    collective = traffic.parse([(1, line("R.C", 1, [["allreduce", 12, 4, 1]]))])
+    [failure] = traffic.judge_case("R.C", collective, want)
+    assert "made allreduce of 12 elements on 4 ranks" in failure["message"]
+    assert "sent 0 elements in messages, where the reference sends 18" in failure["message"]
+
+
+def test_a_rank_without_an_account_fails_and_a_case_without_a_recorded_one_is_not_judged():
+    want = {"A.B": {0: {("allgather", 6, 4): 1}, 1: {("allgather", 6, 4): 1}}}
+    got = traffic.parse([(0, line("A.B", 0, [["allgather", 6, 4, 1]]))])
+    [failure] = traffic.judge_case("A.B", got, want)
+    assert failure["rank"] == 1 and "gave no account" in failure["message"]
+    assert traffic.judge_case("Other.Case", got, want) == []
+
+
+def test_calls_past_the_account_never_match():
+    want = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD))]).accounts
+    got = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD, overflow=3))])
+    [failure] = traffic.judge_case("A.B", got, want)
+    assert "3 calls past what one account holds" in failure["message"]
+
+
+def test_accounts_of_unplanned_cases_are_found():
+    t = traffic.parse([(0, line("A.B", 0, [])), (0, line("Hidden.X", 0, []))])
+    assert traffic.unplanned(t, ["A.B"]) == ["Hidden.X"]
+
+
+def test_the_expected_file_keeps_accounts_line_by_line(tmp_path):
+    accounts = {"A.B": {0: {("allgather", 6, 4): 1, ("reduce_scatter", 2, 4): 2}, 1: {}}}
+    path = tmp_path / "expected.txt"
+    path.write_text(judge.dump(["A.B"], {}, None, accounts))
+    assert "traffic A.B 0 allgather:6:4:1 reduce_scatter:2:4:2" in path.read_text()
+    assert judge.load(str(path)).traffic == accounts
+    path.write_text("traffic A.B 0 launch:1:1:1\n")
+    try:
+        judge.load(str(path))
+    except ValueError as e:
+        assert "unknown operation" in str(e)
+    else:
+        raise AssertionError("an unknown operation was read")
