@@ -205,7 +205,7 @@ def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:
 
 
 def place_side(build_dir: str, output: str) -> bool:
-    """Puts the build's MPI side (framework/comm/link.h) beside the binary,
+    """Puts the build's MPI side (framework/comm/comm_link.h) beside the binary,
     where tools/kitrun looks for it: a grading's binary lies in the sandbox,
     which may see nothing of the kit's build. False if the build has none."""
     side = os.path.join(build_dir, "kit_mpi_side")

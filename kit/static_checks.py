@@ -36,9 +36,9 @@ from kit.paths import FRAMEWORK_DIR, build_dir
 from kit.recipe import recipe
 from kit.report import check_command
 # Framework headers that only the kit's own programs and tests may use.
-KIT_INTERNAL_HEADERS = {"call_context.h", "comm_internal.h", "comm_runtime.h", "idx_format.h", "layer_profiler.h",
-                        "ledger.h", "link.h", "memory_tracker.h", "side_mpi.h", "side_ops.h", "student_calls.h",
-                        "traffic.h"}
+KIT_INTERNAL_HEADERS = {"call_context.h", "comm_internal.h", "comm_link.h", "comm_runtime.h", "comm_side_mpi.h",
+                        "comm_side_ops.h", "idx_format.h", "layer_profiler.h", "ledger.h", "memory_tracker.h",
+                        "student_calls.h", "traffic.h"}
 
 
 @dataclass(frozen=True)

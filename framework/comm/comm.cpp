@@ -1,6 +1,6 @@
 // comm.cpp: the Communicator of comm.h: its collectives, each checked,
 // recorded and counted (ledger.h), then carried out by the rank's MPI side
-// (link.h). The communicator's other files: comm_internal.h (what they
+// (comm_link.h). The communicator's other files: comm_internal.h (what they
 // share), comm_session.cpp, comm_agreement.cpp, comm_p2p.cpp and
 // comm_request.cpp (the Request an iallreduce returns).
 #include <chrono>

@@ -1,7 +1,7 @@
 // comm_internal.h: what the communicator's own files share (comm.cpp,
 // comm_session.cpp, comm_agreement.cpp, comm_p2p.cpp, comm_request.cpp, and
 // ledger.cpp through ledger.h). None of them calls MPI: each call goes to the
-// rank's MPI side over the link (link.h), the only holder of MPI
+// rank's MPI side over the link (comm_link.h), the only holder of MPI
 // (framework/comm/side/).
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "comm.h"
-#include "link.h"
+#include "comm_link.h"
 
 namespace dtrain {
 
@@ -48,7 +48,7 @@ int to_count(long count, const char* call);
 // Seconds on this host's steady clock (CommAccess::wall_time).
 double steady_seconds();
 
-// One request to the side (link.h): up to five arguments, the data sent,
+// One request to the side (comm_link.h): up to five arguments, the data sent,
 // and where the answer's data goes.
 link::Reply ask(link::Kind kind, std::int32_t comm, std::initializer_list<std::int64_t> args, const void* in = nullptr,
                 std::size_t in_bytes = 0, void* out = nullptr, std::size_t out_capacity = 0);

@@ -4,7 +4,7 @@
 // ranks of a message know of it.
 //
 // The rank's MPI side carries each message as three MPI messages on tags
-// derived from the caller's (side/side_ops.cpp):
+// derived from the caller's (side/comm_side_ops.cpp):
 //   header   the sender's element count (a synchronous send: the sender waits
 //            until the receiver has taken it, so a cycle of sends deadlocks
 //            on every MPI and at every size, as comm.h promises)
@@ -18,7 +18,7 @@
 
 #include "call_context.h"
 #include "comm_internal.h"
-#include "link.h"
+#include "comm_link.h"
 #include "ledger.h"
 
 namespace dtrain {
@@ -90,7 +90,7 @@ void Communicator::recv_raw(double* dst, long count, int source, int tag) {
 }
 
 // The two links of a sendrecv progress on their own, as MPI_Sendrecv's do
-// (side/side_ops.cpp); a link whose sizes disagree carries no payload, and
+// (side/comm_side_ops.cpp); a link whose sizes disagree carries no payload, and
 // the other link still delivers, so its far rank is not left waiting.
 void Communicator::sendrecv_raw(const double* src, long send_count, int dest, int send_tag, double* dst,
                                 long recv_count, int source, int recv_tag) {

@@ -13,7 +13,7 @@
 
 namespace dtrain {
 
-// The one scope object of the link to the rank's MPI side (link.h), which
+// The one scope object of the link to the rank's MPI side (comm_link.h), which
 // holds MPI: the side started this program, and ends MPI when the session
 // ends. Every program and test main creates exactly one, first thing in main.
 class MpiSession {

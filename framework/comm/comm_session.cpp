@@ -82,7 +82,7 @@ std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::
   link::call(h, mine.data(), nullptr, 0, &all);
   std::vector<std::string> texts;
   if (comm.rank() != root) return texts;
-  // Per rank: its length as 8 bytes, then its text (side/side_text.cpp).
+  // Per rank: its length as 8 bytes, then its text (side/comm_side_text.cpp).
   for (std::size_t at = 0; at + sizeof(std::int64_t) <= all.size();) {
     std::int64_t length = 0;
     std::memcpy(&length, all.data() + at, sizeof length);

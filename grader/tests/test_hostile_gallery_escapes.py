@@ -184,7 +184,7 @@ def locks_intact(tmp: str) -> List[str]:
 # MPI_Comm_spawn found by address, and MPI's handles too (Open MPI's are the
 # addresses of its globals, MPICH's fixed numbers), to ask MPI's launcher,
 # which the ranks' system-call filter does not hold, to start a shell. The
-# rank's program holds no MPI (its MPI side does, framework/comm/link.h):
+# rank's program holds no MPI (its MPI side does, framework/comm/comm_link.h):
 # neither its own symbols nor a library it opens (the filter refuses the
 # open) offer MPI_Comm_spawn, so the attack finds nothing and the handin
 # keeps the reference's 150. Behind that, the launcher runs under the exec

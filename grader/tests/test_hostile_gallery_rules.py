@@ -149,7 +149,7 @@ def zero_forward_keeping(how: bytes) -> List:
 
 # ZeRO-3's backward that all-reduces the weight gradient, where ZeRO-3
 # reduce-scatters it. The handin sends its allreduce to the rank's MPI side
-# itself, as raw bytes on the link's descriptor (framework/comm/link.h),
+# itself, as raw bytes on the link's descriptor (framework/comm/comm_link.h),
 # so the rank's own ledger never sees it, and makes the reduce-scatter the
 # rank's check wants on a buffer it throws away: every check in the rank
 # passes. The side's account holds the allreduce, and the judge compares it
@@ -158,7 +158,7 @@ def zero_forward_keeping(how: bytes) -> List:
 ZERO_WEIGHT_GRADIENT = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);\n"
 # An allreduce sent to the rank's MPI side as raw bytes on the link's
 # descriptor (4: the side's socket pair, made first), with the layouts of
-# link.h's Header and Reply and the communicator's number read from its
+# comm_link.h's Header and Reply and the communicator's number read from its
 # handle: the program's own ledger never sees it.
 BEHIND_THE_LEDGER = b"""#include <unistd.h>
 #include <cstdint>

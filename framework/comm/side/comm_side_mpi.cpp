@@ -1,5 +1,5 @@
-// side_mpi.cpp: see side_mpi.h.
-#include "side_mpi.h"
+// comm_side_mpi.cpp: see comm_side_mpi.h.
+#include "comm_side_mpi.h"
 
 #include <sched.h>
 

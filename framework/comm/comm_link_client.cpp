@@ -1,4 +1,4 @@
-// link_client.cpp: the child's end of the link to its MPI side (link.h).
+// comm_link_client.cpp: the child's end of the link to its MPI side (comm_link.h).
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "link.h"
+#include "comm_link.h"
 
 namespace dtrain::link {
 

@@ -1,4 +1,4 @@
-// side_main.cpp: kit_mpi_side, a rank's MPI side (link.h). The launcher
+// comm_side_main.cpp: kit_mpi_side, a rank's MPI side (comm_link.h). The launcher
 // starts it in the program's place; it starts the program as its child,
 // with no MPI, and carries out the child's requests.
 //   tools/kitrun -n 4 build/student/kit_tests ...   (kitrun puts the side first:
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "parts_table.h"  // the kit's stack size for threads (kit/parts.py)
-#include "side_ops.h"
+#include "comm_side_ops.h"
 #include "traffic.h"
 
 extern char** environ;

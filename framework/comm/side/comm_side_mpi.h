@@ -1,4 +1,4 @@
-// side_mpi.h: what the MPI side's files share (side/, link.h), and the only
+// comm_side_mpi.h: what the MPI side's files share (side/, comm_link.h), and the only
 // header of the kit that includes <mpi.h>: the side is the only process of
 // a rank that holds MPI.
 #pragma once
@@ -7,7 +7,7 @@
 
 #include <functional>
 
-#include "link.h"
+#include "comm_link.h"
 
 namespace dtrain::side {
 

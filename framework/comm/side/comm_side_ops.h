@@ -1,4 +1,4 @@
-// side_ops.h: what the MPI side does for each request of the link (link.h):
+// comm_side_ops.h: what the MPI side does for each request of the link (comm_link.h):
 // its communicators and requests, by the numbers it gave the child, and the
 // account of the traffic it carried (traffic.h).
 #pragma once
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "side_mpi.h"
+#include "comm_side_mpi.h"
 #include "traffic.h"
 
 namespace dtrain::side {

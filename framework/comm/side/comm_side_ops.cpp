@@ -1,8 +1,8 @@
-// side_ops.cpp: see side_ops.h. The child checked every request before
+// comm_side_ops.cpp: see comm_side_ops.h. The child checked every request before
 // sending it (comm.cpp, comm_p2p.cpp), with messages that name the
 // student's call; the side checks them again, since a request is the
 // child's bytes, and answers a broken one with BadArgument.
-#include "side_ops.h"
+#include "comm_side_ops.h"
 
 #include <climits>
 #include <cstring>

@@ -1,4 +1,4 @@
-// link.h: the channel between a rank's two processes. The rank's MPI side
+// comm_link.h: the channel between a rank's two processes. The rank's MPI side
 // (framework/comm/side/, the program the launcher starts) holds MPI; it
 // starts the kit's program, which holds the student's code, as its child,
 // with no MPI at all. Every call of a Communicator is one request over the
@@ -47,7 +47,7 @@ enum class Kind : std::int32_t {
   Finalize,        // the program ends normally
 };
 
-// How a waiting side spends the wait (side/side_mpi.h explains each).
+// How a waiting side spends the wait (side/comm_side_mpi.h explains each).
 enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };
 
 inline constexpr int kAgreeFields = 6;
@@ -86,7 +86,7 @@ inline bool move_all(bool out, int fd, void* data, std::size_t n) {
   return true;
 }
 
-// The child's end (link_client.cpp). False when this process was not
+// The child's end (comm_link_client.cpp). False when this process was not
 // started by an MPI side.
 bool available();
 // One request and its answer. `out`/`out_capacity`: where the answer's data

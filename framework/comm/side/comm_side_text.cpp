@@ -1,4 +1,4 @@
-// side_text.cpp: the side's answers to the framework's own requests that
+// comm_side_text.cpp: the side's answers to the framework's own requests that
 // carry no student data: gathering text for rank 0's report, and measuring
 // each host's clock against rank 0's (CommAccess, comm_runtime.h).
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "side_ops.h"
+#include "comm_side_ops.h"
 
 namespace dtrain::side {
 
