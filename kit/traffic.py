@@ -20,6 +20,16 @@ compares the collectives one by one, and the elements each rank sends in
 messages as a total, since a correct ring may send its blocks with send
 and recv or with sendrecv.
 
+An account also holds the side's reading of its program's memory, as the
+kernel counts it, each time a ZeRO-3 forward or backward returned
+(side/traffic.h): ("checkpoint", 0, 0) times how many, and ("held", KiB, 0),
+the most the program held at any of them beyond what it held when its first
+case began. The checkpoints must be as many as the reference's; the figure
+may pass the reference's by HELD_SLACK_KIB, no more: a full weight kept
+between calls is more (kit/facts.py). Under an emulator, whose memory the
+kernel counts, the side writes ("emulated", 0, 0) instead of a figure, and
+the memory rule is judged in the rank alone (docs/internals.md).
+
     traffic = parse(side_lines)              # [(rank, line), ...] from kit/channels.py
     failures = judge_case(case, traffic, expected.traffic)
 """
@@ -33,12 +43,14 @@ from kit import facts
 EVENT = "traffic"
 Call = Tuple[str, int, int]  # (operation, elements, the communicator's size)
 Account = Dict[Call, int]    # -> how many times
-OPERATIONS = set(facts.OPERATIONS)
+MEASURES = ("checkpoint", "held", "emulated")  # the side's readings of its program's memory, not calls
+OPERATIONS = set(facts.OPERATIONS) | set(MEASURES)
 POINT_TO_POINT = ("send", "sendrecv")  # the calls that send elements (a recv's are counted by its sender)
 MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in about 10 KB
 MAX_CALLS = 256
 MAX_INT = 1 << 31
 SHOWN = 3  # differences a message names
+UNREAD_KIB = 1 << 30  # a memory figure the side could not read (traffic.cpp, kUnreadKib)
 
 
 @dataclass
@@ -95,6 +107,8 @@ def summary(account: Account) -> Tuple[Counter, int]:
     collectives: Counter = Counter()
     sent = 0
     for (op, count, ranks), times in account.items():
+        if op in MEASURES:
+            continue
         if op in POINT_TO_POINT:
             sent += count * times
         elif op != "recv":
@@ -122,6 +136,29 @@ def differences(got: Account, want: Account) -> List[str]:
     return out
 
 
+def _held(account: Account) -> Optional[int]:
+    return next((count for (op, count, _), _times in account.items() if op == "held"), None)
+
+
+def memory_problem(got: Account, want: Account) -> Optional[str]:
+    """What one rank's memory, read by its MPI side, breaks of ZeRO-3's rule, in words; None if nothing."""
+    returns, want_returns = got.get(("checkpoint", 0, 0), 0), want.get(("checkpoint", 0, 0), 0)
+    if returns != want_returns:
+        return (f"its MPI side was told of {returns} return(s) from ZeRO-3's forward or backward, where the "
+                f"reference's is told of {want_returns}: the side measures the program's memory at each, so "
+                f"each must reach it (did a call throw, or the program talk to its side itself?)")
+    held, want_held = _held(got), _held(want)
+    if ("emulated", 0, 0) in got:
+        return None
+    if want_held is None or (held is not None and held <= want_held + facts.HELD_SLACK_KIB):
+        return None
+    amount = f"{held} KiB" if held is not None and held < UNREAD_KIB else "memory its MPI side could not read"
+    return (f"when a ZeRO-3 forward or backward returned, the program held {amount} beyond what it held as its "
+            f"first case began, where the reference holds {want_held} KiB ({facts.HELD_SLACK_KIB} KiB more is "
+            f"allowed): a full weight, or a copy as big, kept between calls, which ZeRO-3 never does (its MPI side "
+            f"reads the kernel's count, whatever holds the memory)")
+
+
 def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Account]]) -> List[Dict]:
     """The failures in one case's traffic ({"rank", "message"}); none if every
     rank's account matches the reference's, or none was recorded for it."""
@@ -143,6 +180,9 @@ def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Accoun
             more = f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
             failures.append({"rank": rank, "message": "its communication differs from the reference's: it "
                                                       + "; it ".join(found[:SHOWN]) + more})
+        memory = memory_problem(got[rank], want[rank])
+        if memory:
+            failures.append({"rank": rank, "message": memory})
     return failures
 
 

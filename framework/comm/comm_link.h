@@ -45,6 +45,7 @@ enum class Kind : std::int32_t {
   Wait,            // a: request -> data: dst
   Case,            // data: the name of the case now beginning, or none once it is over (the side's account is per case)
   Finalize,        // the program ends normally
+  Checkpoint,      // a student call the rules watch has returned: the side measures the child's memory (side/traffic.h)
 };
 
 // How a waiting side spends the wait (side/comm_side_mpi.h explains each).

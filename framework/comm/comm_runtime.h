@@ -81,6 +81,12 @@ struct CommAccess {
   // Not collective.
   static void account_case(const std::string& name);
 
+  // A student call whose memory is ruled (ZeRO-3's forward and backward) has
+  // returned: the MPI side measures this process's memory as the kernel
+  // counts it and keeps the case's highest figure (side/traffic.h). Not
+  // collective.
+  static void checkpoint();
+
   // The name the ledger gives the communicator ("world", "mp_comm", or the
   // split it came from: "split(color 1, key 0) of world").
   static void set_name(Communicator& comm, const std::string& name);

@@ -118,6 +118,12 @@ void CommAccess::account_case(const std::string& name) {
   link::call(h, name.data(), nullptr, 0);
 }
 
+void CommAccess::checkpoint() {
+  link::Header h{};
+  h.kind = link::Kind::Checkpoint;
+  link::call(h, nullptr, nullptr, 0);
+}
+
 double CommAccess::seconds_in_collectives() { return comm_detail::collective_seconds(); }
 
 void CommAccess::set_name(Communicator& comm, const std::string& name) {

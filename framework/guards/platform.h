@@ -63,5 +63,8 @@ bool set_thread_stack_size(long long bytes);
 // glibc's malloc tuning: blocks up to `mmap_threshold` come from the heap, and
 // up to `trim_threshold` of freed memory stays for reuse (layer_profiler.h).
 void tune_malloc(long mmap_threshold, long trim_threshold);
+// Gives every free page of glibc's heap back to the kernel (malloc_trim), so
+// that the kernel's count of the process's memory is what it holds.
+void release_free_memory();
 
 }  // namespace dtrain::platform

@@ -132,6 +132,8 @@ void tune_malloc(long mmap_threshold, long trim_threshold) {
   ::mallopt(M_TRIM_THRESHOLD, static_cast<int>(trim_threshold));
 }
 
+void release_free_memory() { ::malloc_trim(0); }
+
 namespace {
 
 // addr2line's answer for these offsets in `object`: "file:line" per frame,

@@ -140,6 +140,34 @@ KEEP_IN_A_STATIC = ZERO_FORWARD + b"""  static Matrix kept;
 """
 
 
+# The memory rule's blocks, counted from the call they are made in (red
+# team): the block that keeps the weight is made and written in
+# partition_flat_tensor, outside every forward and backward, so the rank's
+# own watch of the calls' blocks sees nothing. The rank's MPI side reads the
+# kernel's count of the program's memory when each call returns
+# (framework/comm/side/traffic.h): from the first partition on, each rank
+# holds 4 MiB more than the reference in every ZeRO-3 case it runs after,
+# so it loses more than its control (the static Matrix, made in forward,
+# which the rank's watch sees only in forward): part 8's backward too, and
+# part 9's training case.
+KEPT_FROM_PARTITION_SCORE = 150 - 20 - 20 - (10 - 8.75)  # part 9: its training cases lost, Adam's kept
+KEEP_IN_A_BLOCK_FROM_PARTITION = ZERO_FORWARD + b"""  if (kept_weight != nullptr && w.size() <= kept_weight->size())
+    std::copy(w.data(), w.data() + w.size(), kept_weight->data());
+"""
+PARTITION_BEGINS = b"  const Eigen::Index numel = tensor.size();\n"
+MAKES_THE_BLOCK = b"""  if (kept_weight == nullptr) kept_weight = new Vector(Vector::Zero(1 << 19));  // 4 MiB, written: resident
+""" + PARTITION_BEGINS
+
+
+def zero_forward_keeping_from_partition() -> List:
+    files = zero_forward_keeping(KEEP_IN_A_BLOCK_FROM_PARTITION)
+    text = files[2][1]
+    assert PARTITION_BEGINS in text, "the reference's partition_flat_tensor no longer starts with numel"
+    text = text.replace(PARTITION_BEGINS, MAKES_THE_BLOCK).replace(
+        b"namespace dtrain {\n", b"namespace dtrain {\nstatic Vector* kept_weight = nullptr;\n", 1)
+    return files[:2] + [(files[2][0], text)] + files[3:]
+
+
 def zero_forward_keeping(how: bytes) -> List:
     text = source("reference", "zero_dp_stage3.cpp")
     assert ZERO_FORWARD in text, "the reference's forward no longer saves x before gathering w"
@@ -290,6 +318,9 @@ GALLERY: List[Hostile] = [
     Hostile("full_weight_hidden_behind_the_saved_input", lambda tmp: zero_forward_keeping(HIDE_BEHIND_X),
             KEEPER_SCORE, says=("lie past the saved input x in its block of",),
             scores={"part8_forward": 0, "part8_backward": 20}, budget=120),
+    Hostile("full_weight_kept_in_a_block_made_by_partition", lambda tmp: zero_forward_keeping_from_partition(),
+            KEPT_FROM_PARTITION_SCORE, says=("a full weight, or a copy as big, kept between calls",),
+            scores={"part8_forward": 0, "part8_backward": 0, "part9": 8.75}, budget=120),
 ]
 
 

@@ -4,6 +4,7 @@ without a job: the lines are what framework/comm/side/traffic.cpp writes.
 """
 import json
 
+from kit import facts
 from kit import judge
 from kit import traffic
 
@@ -98,3 +99,57 @@ def test_the_expected_file_keeps_accounts_line_by_line(tmp_path):
         assert "unknown operation" in str(e)
     else:
         raise AssertionError("an unknown operation was read")
+
+
+# What a ZeRO-3 case's account holds besides its calls: the returns the side
+# measured memory at, and the most the program held then (KiB).
+def measured(held, checkpoints=2, op="held"):
+    return ZERO_BACKWARD + [["checkpoint", 0, 0, checkpoints], [op, held, 0, 1]]
+
+
+def test_memory_within_the_slack_of_the_references_passes():
+    want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
+    near = traffic.parse([(0, line("Z.K", 0, measured(3300 + facts.HELD_SLACK_KIB)))])
+    assert traffic.judge_case("Z.K", near, want) == []
+
+
+def test_a_kept_weight_fails_the_case_naming_both_figures():
+    want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
+    kept = traffic.parse([(0, line("Z.K", 0, measured(3300 + 4096)))])
+    [failure] = traffic.judge_case("Z.K", kept, want)
+    assert failure["rank"] == 0
+    assert "held 7396 KiB" in failure["message"] and "the reference holds 3300 KiB" in failure["message"]
+    assert "communication" not in failure["message"]  # memory is not traffic
+
+
+def test_a_figure_the_side_could_not_read_fails():
+    want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
+    unread = traffic.parse([(0, line("Z.K", 0, measured(traffic.UNREAD_KIB)))])
+    [failure] = traffic.judge_case("Z.K", unread, want)
+    assert "memory its MPI side could not read" in failure["message"]
+
+
+def test_skipped_returns_change_the_account():
+    # A program that keeps the side from measuring (it never names a return)
+    # makes fewer checkpoints than the reference, which fails the case.
+    want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
+    fewer = traffic.parse([(0, line("Z.K", 0, measured(1000, checkpoints=1)))])
+    [failure] = traffic.judge_case("Z.K", fewer, want)
+    assert "told of 1 return(s) from ZeRO-3's forward or backward, where the reference's is told of 2" in failure["message"]
+    none = traffic.parse([(0, line("Z.K", 0, ZERO_BACKWARD))])
+    assert any("told of 0 return(s)" in f["message"] for f in traffic.judge_case("Z.K", none, want))
+
+
+def test_under_an_emulator_memory_is_not_judged():
+    want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
+    emulated = traffic.parse([(0, line("Z.K", 0, measured(0, op="emulated")))])
+    assert traffic.judge_case("Z.K", emulated, want) == []
+
+
+def test_memory_lines_round_trip_through_the_expected_file():
+    accounts = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts["Z.K"]
+    [text] = traffic.dump_lines("Z.K", accounts)
+    assert "checkpoint:0:0:2" in text and "held:3300:0:1" in text
+    loaded = {}
+    traffic.load_line(text.split(), loaded)
+    assert loaded == {"Z.K": accounts}

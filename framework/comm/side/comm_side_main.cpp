@@ -241,6 +241,7 @@ int main(int argc, char** argv) {
     return 70;
   }
   if (g_child == 0) start_child(argv + 1, link_ends[1], control_ends[1], parent);
+  g_traffic.watch(g_child);
   close(link_ends[1]);
   close(control_ends[1]);
   signal(SIGPIPE, SIG_IGN);

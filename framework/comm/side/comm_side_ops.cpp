@@ -200,6 +200,9 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     case Kind::Case:
       traffic_.begin_case(std::string(in.begin(), in.end()));
       return {};
+    case Kind::Checkpoint:
+      traffic_.checkpoint();
+      return {};
     case Kind::Finalize:
       break;
   }

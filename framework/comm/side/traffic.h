@@ -5,6 +5,15 @@
 // it cannot leave a call out of the account, nor add one: the side writes
 // what it did. Each case's account leaves the side once, as a record on a
 // channel of its own (kit/launch.py reads it; records.h has the format).
+//
+// The account also holds what the child's memory was, as the kernel counts
+// it, each time a call the rules watch returned (link::Kind::Checkpoint):
+// ("checkpoint", 0, 0) times the number of such moments, and ("held", KiB,
+// 0) once, the most the child held at any of them beyond what it held when
+// its first case began. Anonymous and shared pages both count, wherever
+// the child's code put them, so no allocator, address or field of an
+// object decides the figure. kit/traffic.py compares it with the
+// reference's. Under an emulator, ("emulated", 0, 0) stands in its place.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +33,11 @@ class Traffic {
   // One operation carried: `op` as the ledger names it, `count` its elements
   // (as LedgerEntry::count), `ranks` its communicator's size.
   void note(const char* op, long count, int ranks);
+  // The child whose memory checkpoint() measures; called right after the
+  // fork, while its pid can't name another process.
+  void watch(int child_pid);
+  // A call the rules watch returned: the child's memory now goes into the case's account.
+  void checkpoint();
   // The account of the case now running goes out (at the end, or before an abort).
   void flush();
 
@@ -34,6 +48,15 @@ class Traffic {
   bool in_case_ = false;
   std::map<std::tuple<std::string, long, int>, long> calls_;  // (op, count, ranks) -> how many
   long overflow_ = 0;  // calls past the record's cap, counted only
+  int child_pid_ = -1;
+  int emulated_ = -1;       // under an emulator, whose memory is no figure of the child's (-1: not known yet)
+  int status_fd_ = -1;     // the child's /proc/PID/status
+  long baseline_kib_ = -1;  // its memory when its first case began
+  long checkpoints_ = 0, held_kib_ = 0;
 };
+
+// The memory a process's status file (/proc/PID/status, read from `fd`)
+// gives, anonymous and shared, in KiB; -1 if it can't be read.
+long resident_kib(int fd);
 
 }  // namespace dtrain::side
