@@ -35,6 +35,9 @@ POINT_TO_POINT = ("send", "recv", "sendrecv")
 # allocation patterns and for what earlier parts' code keeps, half the 4 MiB
 # weight of the layer Part 8 keeps no full weight of.
 HELD_SLACK_KIB = 2048
+# Part 13: more test() calls than this on one request within one grad_ready
+# call, each finding it still running, are a loop that waits for it.
+DDP_MOST_TESTS_IN_ONE_CALL = 2
 # The calls every rank of a communicator makes at the same point of its
 # sequence, which the agreement check compares.
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce")
@@ -130,6 +133,7 @@ inline constexpr int kFeatures = {FEATURES}, kHidden = {HIDDEN}, kClasses = {CLA
 inline constexpr int kGlobalBatch = {GLOBAL_BATCH};
 inline constexpr std::uint64_t kValueBytes = {VALUE_BYTES};
 inline constexpr long kMaxValuesPerRecord = {MAX_VALUES_PER_RECORD};
+inline constexpr int kDdpMostTestsInOneCall = {DDP_MOST_TESTS_IN_ONE_CALL};
 
 // The ledger's operations: a code each (0 is none), and its name.
 enum OpCode : std::int64_t {{ {codes} }};

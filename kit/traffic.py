@@ -44,7 +44,10 @@ EVENT = "traffic"
 Call = Tuple[str, int, int]  # (operation, elements, the communicator's size)
 Account = Dict[Call, int]    # -> how many times
 MEASURES = ("checkpoint", "held", "emulated")  # the side's readings of its program's memory, not calls
-OPERATIONS = set(facts.OPERATIONS) | set(MEASURES)
+# Part 13's order of events as the side placed it (side/traffic.h): the student calls, where each
+# iallreduce started (elements, where), and the waits in grad_ready.
+ORDER = ("grad_ready", "finish", "started", "waited_in_grad_ready", "test_loop_in_grad_ready")
+OPERATIONS = set(facts.OPERATIONS) | set(MEASURES) | set(ORDER)
 POINT_TO_POINT = ("send", "sendrecv")  # the calls that send elements (a recv's are counted by its sender)
 MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in about 10 KB
 MAX_CALLS = 256
@@ -107,7 +110,7 @@ def summary(account: Account) -> Tuple[Counter, int]:
     collectives: Counter = Counter()
     sent = 0
     for (op, count, ranks), times in account.items():
-        if op in MEASURES:
+        if op in MEASURES or op in ORDER:
             continue
         if op in POINT_TO_POINT:
             sent += count * times
@@ -138,6 +141,42 @@ def differences(got: Account, want: Account) -> List[str]:
 
 def _held(account: Account) -> Optional[int]:
     return next((count for (op, count, _), _times in account.items() if op == "held"), None)
+
+
+def _where(code: int) -> str:
+    return "finish" if code == 1 else f"grad_ready({code - 2})" if code >= 2 else "no student call"
+
+
+def _starts(account: Account) -> Counter:
+    return Counter({(count, where): times for (op, count, where), times in account.items() if op == "started"})
+
+
+def order_problems(got: Account, want: Account) -> List[str]:
+    """How one rank's order of events in Part 13 differs from the reference's, in words."""
+    out: List[str] = []
+    calls = [(got.get((c, 0, 0), 0), want.get((c, 0, 0), 0)) for c in ("grad_ready", "finish")]
+    if any(g != w for g, w in calls):
+        (g_ready, w_ready), (g_finish, w_finish) = calls
+        out.append(f"its MPI side was told of {g_ready} grad_ready and {g_finish} finish call(s), where the "
+                   f"reference's is told of {w_ready} and {w_finish} (the framework tells it of each; did the "
+                   f"program talk to its side itself?)")
+    extra, missing = _starts(got) - _starts(want), _starts(want) - _starts(got)
+    for (count, where), n in sorted(extra.items()):
+        wanted = sorted(w for (c, w) in missing if c == count)
+        out.append(f"started an iallreduce of {count} elements in {_where(where)}" +
+                   (f" {n} times" if n > 1 else "") +
+                   (f", where the reference starts it in {_where(wanted[0])}, the call that completes its bucket"
+                    if wanted else ", which the reference doesn't"))
+    for (count, where), n in sorted(missing.items()):
+        if not any(c == count for (c, _w) in extra):
+            out.append(f"started no iallreduce of {count} elements in {_where(where)}, where the reference does")
+    for op, text in (("waited_in_grad_ready", "waited for a request in grad_ready"),
+                     ("test_loop_in_grad_ready", f"tested a running request more than "
+                                                 f"{facts.DDP_MOST_TESTS_IN_ONE_CALL} times in one grad_ready call")):
+        n, w = got.get((op, 0, 0), 0), want.get((op, 0, 0), 0)
+        if n > w:
+            out.append(f"{text} ({n} time{'s' if n != 1 else ''}): backward stops there; wait in finish")
+    return out
 
 
 def memory_problem(got: Account, want: Account) -> Optional[str]:
@@ -183,6 +222,11 @@ def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Accoun
         memory = memory_problem(got[rank], want[rank])
         if memory:
             failures.append({"rank": rank, "message": memory})
+        order = order_problems(got[rank], want[rank])
+        if order:
+            more = f"; and {len(order) - SHOWN} more" if len(order) > SHOWN else ""
+            failures.append({"rank": rank, "message": "its order of events, as its MPI side saw it, differs from "
+                                                      "the reference's: it " + "; it ".join(order[:SHOWN]) + more})
     return failures
 
 

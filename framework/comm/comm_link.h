@@ -46,7 +46,12 @@ enum class Kind : std::int32_t {
   Case,            // data: the name of the case now beginning, or none once it is over (the side's account is per case)
   Finalize,        // the program ends normally
   Checkpoint,      // a student call the rules watch has returned: the side measures the child's memory (side/traffic.h)
+  DdpCall,         // a: DdpCall, b: the parameter (grad_ready): where Part 13's student code now runs (side/traffic.h)
 };
+
+// Part 13's student calls, as the framework tells the side where the
+// child's code is: the side places each iallreduce, wait and test there.
+enum class DdpCall : std::int32_t { Returned = 0, GradReady = 1, Finish = 2 };
 
 // How a waiting side spends the wait (side/comm_side_mpi.h explains each).
 enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };

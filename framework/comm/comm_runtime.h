@@ -87,6 +87,11 @@ struct CommAccess {
   // collective.
   static void checkpoint();
 
+  // Part 13's student code is now in grad_ready(param) (call 1), in finish
+  // (2), or back in the framework (0): the MPI side places each iallreduce,
+  // wait and test of the case by it (side/traffic.h). Not collective.
+  static void ddp_call(int call, int param);
+
   // The name the ledger gives the communicator ("world", "mp_comm", or the
   // split it came from: "split(color 1, key 0) of world").
   static void set_name(Communicator& comm, const std::string& name);

@@ -124,6 +124,14 @@ void CommAccess::checkpoint() {
   link::call(h, nullptr, nullptr, 0);
 }
 
+void CommAccess::ddp_call(int call, int param) {
+  link::Header h{};
+  h.kind = link::Kind::DdpCall;
+  h.a = call;
+  h.b = param;
+  link::call(h, nullptr, nullptr, 0);
+}
+
 double CommAccess::seconds_in_collectives() { return comm_detail::collective_seconds(); }
 
 void CommAccess::set_name(Communicator& comm, const std::string& name) {

@@ -153,3 +153,49 @@ def test_memory_lines_round_trip_through_the_expected_file():
     loaded = {}
     traffic.load_line(text.split(), loaded)
     assert loaded == {"Z.K": accounts}
+
+
+# Part 13, one backward of two buckets on 2 ranks: grad_ready(3) .. (0), then
+# finish; bucket {3, 2} of 8 elements completes in grad_ready(2) (where 4),
+# bucket {1, 0} of 36 in grad_ready(0) (where 2).
+DDP_STEP = [["grad_ready", 0, 0, 4], ["finish", 0, 0, 1], ["iallreduce", 8, 2, 1], ["iallreduce", 36, 2, 1],
+            ["started", 8, 4, 1], ["started", 36, 2, 1]]
+
+
+def ddp(*changes):
+    calls = {tuple(c[:3]): c[3] for c in DDP_STEP}
+    for c in changes:
+        if c[3]:
+            calls[tuple(c[:3])] = c[3]
+        else:
+            calls.pop(tuple(c[:3]), None)
+    return traffic.parse([(0, line("D.S", 0, [list(k) + [n] for k, n in calls.items()]))])
+
+
+def test_the_references_order_passes():
+    assert traffic.judge_case("D.S", ddp(), ddp().accounts) == []
+
+
+def test_an_iallreduce_started_in_finish_is_placed_and_named():
+    late = ddp(["started", 8, 4, 0], ["started", 8, 1, 1])
+    [failure] = traffic.judge_case("D.S", late, ddp().accounts)
+    assert failure["message"].startswith("its order of events, as its MPI side saw it, differs")
+    assert ("started an iallreduce of 8 elements in finish, where the reference starts it in grad_ready(2), the "
+            "call that completes its bucket") in failure["message"]
+
+
+def test_a_wait_or_a_loop_of_tests_in_grad_ready_is_named():
+    waits = ddp(["waited_in_grad_ready", 0, 0, 2])
+    [failure] = traffic.judge_case("D.S", waits, ddp().accounts)
+    assert "waited for a request in grad_ready (2 times): backward stops there" in failure["message"]
+    loops = ddp(["test_loop_in_grad_ready", 0, 0, 1])
+    [failure] = traffic.judge_case("D.S", loops, ddp().accounts)
+    assert f"more than {facts.DDP_MOST_TESTS_IN_ONE_CALL} times in one grad_ready call (1 time)" in failure["message"]
+
+
+def test_a_grad_ready_the_framework_never_called_changes_the_account():
+    # A program that tells its side of a grad_ready of its own, to place a
+    # late iallreduce there, adds a call to the framework's count.
+    forged = ddp(["grad_ready", 0, 0, 5], ["started", 8, 4, 0], ["started", 8, 7, 1])
+    [failure] = traffic.judge_case("D.S", forged, ddp().accounts)
+    assert "told of 5 grad_ready and 1 finish call(s), where the reference's is told of 4 and 1" in failure["message"]

@@ -23,6 +23,7 @@
 
 #include "comm_runtime.h"
 #include "ddp_calls.h"
+#include "kit_facts.h"
 #include "kit_test.h"
 
 namespace kit {
@@ -83,7 +84,7 @@ inline std::string elements(long n) { return std::to_string(n) + (n == 1 ? " ele
 
 // More test() calls than this on one request within one grad_ready call, all
 // finding it still running, are a loop that waits for it.
-constexpr int kMostTestsInOneCall = 2;
+constexpr int kMostTestsInOneCall = dtrain::facts::kDdpMostTestsInOneCall;
 // A step's message shows this many problems, then how many more there are.
 constexpr size_t kProblemsShown = 8;
 

@@ -203,6 +203,9 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     case Kind::Checkpoint:
       traffic_.checkpoint();
       return {};
+    case Kind::DdpCall:
+      traffic_.ddp_call(h.a, h.b);
+      return {};
     case Kind::Finalize:
       break;
   }
@@ -356,6 +359,7 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
     double* dst = doubles_of(f.result, static_cast<std::size_t>(count));
     check_mpi(MPI_Iallreduce(f.src.data(), dst, count, MPI_DOUBLE, op, c, &f.mpi), "MPI_Iallreduce");
     traffic_.note("iallreduce", count, size_of(c));
+    traffic_.started(count);
     Answer a;
     a.reply.a = next_request_++;
     return a;
@@ -363,9 +367,15 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
   const auto at = requests_.find(h.a);
   if (at == requests_.end()) bad_request("no request " + std::to_string(h.a));
   InFlight& f = at->second;
-  if (h.kind == Kind::Test && !request_done(f.mpi, "MPI_Test")) return {};
+  if (h.kind == Kind::Test && !request_done(f.mpi, "MPI_Test")) {
+    traffic_.tested_running(h.a);
+    return {};
+  }
   // A peer may still be computing its backward: sleep between polls after a while.
-  if (h.kind == Kind::Wait) wait_polling(f.mpi, "MPI_Wait", Idle::YieldThenSleep);
+  if (h.kind == Kind::Wait) {
+    traffic_.waited();
+    wait_polling(f.mpi, "MPI_Wait", Idle::YieldThenSleep);
+  }
   Answer a = std::move(f.result);
   a.reply.a = 1;
   requests_.erase(at);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kit_facts.h"  // generated from kit/facts.py
 #include "records.h"
 
 namespace dtrain::side {
@@ -68,6 +69,8 @@ void Traffic::begin_case(const std::string& name) {
   const std::lock_guard<std::mutex> lock(mu_);
   case_ = name;
   in_case_ = !name.empty();
+  ddp_where_ = 0;
+  tests_here_.clear();
   if (in_case_ && baseline_kib_ < 0) baseline_kib_ = resident_kib(status_fd_);
 }
 
@@ -85,8 +88,35 @@ void Traffic::checkpoint() {
 
 void Traffic::note(const char* op, long count, int ranks) {
   const std::lock_guard<std::mutex> lock(mu_);
+  add(op, count, ranks);
+}
+
+void Traffic::ddp_call(long call, long param) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  tests_here_.clear();
+  ddp_where_ = call == 1 && param >= 0 && param < (1L << 20) ? 2 + param : call == 2 ? 1 : 0;
+  if (call == 1) add("grad_ready", 0, 0);
+  if (call == 2) add("finish", 0, 0);
+}
+
+void Traffic::started(long count) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  add("started", count, static_cast<int>(ddp_where_));
+}
+
+void Traffic::waited() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (ddp_where_ >= 2) add("waited_in_grad_ready", 0, 0);
+}
+
+void Traffic::tested_running(long id) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (ddp_where_ >= 2 && ++tests_here_[id] == facts::kDdpMostTestsInOneCall + 1) add("test_loop_in_grad_ready", 0, 0);
+}
+
+void Traffic::add(const std::string& op, long count, int ranks) {
   if (!in_case_) return;  // the harness's own traffic before the first case
-  const auto key = std::make_tuple(std::string(op), count, ranks);
+  const auto key = std::make_tuple(op, count, ranks);
   const auto at = calls_.find(key);
   if (at != calls_.end()) {
     ++at->second;

@@ -14,6 +14,18 @@
 // the child's code put them, so no allocator, address or field of an
 // object decides the figure. kit/traffic.py compares it with the
 // reference's. Under an emulator, ("emulated", 0, 0) stands in its place.
+//
+// And it places Part 13's requests by the student call that made them, as
+// the framework tells the side (link::Kind::DdpCall): ("grad_ready", 0, 0)
+// and ("finish", 0, 0) times each call; ("started", elements, where) per
+// iallreduce, where is 1 for finish, 2 + p for grad_ready(p), 0 for
+// neither; ("waited_in_grad_ready", 0, 0) per wait() there, and
+// ("test_loop_in_grad_ready", 0, 0) per request tested more than
+// kDdpMostTestsInOneCall times in one grad_ready call while it ran. The
+// reference's account of a case has the same entries, so its order of
+// events is judged as its traffic is. The child's code could tell the side
+// of a call that isn't there, but not take back one the framework told:
+// the calls are counted.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +50,12 @@ class Traffic {
   void watch(int child_pid);
   // A call the rules watch returned: the child's memory now goes into the case's account.
   void checkpoint();
+  // Part 13: the child is now in grad_ready(param) (call 1), in finish (2), or neither (0).
+  void ddp_call(long call, long param);
+  // An iallreduce of `count` elements began; a wait began; a test found request `id` still running.
+  void started(long count);
+  void waited();
+  void tested_running(long id);
   // The account of the case now running goes out (at the end, or before an abort).
   void flush();
 
@@ -53,6 +71,10 @@ class Traffic {
   int status_fd_ = -1;     // the child's /proc/PID/status
   long baseline_kib_ = -1;  // its memory when its first case began
   long checkpoints_ = 0, held_kib_ = 0;
+  long ddp_where_ = 0;               // 0: no student call of Part 13's; 1: finish; 2 + p: grad_ready(p)
+  std::map<long, long> tests_here_;  // request -> tests that found it running, in this grad_ready call
+
+  void add(const std::string& op, long count, int ranks);  // with mu_ held
 };
 
 // The memory a process's status file (/proc/PID/status, read from `fd`)
