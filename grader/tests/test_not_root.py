@@ -21,6 +21,7 @@ import pytest
 from conftest import BUILD, GRADE, make_tar
 from grader.leftovers import remove_mqueues, sysv_objects
 from hostile_gallery import MQUEUES, reference_calling
+from test_hostile_gallery_rules import GALLERY
 
 USER = "kit-notroot"
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"),
@@ -60,7 +61,8 @@ def grader_user():
 
 def grade_as(user, home, handin: str, **env) -> dict:
     report = os.path.join(home, "report.json")
-    environ = dict(os.environ, KIT_STATIC_CHECKS="warn", KIT_SYSCALL_FILTER="off", HOME=home, **env)
+    environ = dict(os.environ, KIT_STATIC_CHECKS="warn", KIT_SYSCALL_FILTER="off", HOME=home)
+    environ.update(env)
     proc = subprocess.run(["runuser", "-u", user.pw_name, "--", sys.executable, GRADE, "--build",
                            os.path.join(home, "build"), "--json", report, handin], env=environ, cwd=home,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
@@ -102,3 +104,20 @@ def test_without_the_namespaces_they_would_stay(grader_user):
         subprocess.run(["ipcrm", flag, str(ident)], check=False)
     assert "without namespaces" in "\n".join(report["notes"]), report["notes"]
     assert objects and queues, "the handin left nothing even without namespaces: the test above proves nothing"
+
+
+# The rules judged from each rank's MPI side hold for a grader that is not
+# root too, where the side and the program share the grader's user id: the
+# side is not dumpable and the program's filter refuses ptrace. Each attack
+# scores its control's, as in the gallery (graded as root there).
+@pytest.mark.xdist_group("not_root_user")
+@pytest.mark.parametrize("name", ["backward_all_reduces_behind_the_ledger",
+                                  "full_weight_kept_in_a_block_made_by_partition"])
+def test_the_sides_rules_hold_when_the_grader_is_not_root(grader_user, name):
+    user, home = grader_user
+    case = next(h for h in GALLERY if h.name == name)
+    handin = make_tar(os.path.join(home, name + ".tar"), case.members(home))
+    os.chown(handin, user.pw_uid, user.pw_gid)
+    report = grade_as(user, home, handin, KIT_SYSCALL_FILTER="on")
+    assert "isolation reduced" in "\n".join(report["notes"]), report["notes"]
+    assert report["total"] == pytest.approx(case.total, abs=0.01), json.dumps(report)[:3000]
