@@ -195,7 +195,8 @@ def memory_problem(got: Account, want: Account) -> Optional[str]:
     return (f"when a ZeRO-3 forward or backward returned, the program held {amount} beyond what it held as its "
             f"first case began, where the reference holds {want_held} KiB ({facts.HELD_SLACK_KIB} KiB more is "
             f"allowed): a full weight, or a copy as big, kept between calls, which ZeRO-3 never does (its MPI side "
-            f"reads the kernel's count, whatever holds the memory)")
+            f"reads the kernel's count, whatever holds the memory: what other functions keep for good from "
+            f"earlier cases counts too)")
 
 
 def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Account]]) -> List[Dict]:
