@@ -322,6 +322,14 @@ GALLERY: List[Hostile] = [
             KEPT_FROM_PARTITION_SCORE, says=("a full weight, or a copy as big, kept between calls",),
             scores={"part8_forward": 0, "part8_backward": 0, "part9": 8.75}, budget=120),
 ]
+# The rules the ranks' MPI sides judge, attacked as root without namespaces
+# too (the platforms' containers): the side and the program then share no
+# namespace of their own, and the same accounts decide (as not root:
+# test_not_root.py).
+GALLERY += [Hostile(h.name + "_without_namespaces", h.members, h.total, says=h.says, scores=h.scores,
+                    static=h.static, budget=h.budget, namespaces=False)
+            for h in GALLERY if h.name in ("backward_all_reduces_behind_the_ledger",
+                                           "full_weight_kept_in_a_block_made_by_partition")]
 
 
 @pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
