@@ -38,10 +38,6 @@ const Ends& ends() {
   std::_Exit(70);
 }
 
-void write_all(int fd, const void* data, std::size_t n) {
-  if (!move_all(true, fd, const_cast<void*>(data), n)) side_gone("writing a request");
-}
-
 void read_all(int fd, void* data, std::size_t n) {
   if (!move_all(false, fd, data, n)) side_gone("reading an answer");
 }
@@ -57,8 +53,8 @@ Reply call(const Header& request, const void* in, void* out, std::size_t out_cap
   // One request at a time: a thread's answer is read before another's request goes out.
   static std::mutex& mu = *new std::mutex;  // never destroyed: the watchdog may call at exit
   const std::lock_guard<std::mutex> lock(mu);
-  write_all(ends().link, &request, sizeof request);
-  if (request.in_bytes > 0) write_all(ends().link, in, request.in_bytes);
+  if (!send_both(ends().link, &request, sizeof request, in, request.in_bytes))
+    side_gone("writing a request");
   Reply reply{};
   read_all(ends().link, &reply, sizeof reply);
   if (reply.status != Status::Ok || text != nullptr) {

@@ -101,7 +101,6 @@ int open_side_channel(const std::string& dir, const std::string& rank) {
 }
 
 bool read_all(int fd, void* data, std::size_t n) { return link::move_all(false, fd, data, n); }
-bool write_all(int fd, const void* data, std::size_t n) { return link::move_all(true, fd, const_cast<void*>(data), n); }
 
 Traffic g_traffic;
 pid_t g_child = -1;
@@ -197,8 +196,7 @@ std::string no_room(std::uint64_t bytes) {
       }
     }
     answer.reply.out_bytes = answer.data.size();
-    if (!write_all(fd, &answer.reply, sizeof answer.reply) ||
-        (!answer.data.empty() && !write_all(fd, answer.data.data(), answer.data.size())))
+    if (!link::send_both(fd, &answer.reply, sizeof answer.reply, answer.data.data(), answer.data.size()))
       for (;;) pause();
     if (h.kind == link::Kind::Finalize) {
       int status = 0;
