@@ -38,6 +38,12 @@ HELD_SLACK_KIB = 2048
 # Part 13: more test() calls than this on one request within one grad_ready
 # call, each finding it still running, are a loop that waits for it.
 DDP_MOST_TESTS_IN_ONE_CALL = 2
+# How an MPI side's account of a case writes what it could not read of the
+# program's memory (more than any rank may hold), and where a Part 13
+# iallreduce began: finish, or grad_ready(p) as DDP_IN_GRAD_READY + p (0:
+# neither). framework/comm/side/traffic.h writes them, kit/traffic.py reads them.
+SIDE_UNREAD_KIB = 1 << 30
+DDP_IN_FINISH, DDP_IN_GRAD_READY = 1, 2
 # The calls every rank of a communicator makes at the same point of its
 # sequence, which the agreement check compares.
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce")
@@ -134,6 +140,8 @@ inline constexpr int kGlobalBatch = {GLOBAL_BATCH};
 inline constexpr std::uint64_t kValueBytes = {VALUE_BYTES};
 inline constexpr long kMaxValuesPerRecord = {MAX_VALUES_PER_RECORD};
 inline constexpr int kDdpMostTestsInOneCall = {DDP_MOST_TESTS_IN_ONE_CALL};
+inline constexpr long kSideUnreadKib = {SIDE_UNREAD_KIB};
+inline constexpr long kDdpInFinish = {DDP_IN_FINISH}, kDdpInGradReady = {DDP_IN_GRAD_READY};
 
 // The ledger's operations: a code each (0 is none), and its name.
 enum OpCode : std::int64_t {{ {codes} }};

@@ -53,7 +53,7 @@ MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in abou
 MAX_CALLS = 256
 MAX_INT = 1 << 31
 SHOWN = 3  # differences a message names
-UNREAD_KIB = 1 << 30  # a memory figure the side could not read (traffic.cpp, kUnreadKib)
+UNREAD_KIB = facts.SIDE_UNREAD_KIB  # a memory figure the side could not read
 
 
 @dataclass
@@ -144,7 +144,9 @@ def _held(account: Account) -> Optional[int]:
 
 
 def _where(code: int) -> str:
-    return "finish" if code == 1 else f"grad_ready({code - 2})" if code >= 2 else "no student call"
+    if code == facts.DDP_IN_FINISH:
+        return "finish"
+    return f"grad_ready({code - facts.DDP_IN_GRAD_READY})" if code >= facts.DDP_IN_GRAD_READY else "no student call"
 
 
 def _starts(account: Account) -> Counter:

@@ -180,6 +180,7 @@ PROBE = r"""
 using namespace dtrain::facts;
 int main() {
   std::printf("sizes %d %d %d %d %ld\n", kFeatures, kHidden, kClasses, kGlobalBatch, kMaxValuesPerRecord);
+  std::printf("side %d %ld %ld %ld\n", kDdpMostTestsInOneCall, kSideUnreadKib, kDdpInFinish, kDdpInGradReady);
   for (int code = 1; code < static_cast<int>(sizeof kOpNames / sizeof *kOpNames); ++code)
     std::printf("op %d %s %d %d\n", code, kOpNames[code], is_point_to_point(code), is_collective(code));
   long lengths[] = {0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960};
@@ -197,7 +198,9 @@ int main() {
 
 def python_probe():
     lines = [f"sizes {facts.FEATURES} {facts.HIDDEN} {facts.CLASSES} {facts.GLOBAL_BATCH} "
-             f"{facts.MAX_VALUES_PER_RECORD}"]
+             f"{facts.MAX_VALUES_PER_RECORD}",
+             f"side {facts.DDP_MOST_TESTS_IN_ONE_CALL} {facts.SIDE_UNREAD_KIB} {facts.DDP_IN_FINISH} "
+             f"{facts.DDP_IN_GRAD_READY}"]
     lines += [f"op {code} {op} {int(op in facts.POINT_TO_POINT)} {int(op in facts.COLLECTIVES)}"
               for code, op in enumerate(facts.OPERATIONS, 1)]
     for n in (1, 2, 3, 4, 5, 8, 16):

@@ -19,8 +19,6 @@ namespace {
 // Distinct (op, count, ranks) kinds a case's record lists; every call past
 // them is counted. No case of the kit's makes more than a few dozen.
 constexpr std::size_t kMostKinds = 256;
-// What an unreadable memory figure is written as: more than any rank may hold.
-constexpr long kUnreadKib = 1L << 30;
 }  // namespace
 
 void Traffic::open(int fd, int rank) {
@@ -55,13 +53,17 @@ long resident_kib(int fd) {
   text[n] = '\0';
   long total = 0;
   int found = 0;
-  for (const char* field : {"\nRssAnon:", "\nRssShmem:"}) {
+  // Swapped-out pages too: a block paged out (madvise MADV_PAGEOUT, on a
+  // host with swap) is still held. VmSwap is absent where the kernel has no swap.
+  for (const char* field : {"\nRssAnon:", "\nRssShmem:", "\nVmSwap:"}) {
     const char* at = std::strstr(text, field);
     if (at == nullptr) continue;
     total += std::strtol(at + std::strlen(field), nullptr, 10);
     ++found;
   }
-  return found == 2 ? total : -1;
+  return found >= 2 && std::strstr(text, "\nRssAnon:") != nullptr && std::strstr(text, "\nRssShmem:") != nullptr
+             ? total
+             : -1;
 }
 
 void Traffic::begin_case(const std::string& name) {
@@ -82,7 +84,7 @@ void Traffic::checkpoint() {
   ++checkpoints_;
   // A figure the side can't read counts as unbounded: the judge then fails
   // the case rather than pass a rule it never saw kept.
-  const long held = now < 0 || baseline_kib_ < 0 ? kUnreadKib : std::max(0L, now - baseline_kib_);
+  const long held = now < 0 || baseline_kib_ < 0 ? facts::kSideUnreadKib : std::max(0L, now - baseline_kib_);
   held_kib_ = std::max(held_kib_, held);
 }
 
@@ -94,7 +96,9 @@ void Traffic::note(const char* op, long count, int ranks) {
 void Traffic::ddp_call(long call, long param) {
   const std::lock_guard<std::mutex> lock(mu_);
   tests_here_.clear();
-  ddp_where_ = call == 1 && param >= 0 && param < (1L << 20) ? 2 + param : call == 2 ? 1 : 0;
+  ddp_where_ = call == 1 && param >= 0 && param < (1L << 20) ? facts::kDdpInGradReady + param
+               : call == 2                                    ? facts::kDdpInFinish
+                                                              : 0;
   if (call == 1) add("grad_ready", 0, 0);
   if (call == 2) add("finish", 0, 0);
 }
@@ -106,12 +110,12 @@ void Traffic::started(long count) {
 
 void Traffic::waited() {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (ddp_where_ >= 2) add("waited_in_grad_ready", 0, 0);
+  if (ddp_where_ >= facts::kDdpInGradReady) add("waited_in_grad_ready", 0, 0);
 }
 
 void Traffic::tested_running(long id) {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (ddp_where_ >= 2 && ++tests_here_[id] == facts::kDdpMostTestsInOneCall + 1) add("test_loop_in_grad_ready", 0, 0);
+  if (ddp_where_ >= facts::kDdpInGradReady && ++tests_here_[id] == facts::kDdpMostTestsInOneCall + 1) add("test_loop_in_grad_ready", 0, 0);
 }
 
 void Traffic::add(const std::string& op, long count, int ranks) {

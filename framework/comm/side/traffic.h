@@ -18,8 +18,8 @@
 // And it places Part 13's requests by the student call that made them, as
 // the framework tells the side (link::Kind::DdpCall): ("grad_ready", 0, 0)
 // and ("finish", 0, 0) times each call; ("started", elements, where) per
-// iallreduce, where is 1 for finish, 2 + p for grad_ready(p), 0 for
-// neither; ("waited_in_grad_ready", 0, 0) per wait() there, and
+// iallreduce, where is kDdpInFinish, kDdpInGradReady + p for
+// grad_ready(p), or 0 for neither (kit/facts.py); ("waited_in_grad_ready", 0, 0) per wait() there, and
 // ("test_loop_in_grad_ready", 0, 0) per request tested more than
 // kDdpMostTestsInOneCall times in one grad_ready call while it ran. The
 // reference's account of a case has the same entries, so its order of
@@ -71,7 +71,7 @@ class Traffic {
   int status_fd_ = -1;     // the child's /proc/PID/status
   long baseline_kib_ = -1;  // its memory when its first case began
   long checkpoints_ = 0, held_kib_ = 0;
-  long ddp_where_ = 0;               // 0: no student call of Part 13's; 1: finish; 2 + p: grad_ready(p)
+  long ddp_where_ = 0;               // where Part 13's student code is, coded as in the account
   std::map<long, long> tests_here_;  // request -> tests that found it running, in this grad_ready call
 
   void add(const std::string& op, long count, int ranks);  // with mu_ held
