@@ -40,6 +40,7 @@ def rows(gradebook):
 
 
 @pytest.mark.xdist_group("six_graded")
+@pytest.mark.long
 @pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("KIT_REQUIRE_SANDBOX"), reason="needs root")
 def test_a_batch_killed_twice_resumes_to_the_same_gradebook(tmp_path, six_graded):
     inbox = six_handins(tmp_path)

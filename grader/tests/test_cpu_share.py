@@ -134,6 +134,7 @@ def batch(tmp_path, inbox, env, group, until=None):
 
 
 @ROOT_ONLY
+@pytest.mark.long
 def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_in_time(tmp_path, container):
     alone = tmp_path / "alone"
     alone.mkdir()
