@@ -5,7 +5,6 @@ the script made here before each command of a grading run as root).
 """
 import functools
 import os
-import shlex
 import shutil
 import subprocess
 from typing import List, Tuple
@@ -132,26 +131,25 @@ def mount_targets(box, hide_kit: bool = False) -> List[Tuple[str, str]]:
     return sorted(((t, o) for t, o in targets.items() if shown(t)), key=lambda to: to[0].count("/"))
 
 
-def namespace_script(box, hide_kit: bool = False) -> str:
-    """The root shell, in the job's fresh namespaces, that mounts the
-    targets before it drops to the sandbox user. A target holding a kept
-    path is built at a staging point first (the kept paths bound into
-    it at their own place), then moved over the target: the host's
-    directory is never written."""
-    q = shlex.quote
-    lines = ["set -e", "umask 022", "ip link set lo up"]
+def namespace_steps(box, hide_kit: bool = False) -> List[str]:
+    """The steps of tools/sandbox_mounts, run as root in the job's fresh
+    namespaces before it drops to the sandbox user: the loopback up, then
+    each target's mount. A target holding a kept path is built at a staging
+    point first (the kept paths bound into it at their own place), then
+    moved over the target: the host's directory is never written."""
+    steps = ["lo"]
     keeps = sorted(kept_paths(box, hide_kit), key=lambda k: k.count("/"))
     for target, options in mount_targets(box, hide_kit):
         inside = [k for k in keeps if under(k, target) and k != target]
         if not inside:
-            lines.append(f"mount -t tmpfs -o {q(options)} kit-cover {q(target)}")
+            steps += ["tmpfs", options, target]
             continue
         writable = ",".join(o for o in options.split(",") if o != "ro")
-        lines.append(f"mount -t tmpfs -o {q(writable)} kit-cover {q(box.stage_point)}")
+        steps += ["tmpfs", writable, box.stage_point]
         for k in inside:
             at = os.path.join(box.stage_point, os.path.relpath(k, target))
-            lines += [f"mkdir -p {q(at)}", f"mount --bind {q(k)} {q(at)}"]
+            steps += ["mkdir", at, "bind", k, at]
         if "ro" in options.split(","):
-            lines.append(f"mount -o remount,ro {q(box.stage_point)}")
-        lines.append(f"mount --move {q(box.stage_point)} {q(target)}")
-    return "\n".join(lines) + '\nexec "$@"\n'
+            steps += ["remount-ro", writable, box.stage_point]
+        steps += ["move", box.stage_point, target]
+    return steps

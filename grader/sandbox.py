@@ -42,7 +42,7 @@ from typing import Dict, List, Optional, Tuple
 
 from grader import cpu_share
 from grader.leftovers import remove_mqueues, sysv_objects
-from grader.namespaces import SHARED_TMP, USER_NAMESPACES, namespace_script, namespaces_work, user_namespaces_work
+from grader.namespaces import SHARED_TMP, USER_NAMESPACES, namespace_steps, namespaces_work, user_namespaces_work
 from grader.slots import SANDBOX_UID_BASE, claim_slot
 from kit import parts as table
 from kit.build import Ran, run_measured
@@ -278,7 +278,14 @@ class Sandbox:
             return with_grader + limits + drop
         # --ipc: the job's System V objects end with its namespace.
         return (with_grader + ["unshare", "--mount", "--net", "--pid", "--ipc", "--mount-proc", "--fork", "--kill-child", "--",
-                               "sh", "-c", namespace_script(self, hide_kit), "sandbox"] + limits + drop)
+                               self.mounter()] + namespace_steps(self, hide_kit) + ["--"] + limits + drop)
+
+    def mounter(self) -> str:
+        """The build's tools/sandbox_mounts, which makes a job's mounts."""
+        path = os.path.join(self.build_dir, "sandbox_mounts")
+        if not os.access(path, os.X_OK):
+            raise RuntimeError(f"{self.build_dir} has no sandbox_mounts, the sandbox's mounts: run make build")
+        return path
 
     def run(self, cmd: List[str], timeout: float) -> subprocess.CompletedProcess:
         """A short command (a compile) in the sandbox; output captured. The

@@ -1,14 +1,16 @@
-"""Root's slot locks and its reads of files a sandbox wrote, without a
-grading around them.
+"""Root's slot locks, its reads of files a sandbox wrote, and the sandbox's
+mounts (tools/sandbox_mounts), without a grading around them.
 
   KIT_SANDBOX_UID=63000 python3 -m pytest grader/tests/test_sandbox_files.py   (the lock cases need root)
 """
 import os
+import subprocess
 import threading
 import time
 
 import pytest
 
+from conftest import BUILD
 from grader import sandbox, slots
 from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
 
@@ -94,3 +96,49 @@ def test_waiting_for_a_slot_ends_when_the_batch_is_stopped():
     finally:
         for h in held:
             h.close()
+
+
+MOUNTER = os.path.join(BUILD, "sandbox_mounts")
+
+
+@needs_root
+@pytest.mark.parametrize("steps, says", [
+    (["tmpfs", "ro,size=64k,nosuid,nodev", "/no/such/place"], "tmpfs on /no/such/place: No such file or directory"),
+    (["bind", "/no/such/place", "/mnt"], "bind /no/such/place to /mnt: No such file or directory"),
+    (["remount-ro", "nosuid", "/no/such/place"], "remount-ro /no/such/place"),
+    (["tmpfs", "ro"], "tmpfs needs more arguments"),
+    (["chmod", "/mnt"], "unknown step 'chmod'"),
+])
+def test_a_mount_step_that_fails_runs_nothing(tmp_path, steps, says):
+    # The first failed step ends it, naming the step, before the command runs.
+    made = tmp_path / "ran"
+    proc = subprocess.run(["unshare", "--mount", "--", MOUNTER, "tmpfs", "size=64k,nosuid,nodev", "/mnt", *steps,
+                           "--", "touch", str(made)], capture_output=True, text=True, timeout=30)
+    assert proc.returncode in (2, 71) and says in proc.stderr, proc.stderr
+    assert not made.exists()
+
+
+@needs_root
+def test_the_mounts_are_made_with_their_flags_then_the_command_runs(tmp_path):
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "seen").write_text("here")
+    stage, cover = tmp_path / "stage", tmp_path / "cover"
+    stage.mkdir()
+    cover.mkdir()
+    (cover / "hidden").write_text("secret")
+    inside = str(stage / "a" / "b")
+    steps = ["tmpfs", "ro,size=64k,mode=755,nosuid,nodev", "/mnt",
+             "tmpfs", "size=64k,mode=755,nosuid,nodev", str(stage), "mkdir", inside, "bind", str(kept), inside,
+             "remount-ro", "size=64k,mode=755,nosuid,nodev", str(stage), "move", str(stage), str(cover)]
+    show = f"grep -E ' (/mnt|{cover}|{cover}/a/b) ' /proc/self/mountinfo; ls {cover}; cat {cover}/a/b/seen"
+    proc = subprocess.run(["unshare", "--mount", "--", MOUNTER, *steps, "--", "sh", "-c", show],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    mnt = next(line for line in lines if " /mnt " in line)
+    top = next(line for line in lines if f" {cover} " in line)
+    assert "ro,nosuid,nodev" in mnt and "tmpfs" in mnt and "size=64k" in mnt, mnt
+    assert "ro,nosuid,nodev" in top and "tmpfs" in top, top  # read-only, its other flags kept
+    assert lines[-2:] == ["a", "here"]  # the cover hides what was there; the kept folder shows through
+    assert (cover / "hidden").read_text() == "secret"  # the host's folder is never written
