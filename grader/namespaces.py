@@ -1,7 +1,8 @@
 """What a sandboxed job sees of the host: whether this machine gives a job
 namespaces of its own, and, in them, which places are kept at their own
 path and which are covered by empty tmpfs mounts (grader/sandbox.py puts
-the script made here before each command of a grading run as root).
+the build's sandbox_mounts, with the steps made here, before each command
+of a grading run as root).
 """
 import functools
 import os
