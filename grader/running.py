@@ -10,7 +10,8 @@ from grader.grades import score_part
 from grader.staging import Grading
 from kit import host_limits
 from kit import parts as table
-from kit.build import HONEST_COMPILE_CPU_SECONDS, ResourceFailure, build
+from kit import calibration
+from kit.build import ResourceFailure, build
 from kit.jobs import run_cases, run_parts
 from kit.launch import JobTally, Launch
 from kit.parts import IMPL_FILES
@@ -60,14 +61,28 @@ def out_of_time(g: Grading) -> bool:
     # The compile is the handin's too: a file past its limit, or files that
     # took more CPU in all than honest code does (its CPU time, unlike its
     # wall time, does not grow on a slow or busy machine).
-    files = [f for f in g.grade.files.values() if f.get("compile_cpu") is not None or f.get("compile_ran_past")]
-    past = sum(bool(f.get("compile_ran_past")) for f in files)
-    cpu = sum(f.get("compile_cpu") or 0 for f in files)
+    files = {n: f for n, f in g.grade.files.items() if f.get("compile_cpu") is not None or f.get("compile_ran_past")}
+    past = sum(bool(f.get("compile_ran_past")) for f in files.values())
+    cpu = sum(f.get("compile_cpu") or 0 for f in files.values())
+    honest = calibration.limits(g.build_dir).honest_compile_cpu(files)
     if past:
         spent.append(f"{past} file(s) compiled past the limit of a file's compile")
-    elif cpu > HONEST_COMPILE_CPU_SECONDS:
-        spent.append(f"the files' compiles took {cpu:.0f} s of CPU, where honest code takes under "
-                     f"{HONEST_COMPILE_CPU_SECONDS} s")
+    elif cpu > honest:
+        spent.append(f"the files' compiles took {cpu:.0f} s of CPU, where honest code takes under {honest:.0f} s "
+                     f"on this machine ({calibration.HONEST_MULTIPLE} times the reference's)")
+    # A budget too small for an honest grading here is the platform's to
+    # raise, whatever the handin did: charged to it, a slow machine would
+    # cost a handin that hangs the parts it got right.
+    lim = calibration.limits(g.build_dir)
+    cpus = host_limits.cpus()
+    if g.time_budget and not lim.fits(g.time_budget, cpus):
+        return g.stop("grader error", f"the grading's time on this platform ({budget}) ran out before {missed} "
+                                      f"case(s) could run; an honest grading takes about "
+                                      f"{lim.honest_grading_seconds(cpus):.0f} s on this machine at its {cpus:.2g} "
+                                      f"CPU(s) (the reference's, calibrated), so this platform is too small for any "
+                                      f"handin, not this one's fault: raise it to at least "
+                                      f"{lim.honest_grading_seconds(cpus) * calibration.GRADING_MARGIN:.0f} s; "
+                                      f"{host_limits.RAISE['time']}")
     if spent:
         g.grade.notes.append(f"{' and '.join(spent)}, and the grading's time on this platform ({budget}) ran out "
                              f"before {missed} other case(s) could run: they score 0 (the parts whose cases hung ran "

@@ -11,7 +11,7 @@ from typing import Dict, Optional, Tuple
 
 from grader.grades import NOT_A_HANDIN, Grade, not_readable_sentence
 from grader.sandbox import Sandbox
-from kit import exec_guard, host_limits, judge
+from kit import calibration, exec_guard, host_limits, judge
 from kit.build import ResourceFailure, build
 from kit.handin_reader import read_handin
 from kit.launch import JobTally
@@ -67,7 +67,7 @@ class Grading:
     hidden_values: Optional[str] = None    # the judge's hidden values from elsewhere than the kit (--hidden-values)
     kit_stamp: Optional[str] = None        # the stamp the platform's bundle expects of this kit (--kit-stamp)
 
-    def in_sandbox(self, cmd, timeout):
+    def in_sandbox(self, cmd, timeout, stall=None):  # noqa: ARG002 (the wall limit alone, here)
         proc = self.sandbox.run(cmd, timeout)
         return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
 
@@ -118,6 +118,8 @@ def stage(g: Grading) -> bool:
     if short:
         return g.stop("grader error", "this machine can't hold a grading job, so nothing was graded (not the "
                                       "handin's fault): " + "; ".join(f"{s.what}: {s.message}" for s in short))
+    # The limits a handin can exceed, calibrated on this machine: the report keeps them.
+    g.grade.limits["calibrated"] = calibration.limits(g.build_dir).describe()
     g.sandbox = Sandbox(KIT_DIR, g.build_dir, g.scratch, g.slot, private=g.private, cancel=g.cancel)
     with _ACTIVE_LOCK:
         _ACTIVE.add(g.sandbox)
@@ -205,7 +207,7 @@ def compile_files(g: Grading) -> bool:
     g.launch = dict(prefix=g.sandbox.prefix(job=True) + [KITRUN], env=env, results_dir=g.sandbox.results_dir,
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(g.hidden_values),
                     judges_cases=True, syscall_filter=overrides.SYSCALL_FILTER != "off",
-                    deadline=g.deadline)
+                    deadline=g.deadline, limits=calibration.limits(g.build_dir))
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
         lines = g.link_errors.splitlines()

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from kit import facts, host_limits, link_check, object_cache
+from kit import calibration, facts, host_limits, link_check, object_cache
 from kit.host_limits import ResourceFailure
 from kit.parts import IMPL_FILES
 from kit.processes import kill_all, session_members
@@ -31,24 +31,23 @@ from kit.safe_read import open_sandbox_file
 
 MAX_OBJECT_BYTES = facts.FILE_LIMIT_BYTES  # the sandbox's per-file limit: no object the compiler wrote there is larger
 
-# What one compile of a student file may take. The reference's largest file
-# takes 2.9 s of CPU without the precompiled header (1.8 s with it), 3 s
-# with two builds beside it (CPU time hardly moves with the load; its wall
-# time doubles at 0.5 CPU). A compile past the limit is the handin's, as a
-# hung case is: the file is graded as its stub. Ten seconds a file also
-# leaves PrairieLearn's 27 s for the rest of a grading at 0.9 CPU.
-COMPILE_CPU_SECONDS = 10
-# What the submitted files' compiles take in all when the code is honest
-# (the reference's three: 6.6 s of CPU without the precompiled header):
-# past it, a grading that runs out of time spent it on the handin's compile.
-HONEST_COMPILE_CPU_SECONDS = 12
+# What one compile of a student file may take, and the files' compiles in
+# all when the code is honest, are calibrated on the machine that grades
+# (kit/calibration.py): multiples of the reference's figures here, with
+# floors. A compile past its limit is the handin's, as a hung case is: the
+# file is graded as its stub. CPU time is the measure; the clock stops a
+# compile only when it makes no progress (STALL_SECONDS without CPU: it
+# waits for something), for a busy or slow host stretches its wall time.
+STALL_SECONDS = 20.0
 OUTPUT_BYTES = 1 << 20  # of a tool's messages, kept; the rest is read and dropped
 
 
-def compile_wall_seconds() -> float:
-    """A compile's wall-clock limit: its CPU limit at the pace the
-    container's quota allows, four times over for a host busy with others."""
-    return 4 * COMPILE_CPU_SECONDS / min(1.0, host_limits.cpus())
+def compile_wall_seconds(cpu_limit: float) -> float:
+    """A compile's last wall-clock limit, behind the stall check: its CPU
+    limit at the pace the container's quota allows, twenty times over (a
+    compile that keeps the CPU it gets busy never meets it on any host that
+    grades: it meets its CPU limit first)."""
+    return 20 * cpu_limit / min(1.0, host_limits.cpus())
 
 
 def resource_failure(status: int, oom_before: Optional[int]) -> Optional[str]:
@@ -72,11 +71,28 @@ class Ran:
     cpu: float
 
 
-def run_measured(cmd: List[str], timeout: float, **popen) -> Ran:
-    """Runs `cmd` in a session of its own; past `timeout` s every process of
-    that session is killed (nothing else: a compile beside it goes on) and
-    TimeoutExpired is raised. The CPU time comes from wait4, so it counts the
-    compiler's back end (cc1plus), which the driver waits for."""
+def session_cpu(sid: int) -> float:
+    """CPU seconds the live processes of session `sid` have taken, with
+    what their reaped children took (the compiler driver waits for cc1plus)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in session_members(sid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += sum(int(v) for v in fields[11:15]) / tick  # utime, stime, cutime, cstime
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def run_measured(cmd: List[str], timeout: float, stall: Optional[float] = None, **popen) -> Ran:
+    """Runs `cmd` in a session of its own; past `timeout` s, or after
+    `stall` s in which its processes took no CPU (it waits for something:
+    a pipe, a device), every process of that session is killed (nothing
+    else: a compile beside it goes on) and TimeoutExpired is raised. The
+    CPU time comes from wait4, so it counts the compiler's back end
+    (cc1plus), which the driver waits for."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, **popen)
     kept = bytearray()
@@ -90,13 +106,21 @@ def run_measured(cmd: List[str], timeout: float, **popen) -> Ran:
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    end, pause = time.monotonic() + timeout, 0.002
+    begun = time.monotonic()
+    end, pause = begun + timeout, 0.002
+    progress_at, progress_cpu, next_look = begun, 0.0, begun + 1.0
     timed_out = False
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        if time.monotonic() > end:
+        now = time.monotonic()
+        if stall is not None and now >= next_look:
+            next_look = now + 1.0
+            cpu = session_cpu(proc.pid)
+            if cpu > progress_cpu + 0.05:
+                progress_at, progress_cpu = now, cpu
+        if now > end or (stall is not None and now - progress_at > stall):
             timed_out = True
             kill_all(lambda: session_members(proc.pid))
             pid, status, usage = os.wait4(proc.pid, 0)
@@ -107,28 +131,31 @@ def run_measured(cmd: List[str], timeout: float, **popen) -> Ran:
     reader.join(5)
     proc.stdout.close()
     if timed_out:
-        raise subprocess.TimeoutExpired(cmd, timeout)
+        raise subprocess.TimeoutExpired(cmd, time.monotonic() - begun)
     return Ran(proc.returncode, kept.decode("utf-8", errors="replace"), usage.ru_utime + usage.ru_stime)
 
 
-def run_plainly(cmd: List[str], timeout: float) -> Ran:
-    return run_measured(cmd, timeout)
+def run_plainly(cmd: List[str], timeout: float, stall: Optional[float] = None) -> Ran:
+    return run_measured(cmd, timeout, stall=stall)
 
 
-def _cpu_limit() -> List[str]:
+def _cpu_limit(seconds: float) -> List[str]:
     """The compile's CPU limit, set on the compiler's processes (SIGXCPU at
     the limit, SIGKILL 5 s later)."""
-    return [shutil.which("prlimit"), f"--cpu={COMPILE_CPU_SECONDS}:{COMPILE_CPU_SECONDS + 5}", "--"] \
-        if shutil.which("prlimit") else []
+    limit = max(1, int(seconds + 0.999))
+    return [shutil.which("prlimit"), f"--cpu={limit}:{limit + 5}", "--"] if shutil.which("prlimit") else []
 
 
 def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = None, runner=run_plainly,
                 pch: Optional[bool] = None, spent: Optional[Dict] = None,
-                compiler_cache: bool = False) -> Optional[str]:
+                compiler_cache: bool = False, cpu_limit: Optional[float] = None,
+                basis: str = "") -> Optional[str]:
     """Returns None on success, else the compiler's messages; raises
     ResourceFailure when the compiler was killed from outside (the OOM
-    killer). A compile past COMPILE_CPU_SECONDS of CPU, or `timeout` s of
-    wall time, fails as the handin's. `spent`, if given, gets the CPU
+    killer). A compile past `cpu_limit` s of CPU (the floor of
+    kit/calibration.py if not given; `basis` says where the limit comes
+    from, for the message), that takes no CPU for STALL_SECONDS, or that
+    runs past `timeout` s of wall time, fails as the handin's. `spent`, if given, gets the CPU
     seconds the compile took ("cpu"; None from a cache or a runner that
     does not say) and whether it ran past its limit ("ran_past").
     An object compiled before from the same text with the same flags is
@@ -159,16 +186,20 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
     # flags with the public headers' copy on the include path (build's `headers`).
     use_pch = pch if pch is not None else runner is run_plainly
     cache = [a for a in how.get("compiler_cache", []) if a] if compiler_cache and runner is run_plainly else []
-    cmd = _cpu_limit() + cache + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
+    cpu_limit = cpu_limit or calibration.COMPILE_CPU_FLOOR
+    cmd = _cpu_limit(cpu_limit) + cache + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
         (how.get("pch_flags", []) if use_pch else []) + ["-c", source, "-o", obj]
-    timeout = timeout or compile_wall_seconds()
+    timeout = timeout or compile_wall_seconds(cpu_limit)
     name = os.path.basename(source)
     oom_before = host_limits.oom_kills()
     try:
-        ran = runner(cmd, timeout)
-    except subprocess.TimeoutExpired:
+        ran = runner(cmd, timeout, stall=STALL_SECONDS)
+    except subprocess.TimeoutExpired as e:
         spent["ran_past"] = True
-        return f"{name}: its compile ran past {timeout:.0f} s, the time a file's compile may take"
+        if e.timeout < timeout:
+            return (f"{name}: its compile took no CPU for {STALL_SECONDS:.0f} s: it waited for something (an "
+                    "#include of a pipe or a device?) and was stopped")
+        return f"{name}: its compile ran past {timeout:.0f} s of wall time, the time a file's compile may take"
     status, output = ran[:2] if isinstance(ran, tuple) else (ran.status, ran.output)
     spent["cpu"] = None if isinstance(ran, tuple) else round(ran.cpu, 2)
     if status != 0:
@@ -177,10 +208,10 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
             raise ResourceFailure(f"the compiler of {name} was killed; what ran out: {killed}")
         # The kernel ends the compiler at its limit; wait4's figure for it
         # runs a little behind the kernel's own (9 s at a 10 s limit, seen).
-        if spent["cpu"] is not None and spent["cpu"] >= 0.8 * COMPILE_CPU_SECONDS:
+        if spent["cpu"] is not None and spent["cpu"] >= 0.8 * cpu_limit:
             spent["ran_past"] = True
-            return (f"{name}: its compile ran past {COMPILE_CPU_SECONDS} s of CPU, the time a file's compile may "
-                    "take (the reference's largest file takes 3 s)")
+            return (f"{name}: its compile ran past {cpu_limit:.0f} s of CPU, the time a file's compile may take "
+                    f"here ({basis or 'the least a compile gets'})")
         return output or f"the compiler failed with status {status}"
     if cached:
         # The object is the compiler's, in a directory the sandbox user owns:
@@ -233,9 +264,11 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     Each file's report says what the link check found ("link_findings") and
     whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn, or
     `enforce=False`, only reports), and what its compile took ("cpu",
-    "ran_past": compile_one). `compiler_cache`: compile_one's."""
+    "ran_past": compile_one), against its limit on this machine
+    (kit/calibration.py). `compiler_cache`: compile_one's."""
     enforce = link_check.enforced() if enforce is None else enforce
     how = recipe(build_dir)
+    limits = calibration.limits(build_dir)
     if headers:
         how["run_flags"] = [f for f in how["compile_flags"] if not f.startswith("-I")] + [f"-I{headers}"]
     elsewhere = link_check.defined_elsewhere(how)
@@ -255,7 +288,8 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
             errors = f"{name}: missing"
         else:
             errors = own_names(compile_one(how, source, obj, runner=runner, pch=pch, spent=spent,
-                                           compiler_cache=compiler_cache), impl_dir)
+                                           compiler_cache=compiler_cache, cpu_limit=limits.compile_cpu(name),
+                                           basis=limits.compile_basis(name)), impl_dir)
         found: List[str] = []
         if errors is None and name not in refused:
             found = link_check.findings(obj, source, how, elsewhere)
@@ -264,7 +298,8 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
         link_refused = bool(found) and errors is not None
         used = "submitted"
         if errors is not None and fallback:
-            alt = compile_one(how, os.path.join(fallback, name), obj, runner=runner, pch=pch)
+            alt = compile_one(how, os.path.join(fallback, name), obj, runner=runner, pch=pch,
+                              cpu_limit=limits.compile_cpu(name))
             used = "fallback" if alt is None else "none"
         elif errors is not None:
             used = "none"

@@ -9,6 +9,11 @@ from typing import Dict, List, Sequence
 
 # The staff's make targets, included where the copy holds staff/; a handout holds neither.
 STAFF_MAKEFILE = "make/staff.mk"
+# What a grading uses of a build, besides the student files it compiles: the
+# test program's objects and precompiled header (kit_tests_student), each
+# rank's MPI side, the exec guard around MPI's launcher and the sandbox's
+# mounts (grader/platforms/prepare-image builds these, and nothing more).
+GRADING_TARGETS = ("kit_tests_student", "kit_mpi_side", "exec_guard", "sandbox_mounts")
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ def rank_label(ranks: List[int]) -> str:
     return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(map(str, ranks))
 
 
-def roll_call(case: str, answers: Dict[int, Dict], limit_scale: Optional[float] = None) -> str:
+def roll_call(case: str, answers: Dict[int, Dict], limit_scale: Optional[float] = None, limits=None) -> str:
     """The roll-call of a case its watchdog stopped: the time limit it ran
-    past, then what each rank was doing, in one sentence when every rank
+    past (on this machine, `limits`, kit/calibration.py, and what it comes
+    from), then what each rank was doing, in one sentence when every rank
     did the same, else ranks with the same state on one line, then what
     the ranks waiting in point-to-point calls wait for (point_to_point_diagnosis):
         the case did not finish within its time limit of 5 s; what each rank was doing:
@@ -34,8 +35,11 @@ def roll_call(case: str, answers: Dict[int, Dict], limit_scale: Optional[float] 
     seconds = max(a["seconds"] for a in answers.values())
     head = "the case did not finish"
     if run:
-        allowed = run.case_seconds * limit_scale if limit_scale is not None else table.limit(run.case_seconds)
-        head += f" within its time limit of {allowed:g} s"
+        base = limits.case_seconds(run) if limits is not None else run.case_seconds
+        allowed = base * limit_scale if limit_scale is not None else table.limit(base)
+        head += f" within its time limit of {allowed:.3g} s"
+        if limits is not None:
+            head += f" ({limits.case_basis(run)})"
         if seconds > 1.2 * allowed:  # the watchdog stretches the limit on a busy machine
             head += f" (stretched to {seconds:.1f} s: the machine was busy)"
     else:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
-from kit import host_limits
+from kit import calibration, host_limits
 from kit import parts as table
 from kit.launch import OUT_OF_TIME, JobTally, Launch, run_job
 from kit.outcomes import CaseOutcome, outcomes_of
@@ -37,10 +37,13 @@ MIN_JOB_SECONDS = 3.0
 SLOW_SHARE = 0.2
 
 
-def is_slow(outcome: CaseOutcome, scale: float) -> bool:
+def is_slow(outcome: CaseOutcome, scale: float, limits: Optional[calibration.Limits] = None) -> bool:
+    """Over SLOW_SHARE of its limit on this machine (`limits`: the table's
+    when not given)."""
     run = next((r for r in table.all_runs() if table.matches(r.filter, outcome.case)), None)
     stretch = 1 / min(1.0, host_limits.cpus())
-    return run is not None and outcome.seconds > SLOW_SHARE * run.case_seconds * scale * stretch
+    limit = run and (limits.case_seconds(run) if limits is not None else run.case_seconds)
+    return run is not None and outcome.seconds > SLOW_SHARE * limit * scale * stretch
 
 
 def split_off_part(pending: List[str], ended: CaseOutcome) -> tuple:
@@ -102,7 +105,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
                 ended = outcome
                 tally.hangs += bool(job.stopped or job.records.rollcalls.get(outcome.case))
             else:
-                tally.slow += is_slow(outcome, launch.scale())
+                tally.slow += is_slow(outcome, launch.scale(), launch.calibrated())
             if on_outcome:
                 on_outcome(outcome)
         left = [c for c in plan if c not in outcomes]
@@ -175,8 +178,11 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
             return
         share = table.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
         salt = expected.salt if expected is not None and all(r.hidden for r in runs) else None
-        launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs),
-                        **{"capture": on_outcome is None, "case_share": share, "hidden_salt": salt,
+        # A run's job limit grows with its cases' limits on this machine.
+        limits = (launch_args or {}).get("limits") or calibration.limits()
+        launch = Launch(binary, max(r.ranks for r in runs),
+                        timeout=sum(r.job_seconds * limits.case_factor(r) for r in runs),
+                        **{"capture": on_outcome is None, "case_share": share, "hidden_salt": salt, "limits": limits,
                            **(launch_args or {})})
         chosen_filter = ":".join(cases) if cases is not None else ":".join(r.filter for r in runs)
         outcomes.update(run_cases(launch, chosen_filter, tally, on_outcome, deferred=later))

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
-from kit import host_limits
+from kit import calibration, host_limits
 from kit import judge
 from kit.channels import Channels
 from kit import parts as table
@@ -50,9 +50,17 @@ class Launch:
     # time.monotonic() by which the last job must have ended (the grading
     # platform's time limit, less what the reports take), or None.
     deadline: Optional[float] = None
+    # The case limits calibrated on this machine (kit/calibration.py); None:
+    # those of the build the environment names.
+    limits: Optional[calibration.Limits] = None
 
     def scale(self) -> float:
         return self.time_scale if self.time_scale is not None else table.time_scale()
+
+    def calibrated(self) -> calibration.Limits:
+        if self.limits is None:
+            self.limits = calibration.limits()
+        return self.limits
 
 
 @dataclass
@@ -121,6 +129,8 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         cmd.append(f"--trace-dir={launch.trace_dir}")
     if launch.scale() * launch.case_share != 1:
         cmd.append(f"--time-scale={launch.scale() * launch.case_share!r}")
+    for run_filter, seconds in launch.calibrated().overridden_runs().items():
+        cmd.append(f"--case-limit={run_filter}={seconds:.3f}")
     if not launch.syscall_filter:
         cmd.append("--no-syscall-filter")
     if launch.hidden_salt is not None:
@@ -180,6 +190,7 @@ class Job:
     returncode: int
     seconds: float
     limit_scale: Optional[float] = None  # the factor on its cases' limits (Launch.scale x case_share)
+    limits: Optional[calibration.Limits] = None  # the cases' limits on this machine, before that factor
     traffic: side_traffic.Traffic = field(default_factory=side_traffic.Traffic)  # the MPI sides' accounts
 
 
@@ -239,7 +250,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
             if state != "on" and state not in tally.unfiltered:
                 tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started,
-                   launch.scale() * launch.case_share, traffic)
+                   launch.scale() * launch.case_share, launch.calibrated(), traffic)
     finally:
         if lines is None:
             channels.close()

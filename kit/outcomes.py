@@ -128,7 +128,7 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
         in_flight = missing[0]
         failures = list(job.records.failures.get(in_flight, []))
         if in_flight in job.records.rollcalls:
-            failures.append({"rank": None, "message": roll_call(in_flight, job.records.rollcalls[in_flight], job.limit_scale)})
+            failures.append({"rank": None, "message": roll_call(in_flight, job.records.rollcalls[in_flight], job.limit_scale, job.limits)})
         if job.stopped:
             failures.append({"rank": None, "message": f"{job.stopped}: stopped after {job.seconds:.0f} s without "
                                                       "finishing this case (a deadlock or an endless loop?)"})

@@ -25,4 +25,5 @@ SANDBOX_UID: Optional[str] = _get("KIT_SANDBOX_UID")      # the sandbox users' f
 SANDBOX_NAMESPACES_OFF: bool = _get("KIT_SANDBOX_NAMESPACES") == "off"
 SANDBOX_KEEP: List[str] = [p for p in (_get("KIT_SANDBOX_KEEP") or "").split(os.pathsep) if p]
 CPU_SHARES_OFF: bool = _get("KIT_CPU_SHARES") == "off"    # staff: a batch without CPU shares
+CALIBRATION_SCALE: Optional[str] = _get("KIT_CALIBRATION_SCALE")  # staff: grade as if this machine were F times slower
 DATA_DIR: Optional[str] = _get("DTRAIN_DATA")             # where the Fashion-MNIST files are

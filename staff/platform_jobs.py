@@ -15,6 +15,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Callable, Dict, List
 
+from kit.calibration import PLATFORM_CPUS
 from kit.paths import KIT_DIR
 from staff.container import LIMITS, PODMAN, image_exists, run
 from staff.student_loop_as_user import StepFailed
@@ -39,7 +40,12 @@ class Platform:
     correct_within: float    # what a correct handin's grading must take at most (the issue's figures)
     limits: str              # for the table's header
     build: Callable[["Platform", str], None]
-    grade: Callable[["Platform", str, str], Result]
+    grade: Callable[..., Result]   # (platform, handin, job folder, cpus=None: the platform's default CPUs)
+
+    def default_cpus(self) -> float:
+        """The CPUs the platform gives a grading by default (Autolab's Tango:
+        the machine's)."""
+        return PLATFORM_CPUS.get(self.name) or float(os.cpu_count() or 1)
 
 
 def make_deps_base() -> str:
@@ -108,12 +114,20 @@ def autolab_build(p: Platform, base: str) -> None:
     podman_build(p.image, os.path.join(DIST, "autolab"), base)
 
 
-def autolab_grade(p: Platform, handin: str, job: str) -> Result:
+def cpu_flags(p: Platform, cpus) -> List[str]:
+    """podman's flags for the CPUs a job gets: the platform's own, or `cpus`
+    (the check's halved share)."""
+    return [f"--cpus={cpus:g}"] if cpus is not None else [f"--cpus={p.default_cpus():g}"] \
+        if PLATFORM_CPUS.get(p.name) else []
+
+
+def autolab_grade(p: Platform, handin: str, job: str, cpus=None) -> Result:
     os.makedirs(job)
     shutil.copy(os.path.join(DIST, "autolab", "autograde.tar"), job)
     shutil.copy(os.path.join(DIST, "autolab", "autograde-Makefile"), os.path.join(job, "Makefile"))
     shutil.copy(handin, os.path.join(job, "handin.tar"))
-    out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, "--network=none", "-v", f"{job}:/home/mount",
+    out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, *cpu_flags(p, cpus), "--network=none",
+                                       "-v", f"{job}:/home/mount",
                                        p.image, "sh", "-c", TANGO_JOB.format(timeout=int(p.time_limit))],
                              p.time_limit)
     feedback = open(os.path.join(job, "feedback"), errors="replace").read() if os.path.exists(
@@ -151,7 +165,7 @@ def gradescope_build(p: Platform, base: str) -> None:
         shutil.rmtree(context, ignore_errors=True)
 
 
-def gradescope_grade(p: Platform, handin: str, job: str, memory: str = "768m") -> Result:
+def gradescope_grade(p: Platform, handin: str, job: str, memory: str = "768m", cpus=None) -> Result:
     submission, results = os.path.join(job, "submission"), os.path.join(job, "results")
     os.makedirs(submission)
     os.makedirs(results)
@@ -159,7 +173,7 @@ def gradescope_grade(p: Platform, handin: str, job: str, memory: str = "768m") -
         for member in tar.getmembers():
             with open(os.path.join(submission, os.path.basename(member.name)), "wb") as f:
                 f.write(tar.extractfile(member).read())
-    out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, "--network=none", "--cpus=0.5", f"--memory={memory}",
+    out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, "--network=none", *cpu_flags(p, cpus), f"--memory={memory}",
                                        f"--memory-swap={memory}", "-v", f"{submission}:/autograder/submission",
                                        "-v", f"{results}:/autograder/results", p.image, "/autograder/run_autograder"],
                              p.time_limit)
@@ -178,7 +192,7 @@ def prairielearn_build(p: Platform, base: str) -> None:
     podman_build(p.image, os.path.join(DIST, "prairielearn"), base)
 
 
-def prairielearn_grade(p: Platform, handin: str, job: str) -> Result:
+def prairielearn_grade(p: Platform, handin: str, job: str, cpus=None) -> Result:
     student = os.path.join(job, "student")
     os.makedirs(student)
     os.makedirs(os.path.join(job, "data"))
@@ -195,8 +209,9 @@ def prairielearn_grade(p: Platform, handin: str, job: str) -> Result:
     info = json.load(open(os.path.join(DIST, "prairielearn", "questions", "dtrain", "info.json")))
     options = info["externalGradingOptions"]
     env = [a for k, v in options["environment"].items() for a in ("-e", f"{k}={v}")]
+    quota = int(100000 * (cpus if cpus is not None else p.default_cpus()))
     out, seconds = timed_run(PODMAN + ["run", "--rm", *LIMITS, "--network=none", "--cpu-period=100000",
-                                       "--cpu-quota=90000", "--memory=2g", "--memory-swap=2g", "--pids-limit=1024",
+                                       f"--cpu-quota={quota}", "--memory=2g", "--memory-swap=2g", "--pids-limit=1024",
                                        "--ipc=private", "--ulimit", "core=0", *env, "-v", f"{job}:/grade",
                                        "--entrypoint", options["entrypoint"], p.image], p.time_limit)
     try:

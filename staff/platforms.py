@@ -22,6 +22,14 @@ The handins, and what each platform must give them:
              loses part1 alone on every platform, as on the host (its other cases run last, each at a
              fifth of its limit, and a platform's time cut spends only them)
 
+Then the reference and spin again in each image with its CPUs halved
+(Autolab's Tango, which sets none, at half the machine's): a slower machine
+must give the same grades, or, where an honest grading no longer fits the
+platform's time budget there (kit/calibration.py's estimate), a grader
+error that names the setting to raise, never a lower grade. No report may
+say the exec guard or the system-call filter is off (a container may
+forbid namespaces and CPU cgroups; those two may be).
+
 Each result is read as its platform reads it: Autolab's last line of output,
 Gradescope's results.json, PrairieLearn's results.json. Last, the reference
 on Gradescope at 512 MiB, too small for a job: a grader error that names
@@ -44,6 +52,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List
 
+from kit import calibration
 from kit import parts as table
 from kit.paths import KIT_DIR, REFERENCE_DIR, STUBS_DIR
 from staff.container import image_exists, require_podman, run
@@ -104,10 +113,29 @@ EXPECT = {"reference": Expect(TOTAL), "correct": Expect(TOTAL), "stubs": Expect(
 
 
 
-def verdict(handin: str, p: Platform, r: Result) -> List[str]:
-    """What is wrong with the platform's grade of this handin ([] when right)."""
+# What a platform's report may never say is off: the guards every mode of
+# grading in a platform's container has (a container may forbid namespaces
+# and keep the cgroups read-only, so those two may be off).
+NEVER_OFF = {"exec guard: off": "the exec guard is off", "syscall filter: ": "the system-call filter is off",
+             "isolation reduced: the grader is not root": "the grader ran without root"}
+# The handins graded again with the platform's CPUs halved: what a slower
+# machine does to a correct handin's time and to a hang's.
+HALVED = ("reference", "spin")
+
+
+def guards_off(r: Result) -> List[str]:
+    return [why for says, why in NEVER_OFF.items() if says in r.text]
+
+
+def verdict(handin: str, p: Platform, r: Result, fits: bool = True) -> List[str]:
+    """What is wrong with the platform's grade of this handin ([] when
+    right). Where an honest grading does not fit the platform's budget
+    (`fits` False: kit/calibration.py's estimate at its CPUs), a grader
+    error that names the setting to raise is right too, never a lower grade."""
+    if not fits and r.status in ("grader error", "not gradable") and "too small for any handin" in r.text:
+        return guards_off(r)
     expect = EXPECT[handin]
-    problems = []
+    problems = guards_off(r)
     total = sum(r.scores.values())
     if set(r.scores) != set(POINTS):
         problems.append(f"the result names parts {sorted(r.scores)}, not {sorted(POINTS)}")
@@ -145,6 +173,7 @@ def main(argv: List[str]) -> int:
         if not out.startswith("[exit 0]"):
             raise StepFailed("make autograder failed:\n" + out)
         base = make_deps_base()
+        limits = calibration.limits()
         tars = {}
         for h in handins:
             tars[h] = os.path.join(work, f"{h}.tar")
@@ -165,6 +194,22 @@ def main(argv: List[str]) -> int:
                       f"{r.seconds:5.1f} s  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}", flush=True)
                 if problems:
                     failed.append((p.name, h, r.text[-3000:]))
+            # The same image on a machine twice as slow: the same grades, or,
+            # where an honest grading can't fit the budget, a grader error.
+            half = p.default_cpus() / 2
+            fits = limits.fits(table.COURSE.budget(p.name), half)
+            for h in [h for h in handins if h in HALVED]:
+                job = os.path.join(work, p.name, h + "-halved")
+                r = p.grade(p, tars[h], job, cpus=half)
+                problems = verdict(h, p, r, fits)
+                label = f"{h} at {half:g} CPU"
+                rows.append((p.name, label, sum(r.scores.values()), r.status, r.seconds, problems))
+                print(f"    {label:<10} {sum(r.scores.values()):>6g} / {table.TOTAL_POINTS}  {r.status:<13} "
+                      f"{r.seconds:5.1f} s  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}"
+                      f"{'' if fits else ' (an honest grading does not fit here: a grader error is right too)'}",
+                      flush=True)
+                if problems:
+                    failed.append((p.name, label, r.text[-3000:]))
         gradescope = next((p for p in platforms if p.name == "gradescope"), None)
         if gradescope and "reference" in handins:  # a container too small for a job: the setting, never a grade
             r = gradescope_grade(gradescope, tars["reference"], os.path.join(work, "gradescope", "small"), "512m")

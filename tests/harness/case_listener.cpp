@@ -74,9 +74,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
  public:
   // `groups`: for each rank count the cases need, the communicator of ranks
   // 0..n-1 (a rank runs only the cases whose group it belongs to).
-  MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, double timeout_override,
-                  double time_scale, CaseTally& tally)
-      : world_(world), groups_(groups), timeout_override_(timeout_override), time_scale_(time_scale),
+  MpiCaseListener(dtrain::Communicator& world, std::map<int, dtrain::Communicator>& groups, CaseLimits limits,
+                  CaseTally& tally)
+      : world_(world), groups_(groups), limits_(std::move(limits)),
         trace_dir_(job().trace_dir), tally_(tally) {}
 
   void OnTestProgramStart(const ::testing::UnitTest& unit) override {
@@ -99,7 +99,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     case_begins(name_);
     observations_begin(name_);
     const TableRun* run = run_of(name_);  // main checked that every selected case has one
-    const double limit = timeout_override_ > 0 ? timeout_override_ : run->case_seconds * time_scale_;
+    const double limit = limits_.seconds_for(run->filter, run->case_seconds);
     meeting_ = &groups_.at(run->ranks);
     // Ranks of the group may still be busy with cases of a smaller group: wait asleep.
     dtrain::CommAccess::rendezvous(*meeting_);
@@ -189,8 +189,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   dtrain::Communicator& world_;
   std::map<int, dtrain::Communicator>& groups_;
   dtrain::Communicator* meeting_ = nullptr;  // the running case's group, where its ranks meet afterwards
-  double timeout_override_;
-  double time_scale_;
+  CaseLimits limits_;
   std::string trace_dir_;
   Watchdog watchdog_;
   std::string name_, messages_;
@@ -201,9 +200,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 ::testing::TestEventListener* new_case_listener(dtrain::Communicator& world,
-                                                std::map<int, dtrain::Communicator>& groups, double timeout_override,
-                                                double time_scale, CaseTally& tally) {
-  return new MpiCaseListener(world, groups, timeout_override, time_scale, tally);
+                                                std::map<int, dtrain::Communicator>& groups, CaseLimits limits,
+                                                CaseTally& tally) {
+  return new MpiCaseListener(world, groups, std::move(limits), tally);
 }
 
 }  // namespace harness

@@ -9,6 +9,8 @@
 //                           each case outside this process
 //   --case-timeout=SECONDS  override every suite's per-case time limit
 //   --time-scale=F          multiply every per-case time limit by F (0 < F <= 1; kit.parts.time_scale)
+//   --case-limit=FILTER=S   the cases of the run FILTER (the parts table's) get S seconds, the
+//                           limit the runner calibrated on this machine (kit/calibration.py)
 //   --trace-dir=DIR         write the Chrome trace of each failing case to
 //                           DIR/<case>.json (`make test-partN TRACE=1`)
 //   --cpus=N                the CPUs the job may use at once (a container's quota,
@@ -70,7 +72,7 @@ namespace {
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=DIR] [--case-timeout=SECONDS] "
-                         "[--time-scale=F] [--cpus=N] [--trace-dir=DIR] [--hidden-salt=N] [--no-syscall-filter]\n",
+                         "[--time-scale=F] [--case-limit=FILTER=S] [--cpus=N] [--trace-dir=DIR] [--hidden-salt=N] [--no-syscall-filter]\n",
                  what.c_str());
   return 2;
 }
@@ -88,7 +90,7 @@ int main(int argc, char** argv) {
   job().rank = meeting.rank();
 
   std::string results_dir, trace_dir;
-  double timeout_override = 0, time_scale = 1;
+  CaseLimits limits;
   bool syscall_filter = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -112,13 +114,22 @@ int main(int argc, char** argv) {
       syscall_filter = false;
     } else if (arg.rfind("--case-timeout=", 0) == 0) {
       char* end = nullptr;
-      timeout_override = std::strtod(arg.c_str() + 15, &end);
-      if (*end != '\0' || timeout_override <= 0) return usage_error("--case-timeout needs a positive number of seconds, got '" + arg.substr(15) + "'");
+      limits.override_all = std::strtod(arg.c_str() + 15, &end);
+      if (*end != '\0' || limits.override_all <= 0) return usage_error("--case-timeout needs a positive number of seconds, got '" + arg.substr(15) + "'");
     } else if (arg.rfind("--time-scale=", 0) == 0) {
       char* end = nullptr;
-      time_scale = std::strtod(arg.c_str() + 13, &end);
-      if (*end != '\0' || !(time_scale > 0 && time_scale <= 1))
+      limits.scale = std::strtod(arg.c_str() + 13, &end);
+      if (*end != '\0' || !(limits.scale > 0 && limits.scale <= 1))
         return usage_error("--time-scale needs a factor in (0, 1], got '" + arg.substr(13) + "'");
+    } else if (arg.rfind("--case-limit=", 0) == 0) {
+      const std::string value = arg.substr(13);
+      const size_t eq = value.rfind('=');
+      char* end = nullptr;
+      const double seconds = eq == std::string::npos ? 0 : std::strtod(value.c_str() + eq + 1, &end);
+      if (eq == std::string::npos || eq == 0 || *end != '\0' || !(seconds > 0))
+        return usage_error("--case-limit needs FILTER=SECONDS, a run's filter and a positive number, got '" + value +
+                           "'");
+      limits.by_run[value.substr(0, eq)] = seconds;
     } else {
       return usage_error("unknown argument '" + arg + "'");
     }
@@ -169,7 +180,7 @@ int main(int argc, char** argv) {
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
   delete listeners.Release(listeners.default_result_printer());
   CaseTally tally;
-  listeners.Append(new_case_listener(meeting, groups, timeout_override, time_scale, tally));
+  listeners.Append(new_case_listener(meeting, groups, limits, tally));
 
   // The trace writer makes a file per failing case as it goes, so it keeps
   // open/openat (the student's own loop: the grader never asks for traces).

@@ -1,0 +1,421 @@
+"""The limits a handin can exceed, calibrated on the machine that grades.
+
+A limit measured in seconds on one host turns a slower host into the
+student's fault: a correct file whose compile takes 8 s of CPU here took 3 s
+where the limits were first set. So each such limit is a multiple of what
+the reference takes on this machine, with the table's figure as its floor:
+
+  a file's compile (CPU)   COMPILE_MULTIPLE x the reference's file, at least COMPILE_CPU_FLOOR
+  the files' compiles      HONEST_MULTIPLE x the reference's files in all, at least HONEST_FLOOR:
+                           past it, a grading that runs out of time spent it on the compile
+  a case (the watchdog)    CASE_MULTIPLE x the reference's slowest case of its run, at least
+                           the run's own limit (kit/parts.py); its job's limit in proportion
+
+What the reference takes here is its figures where they were recorded
+(kit/reference_figures.json, `python3 -m kit.calibration --record`, staff,
+where the reference is) times this machine's pace against that one's: the
+CPU time of one probe, a compile of a stub file without the precompiled
+header, measured on both. The probe costs a second or two of CPU, once per
+machine: its figure is kept in the build (calibration.json), under the
+machine's key (its processor and compiler), so an image built on one
+machine and run on another measures again. CPU time is the measure: a busy
+host or a container's CPU quota stretches wall time, not CPU time (the
+watchdog counts a case's time in proportion to the CPU it could have had).
+
+  python3 -m kit.calibration            this machine's pace and every limit, with the figures behind them
+  python3 -m kit.calibration --platform prairielearn
+                                        whether an honest grading fits that platform's budget here
+                                        (prepare-image asks, when an image is built)
+  python3 -m kit.calibration --record   (staff) time the reference on this machine into kit/reference_figures.json
+
+KIT_CALIBRATION_SCALE=F (staff, kit/overrides.py) multiplies the pace:
+the self-test grades as if the machine were F times slower.
+"""
+import argparse
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from kit import overrides
+from kit import parts as table
+from kit.paths import KIT_DIR, STUBS_DIR
+
+# The multiples and floors (the one home of each; the report quotes them).
+COMPILE_MULTIPLE = 4
+COMPILE_CPU_FLOOR = 10.0
+HONEST_MULTIPLE = 2
+HONEST_FLOOR = 12.0
+CASE_MULTIPLE = 20
+# An honest grading must fit a platform's time budget this many times over
+# to call the platform big enough (the estimate is the reference's, and a
+# handin's own compile may take twice the reference's).
+GRADING_MARGIN = 1.25
+# Each platform's CPUs at its defaults (the grading's wall time follows
+# them): Autolab's Tango sets no CPU limit (the machine's), Gradescope 0.5,
+# PrairieLearn 0.9 (graderDockerCpuQuota).
+PLATFORM_CPUS = {"autolab": None, "gradescope": 0.5, "prairielearn": 0.9}
+
+FIGURES_FILE = os.path.join(KIT_DIR, "kit", "reference_figures.json")
+CACHE_NAME = "calibration.json"
+# The probe: a stub that includes what the students' files include (Eigen
+# through tensor.h), compiled with the build's precompiled header (0.5 s of
+# CPU where the limits were last recorded; 3.5 s without it), or without it
+# where the build has none: each kind of probe has its own figure.
+PROBE_FILE = table.SPLIT
+
+
+@dataclass
+class Figures:
+    """What the reference took where its figures were recorded: `pace` is the
+    probe's CPU seconds there (by kind: "pch", "plain"), `compile` each
+    file's CPU seconds (without the precompiled header), `cases` each run's
+    slowest case in seconds at one CPU (wall time times the CPUs its ranks
+    could use)."""
+    pace: Dict[str, float]
+    compile: Dict[str, float]
+    cases: Dict[str, float]
+    where: str = ""
+    # A warm grading of the reference (its objects cached): the CPU seconds
+    # of all its processes, and how many CPUs they kept busy on average.
+    grading_cpu: float = 0.0
+    grading_parallel: float = 1.0
+    compile_pch: Dict[str, float] = field(default_factory=dict)  # each file's, with the precompiled header
+
+    @staticmethod
+    def load(path: str = FIGURES_FILE) -> "Figures":
+        with open(path) as f:
+            data = json.load(f)
+        return Figures({k: float(v) for k, v in data["pace"].items()},
+                       {k: float(v) for k, v in data["compile"].items()},
+                       {k: float(v) for k, v in data["cases"].items()}, str(data.get("where", "")),
+                       float(data.get("grading", {}).get("cpu", 0.0)), float(data.get("grading", {}).get("parallel", 1.0)),
+                       {k: float(v) for k, v in data.get("compile_pch", {}).items()})
+
+
+@dataclass
+class Limits:
+    """The limits in force on this machine, and what they come from."""
+    ratio: float                 # this machine's pace over the recording machine's (KIT_CALIBRATION_SCALE applied)
+    figures: Figures
+    measured: str = ""           # how this machine's pace was found, for the report
+    compile_here: Dict[str, float] = field(default_factory=dict)
+    cases_here: Dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.compile_here = {f: s * self.ratio for f, s in self.figures.compile.items()}
+        self.cases_here = {r: s * self.ratio for r, s in self.figures.cases.items()}
+
+    # ---- a file's compile ----
+    def compile_cpu(self, name: str) -> float:
+        return max(COMPILE_CPU_FLOOR, COMPILE_MULTIPLE * self.compile_here.get(name, 0.0))
+
+    def compile_basis(self, name: str) -> str:
+        """Why a file's compile limit is what it is, as the report says it."""
+        ref = self.compile_here.get(name)
+        if ref is None:
+            return f"the least a file's compile gets; the reference has no {name}"
+        if COMPILE_MULTIPLE * ref <= COMPILE_CPU_FLOOR:
+            return f"the least a file's compile gets; the reference's takes {ref:.1f} s on this machine"
+        return f"{COMPILE_MULTIPLE} times the reference's {ref:.1f} s on this machine"
+
+    def honest_compile_cpu(self, names) -> float:
+        return max(HONEST_FLOOR, HONEST_MULTIPLE * sum(self.compile_here.get(n, 0.0) for n in names))
+
+    # ---- a case ----
+    def case_seconds(self, run: table.Run) -> float:
+        return max(run.case_seconds, CASE_MULTIPLE * self.cases_here.get(run.filter, 0.0))
+
+    def case_factor(self, run: table.Run) -> float:
+        """The case limit over the table's: a job's own limit grows with it."""
+        return self.case_seconds(run) / run.case_seconds
+
+    def case_basis(self, run: table.Run) -> str:
+        ref = self.cases_here.get(run.filter)
+        if ref is None:
+            return "the run's own limit"
+        if CASE_MULTIPLE * ref <= run.case_seconds:
+            return f"the least a case gets; the reference's slowest takes {ref:.2g} s on this machine"
+        return f"{CASE_MULTIPLE} times the reference's slowest, {ref:.2g} s on this machine"
+
+    # ---- a whole grading ----
+    def honest_grading_seconds(self, cpus: float) -> float:
+        """About how long an honest grading takes here with `cpus` CPUs (a
+        container's quota): the reference's warm grading and its files'
+        compiles (with the precompiled header, as a grading compiles them
+        where the sandbox can read it), at this machine's pace."""
+        compiles = self.figures.compile_pch or self.figures.compile
+        cpu = (self.figures.grading_cpu + sum(compiles.get(f, 0.0) for f in table.IMPL_FILES)) * self.ratio
+        return cpu / max(0.05, min(cpus, self.figures.grading_parallel))
+
+    def fits(self, budget: float, cpus: float) -> bool:
+        """Whether an honest grading fits the platform's budget here, with
+        GRADING_MARGIN to spare."""
+        return self.honest_grading_seconds(cpus) * GRADING_MARGIN <= budget
+
+    def overridden_runs(self) -> Dict[str, float]:
+        """Each run whose case limit is above the table's, and the limit (the
+        test binary's --case-limit)."""
+        return {r.filter: self.case_seconds(r) for r in table.all_runs() if self.case_factor(r) > 1.0}
+
+    def describe(self) -> Dict:
+        """For the report's record."""
+        return {"pace": round(self.ratio, 3), "measured": self.measured,
+                "compile_cpu": {n: round(self.compile_cpu(n), 1) for n in table.built_files()},
+                "case_seconds": {k: round(v, 2) for k, v in self.overridden_runs().items()}}
+
+
+def host_key(how: Dict) -> str:
+    """What a pace holds for: the processor, the compiler and its flags."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features", "CPU part")):
+                    model += line
+    except OSError:
+        model = platform.processor()
+    digest = hashlib.sha256((model + platform.machine() + how["compiler"] + " ".join(how["compile_flags"]) +
+                             how.get("header_digest", "")).encode())
+    return digest.hexdigest()[:24]
+
+
+def probe_kind(how: Dict) -> str:
+    return "pch" if how.get("pch_flags") else "plain"
+
+
+def probe(how: Dict, rounds: int = 1, kind: Optional[str] = None) -> float:
+    """The probe's CPU seconds on this machine: the fewest of `rounds`
+    compiles (a compile's CPU time hardly moves with the host's load)."""
+    from kit.build import run_measured  # kit.build imports this module
+    source = os.path.join(STUBS_DIR, PROBE_FILE)
+    pch = how.get("pch_flags", []) if (kind or probe_kind(how)) == "pch" else []
+    best = None
+    with tempfile.TemporaryDirectory(prefix="kit-probe-") as scratch:
+        for _ in range(rounds):
+            cmd = [how["compiler"]] + how["compile_flags"] + pch + ["-c", source, "-o",
+                                                                    os.path.join(scratch, "probe.o")]
+            ran = run_measured(cmd, 600)
+            if ran.status != 0:
+                raise RuntimeError(f"the calibration's probe, a compile of the stub {PROBE_FILE}, failed:\n"
+                                   f"{ran.output[:2000]}")
+            best = ran.cpu if best is None else min(best, ran.cpu)
+    return best
+
+
+def scale_override() -> float:
+    text = overrides.CALIBRATION_SCALE or ""
+    try:
+        factor = float(text) if text else 1.0
+    except ValueError:
+        factor = 0.0
+    if not factor > 0:
+        raise SystemExit(f"KIT_CALIBRATION_SCALE must be a positive number, got {text!r}")
+    return factor
+
+
+def _cache_path(build_dir: str) -> str:
+    return os.path.join(build_dir, CACHE_NAME)
+
+
+def pace_here(build_dir: str) -> tuple:
+    """(this machine's probe seconds, the probe's kind, how it was found):
+    from the build's cache when it holds this machine's key, else measured
+    now and kept."""
+    from kit.recipe import recipe
+    how = recipe(build_dir)
+    kind = probe_kind(how)
+    key = host_key(how) + "-" + kind
+    try:
+        with open(_cache_path(build_dir)) as f:
+            kept = json.load(f)
+        if kept.get("host") == key and float(kept.get("pace", 0)) > 0:
+            return float(kept["pace"]), kind, f"measured {kept.get('when', 'earlier')}"
+    except (OSError, ValueError, TypeError):
+        pass
+    begun = time.monotonic()
+    seconds = probe(how, rounds=2)
+    kept = {"host": key, "pace": round(seconds, 3), "when": time.strftime("%Y-%m-%d %H:%M")}
+    try:
+        tmp = _cache_path(build_dir) + f".{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(kept, f)
+        os.replace(tmp, _cache_path(build_dir))
+    except OSError:
+        pass  # a build this user can't write: measured again next time
+    return seconds, kind, f"measured now ({time.monotonic() - begun:.1f} s)"
+
+
+_LIMITS: Dict[str, Limits] = {}
+
+
+def limits(build_dir: Optional[str] = None) -> Limits:
+    """The limits in force for gradings and tests with this build, once a
+    process. Without the recorded figures (a copy that lost them) or a
+    build, the table's own limits hold (the floors)."""
+    from kit.paths import build_dir as default_build
+    build_dir = os.path.abspath(build_dir or default_build())
+    if build_dir not in _LIMITS:
+        try:
+            figures = Figures.load()
+        except (OSError, ValueError, KeyError) as e:
+            _LIMITS[build_dir] = Limits(1.0, Figures({}, {}, {}), f"no recorded figures ({e}): the table's limits")
+            return _LIMITS[build_dir]
+        seconds, kind, how = pace_here(build_dir)
+        if kind not in figures.pace:
+            raise RuntimeError(f"{FIGURES_FILE} has no figure for a probe of kind {kind!r}: record it again "
+                               "(python3 -m kit.calibration --record)")
+        scale = scale_override()
+        ratio = seconds / figures.pace[kind] * scale
+        how += (f"; the probe took {seconds:.2f} s of CPU, {figures.pace[kind]:.2f} s where the figures were "
+                "recorded")
+        if scale != 1:
+            how += f"; times {scale:g} (KIT_CALIBRATION_SCALE)"
+        _LIMITS[build_dir] = Limits(ratio, figures, how)
+    return _LIMITS[build_dir]
+
+
+# ---- recording (staff, where the reference is) ----
+
+def record(build_dir: str, out: str = FIGURES_FILE, rounds: int = 2) -> Figures:
+    """Times the reference on this machine: each student file's compile
+    (without the precompiled header, the fewest of `rounds`), and each run's
+    slowest case, public and hidden, at one CPU."""
+    from kit.build import compile_one
+    from kit.jobs import run_parts
+    from kit.launch import JobTally
+    from kit.paths import REFERENCE_DIR
+    from kit.recipe import recipe
+    from kit import host_limits, judge
+    how = dict(recipe(build_dir), cache_dir=None)
+    compile_cpu: Dict[str, Dict[str, float]] = {"plain": {}, "pch": {}}
+    with tempfile.TemporaryDirectory(prefix="kit-record-") as scratch:
+        for name in table.built_files():
+            for kind in ("plain", "pch") if how.get("pch_flags") else ("plain",):
+                best = None
+                for _ in range(rounds):
+                    spent: Dict = {}
+                    errors = compile_one(how, os.path.join(REFERENCE_DIR, name), os.path.join(scratch, name + ".o"),
+                                         timeout=600, pch=kind == "pch", spent=spent, cpu_limit=600)
+                    if errors:
+                        raise RuntimeError(f"the reference's {name} does not compile:\n{errors}")
+                    best = spent["cpu"] if best is None else min(best, spent["cpu"])
+                compile_cpu[kind][name] = round(best, 2)
+    binary = os.path.join(build_dir, "reference", "kit_tests")
+    expected = judge.load_all(judge.files(KIT_DIR, None))
+    cpus = host_limits.cpus()
+    slowest: Dict[str, float] = {}
+    for _ in range(rounds):
+        tally = JobTally()
+        ran = run_parts(binary, table.built_parts(), hidden=True, tally=tally,
+                        launch_args={"capture": True, "expected": expected, "time_scale": 1.0})
+        if ran.error:
+            raise RuntimeError(f"the reference's cases did not run: {ran.error}")
+        failed = [c for c, o in ran.outcomes.items() if not o.passed]
+        if failed:
+            raise RuntimeError(f"the reference failed {len(failed)} case(s), such as {failed[0]}: not recorded")
+        for run in table.all_runs():
+            times = [o.seconds * min(run.ranks, cpus) for c, o in ran.outcomes.items() if table.matches(run.filter, c)]
+            if times:
+                slowest[run.filter] = min(slowest.get(run.filter, float("inf")), max(times))
+    grading_cpu, parallel = time_a_grading(build_dir)
+    pace = {kind: round(probe(how, rounds=3, kind=kind), 3) for kind in ("pch", "plain")
+            if kind == "plain" or how.get("pch_flags")}
+    figures = Figures(pace, compile_cpu["plain"], {k: round(v, 3) for k, v in slowest.items()},
+                      f"{platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
+                      round(grading_cpu, 2), round(parallel, 2), compile_cpu["pch"])
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"pace": figures.pace, "where": figures.where, "compile": figures.compile,
+                   "compile_pch": figures.compile_pch, "cases": figures.cases,
+                   "grading": {"cpu": figures.grading_cpu, "parallel": figures.grading_parallel}},
+                  f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, out)
+    return figures
+
+
+def time_a_grading(build_dir: str) -> tuple:
+    """(CPU seconds, CPUs kept busy) of the grader on the reference, warm:
+    the second of two gradings, whose objects the first cached."""
+    import resource
+    import tarfile
+    from kit.paths import REFERENCE_DIR
+    with tempfile.TemporaryDirectory(prefix="kit-record-") as scratch:
+        handin = os.path.join(scratch, "reference.tar")
+        with tarfile.open(handin, "w") as tar:
+            for name in table.IMPL_FILES:
+                tar.add(os.path.join(REFERENCE_DIR, name), f"student/{name}")
+        cmd = [sys.executable, os.path.join(KIT_DIR, "grader", "grade"), "--build", build_dir, handin,
+               "--json", os.path.join(scratch, "report.json")]
+        for attempt in range(2):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            begun = time.monotonic()
+            out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+            wall = time.monotonic() - begun
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            with open(os.path.join(scratch, "report.json")) as f:
+                report = json.load(f)
+            got = sum(p["points"] for p in report["parts"])
+            if report["status"] != "graded" or got != table.TOTAL_POINTS:
+                raise RuntimeError(f"the reference's grading gave {got} / {table.TOTAL_POINTS} "
+                                   f"({report['status']}): not recorded\n{out.stdout[-3000:]}")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return cpu, max(1.0, cpu / wall)
+
+
+def platform_check(name: str, lim: Limits) -> int:
+    """Whether an honest grading fits the platform's budget at its default
+    CPUs on this machine: 0, else 3 with what to raise (prepare-image)."""
+    budget = table.COURSE.budget(name)
+    cpus = PLATFORM_CPUS[name] or os.cpu_count() or 1
+    needs = lim.honest_grading_seconds(cpus)
+    print(f"{name}: an honest grading takes about {needs:.0f} s on this machine at the platform's "
+          f"{cpus:g} CPU(s); the course gives it {budget:g} s (course.toml [time_budget])")
+    if lim.fits(budget, cpus):
+        return 0
+    print(f"{name}: TOO SLOW: every grading on a machine like this one will end as a grader error (no handin is "
+          f"graded lower for it). Raise the course's [time_budget] {name} to at least "
+          f"{needs * GRADING_MARGIN:.0f} s and make autograder again (PrairieLearn's question timeout follows it), "
+          "or grade on a faster machine")
+    return 3
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--record", action="store_true", help="(staff) time the reference into " +
+                    os.path.relpath(FIGURES_FILE, KIT_DIR))
+    ap.add_argument("--build", help="the build directory (default: the kit's)")
+    ap.add_argument("--platform", choices=sorted(PLATFORM_CPUS),
+                    help="whether an honest grading fits the platform's time budget here (exit 3 if not)")
+    args = ap.parse_args(argv)
+    from kit.paths import build_dir as default_build
+    build_dir = os.path.abspath(args.build or default_build())
+    if args.record:
+        if not os.path.isdir(os.path.join(KIT_DIR, "reference")):
+            print("calibration: this copy has no reference/ to time (staff copies only)", file=sys.stderr)
+            return 2
+        f = record(build_dir)
+        print(f"calibration: recorded the reference on this machine ({f.where}) into "
+              f"{os.path.relpath(FIGURES_FILE, KIT_DIR)}: the probe took " +
+              ", ".join(f"{v:.2f} s ({k})" for k, v in f.pace.items()))
+    lim = limits(build_dir)
+    if args.platform:
+        return platform_check(args.platform, lim)
+    print(f"this machine's pace: {lim.ratio:.2f} times the machine the figures were recorded on ({lim.measured})")
+    for name in table.built_files():
+        print(f"  compile of {name:<30} limit {lim.compile_cpu(name):5.1f} s of CPU ({lim.compile_basis(name)})")
+    print(f"  the files' compiles in all         honest under {lim.honest_compile_cpu(table.IMPL_FILES):.1f} s of CPU")
+    for run in table.all_runs():
+        print(f"  a case of {run.filter:<28} limit {lim.case_seconds(run):5.1f} s ({lim.case_basis(run)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
