@@ -16,16 +16,14 @@ import os
 import shlex
 import shutil
 import subprocess
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from kit import calibration, facts, host_limits, link_check, object_cache
 from kit.host_limits import ResourceFailure
+from kit import parts as table
 from kit.parts import IMPL_FILES
-from kit.processes import kill_all, session_members
+from kit.measured import Ran, run_measured
 from kit.recipe import recipe
 from kit.safe_read import open_sandbox_file
 
@@ -39,7 +37,6 @@ MAX_OBJECT_BYTES = facts.FILE_LIMIT_BYTES  # the sandbox's per-file limit: no ob
 # compile only when it makes no progress (STALL_SECONDS without CPU: it
 # waits for something), for a busy or slow host stretches its wall time.
 STALL_SECONDS = 20.0
-OUTPUT_BYTES = 1 << 20  # of a tool's messages, kept; the rest is read and dropped
 
 
 def compile_wall_seconds(cpu_limit: float) -> float:
@@ -62,88 +59,17 @@ def resource_failure(status: int, oom_before: Optional[int]) -> Optional[str]:
     return host_limits.killed_by_oom(oom_before)
 
 
-@dataclass
-class Ran:
-    """A command that ended: its status, its messages, and the CPU seconds
-    it and every process it waited for took."""
-    status: int
-    output: str
-    cpu: float
-
-
-def session_cpu(sid: int) -> float:
-    """CPU seconds the live processes of session `sid` have taken, with
-    what their reaped children took (the compiler driver waits for cc1plus)."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in session_members(sid):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += sum(int(v) for v in fields[11:15]) / tick  # utime, stime, cutime, cstime
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
-def run_measured(cmd: List[str], timeout: float, stall: Optional[float] = None, **popen) -> Ran:
-    """Runs `cmd` in a session of its own; past `timeout` s, or after
-    `stall` s in which its processes took no CPU (it waits for something:
-    a pipe, a device), every process of that session is killed (nothing
-    else: a compile beside it goes on) and TimeoutExpired is raised. The
-    CPU time comes from wait4, so it counts the compiler's back end
-    (cc1plus), which the driver waits for."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, **popen)
-    kept = bytearray()
-
-    def drain() -> None:
-        while True:
-            chunk = proc.stdout.read(1 << 16)
-            if not chunk:
-                return
-            kept.extend(chunk[:max(0, OUTPUT_BYTES - len(kept))])
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    begun = time.monotonic()
-    end, pause = begun + timeout, 0.002
-    progress_at, progress_cpu, next_look = begun, 0.0, begun + 1.0
-    timed_out = False
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        now = time.monotonic()
-        if stall is not None and now >= next_look:
-            next_look = now + 1.0
-            cpu = session_cpu(proc.pid)
-            if cpu > progress_cpu + 0.05:
-                progress_at, progress_cpu = now, cpu
-        if now > end or (stall is not None and now - progress_at > stall):
-            timed_out = True
-            kill_all(lambda: session_members(proc.pid))
-            pid, status, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(pause)
-        pause = min(0.05, pause * 2)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
-    reader.join(5)
-    proc.stdout.close()
-    if timed_out:
-        raise subprocess.TimeoutExpired(cmd, time.monotonic() - begun)
-    return Ran(proc.returncode, kept.decode("utf-8", errors="replace"), usage.ru_utime + usage.ru_stime)
-
-
 def run_plainly(cmd: List[str], timeout: float, stall: Optional[float] = None) -> Ran:
     return run_measured(cmd, timeout, stall=stall)
 
 
-def _cpu_limit(seconds: float) -> List[str]:
-    """The compile's CPU limit, set on the compiler's processes (SIGXCPU at
-    the limit, SIGKILL 5 s later)."""
+def compile_limits(seconds: float) -> List[str]:
+    """The compile's limits, set on the compiler's processes: its CPU
+    seconds (SIGXCPU at the limit, SIGKILL 5 s later) and its private
+    memory (kit/parts.py, COMPILE_DATA_MIB)."""
     limit = max(1, int(seconds + 0.999))
-    return [shutil.which("prlimit"), f"--cpu={limit}:{limit + 5}", "--"] if shutil.which("prlimit") else []
+    return [shutil.which("prlimit"), f"--cpu={limit}:{limit + 5}", f"--data={table.COMPILE_DATA_MIB << 20}", "--"] \
+        if shutil.which("prlimit") else []
 
 
 def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = None, runner=run_plainly,
@@ -187,7 +113,7 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
     use_pch = pch if pch is not None else runner is run_plainly
     cache = [a for a in how.get("compiler_cache", []) if a] if compiler_cache and runner is run_plainly else []
     cpu_limit = cpu_limit or calibration.COMPILE_CPU_FLOOR
-    cmd = _cpu_limit(cpu_limit) + cache + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
+    cmd = compile_limits(cpu_limit) + cache + [how["compiler"]] + how.get("run_flags", how["compile_flags"]) + \
         (how.get("pch_flags", []) if use_pch else []) + ["-c", source, "-o", obj]
     timeout = timeout or compile_wall_seconds(cpu_limit)
     name = os.path.basename(source)
@@ -212,6 +138,10 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
             spent["ran_past"] = True
             return (f"{name}: its compile ran past {cpu_limit:.0f} s of CPU, the time a file's compile may take "
                     f"here ({basis or 'the least a compile gets'})")
+        if "out of memory allocating" in output or "virtual memory exhausted" in output:
+            spent["ran_past"] = True
+            return (f"{name}: its compile ran out of the {table.COMPILE_DATA_MIB} MiB a file's compile may hold "
+                    "(the reference's largest takes 330 MiB)")
         return output or f"the compiler failed with status {status}"
     if cached:
         # The object is the compiler's, in a directory the sandbox user owns:

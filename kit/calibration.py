@@ -12,8 +12,8 @@ the reference takes on this machine, with the table's figure as its floor:
                            the run's own limit (kit/parts.py); its job's limit in proportion
 
 What the reference takes here is its figures where they were recorded
-(kit/reference_figures.json, `python3 -m kit.calibration --record`, staff,
-where the reference is) times this machine's pace against that one's: the
+(kit/reference_figures.json, `make calibration-data`, staff, where the
+reference is) times this machine's pace against that one's: the
 CPU time of one probe, a compile of a stub file without the precompiled
 header, measured on both. The probe costs a second or two of CPU, once per
 machine: its figure is kept in the build (calibration.json), under the
@@ -26,7 +26,8 @@ watchdog counts a case's time in proportion to the CPU it could have had).
   python3 -m kit.calibration --platform prairielearn
                                         whether an honest grading fits that platform's budget here
                                         (prepare-image asks, when an image is built)
-  python3 -m kit.calibration --record   (staff) time the reference on this machine into kit/reference_figures.json
+  make calibration-data                 (staff) time the reference on this machine into kit/reference_figures.json
+                                        (staff/calibration_data.py)
 
 KIT_CALIBRATION_SCALE=F (staff, kit/overrides.py) multiplies the pace:
 the self-test grades as if the machine were F times slower.
@@ -36,7 +37,6 @@ import hashlib
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -120,10 +120,10 @@ class Limits:
         """Why a file's compile limit is what it is, as the report says it."""
         ref = self.compile_here.get(name)
         if ref is None:
-            return f"the least a file's compile gets; the reference has no {name}"
+            return f"its floor; the reference solution has no {name}"
         if COMPILE_MULTIPLE * ref <= COMPILE_CPU_FLOOR:
-            return f"the least a file's compile gets; the reference's takes {ref:.1f} s on this machine"
-        return f"{COMPILE_MULTIPLE} times the reference's {ref:.1f} s on this machine"
+            return f"its floor; the reference solution's takes {ref:.1f} s on this machine"
+        return f"{COMPILE_MULTIPLE} times the reference solution's {ref:.1f} s on this machine"
 
     def honest_compile_cpu(self, names) -> float:
         return max(HONEST_FLOOR, HONEST_MULTIPLE * sum(self.compile_here.get(n, 0.0) for n in names))
@@ -141,8 +141,9 @@ class Limits:
         if ref is None:
             return "the run's own limit"
         if CASE_MULTIPLE * ref <= run.case_seconds:
-            return f"the least a case gets; the reference's slowest takes {ref:.2g} s on this machine"
-        return f"{CASE_MULTIPLE} times the reference's slowest, {ref:.2g} s on this machine"
+            return f"its floor; the reference solution's slowest case of this run takes {ref:.2g} s on this machine"
+        return (f"{CASE_MULTIPLE} times the reference solution's slowest case of this run, {ref:.2g} s on this "
+                "machine")
 
     # ---- a whole grading ----
     def honest_grading_seconds(self, cpus: float) -> float:
@@ -193,7 +194,7 @@ def probe_kind(how: Dict) -> str:
 def probe(how: Dict, rounds: int = 1, kind: Optional[str] = None) -> float:
     """The probe's CPU seconds on this machine: the fewest of `rounds`
     compiles (a compile's CPU time hardly moves with the host's load)."""
-    from kit.build import run_measured  # kit.build imports this module
+    from kit.measured import run_measured
     source = os.path.join(STUBS_DIR, PROBE_FILE)
     pch = how.get("pch_flags", []) if (kind or probe_kind(how)) == "pch" else []
     best = None
@@ -270,7 +271,7 @@ def limits(build_dir: Optional[str] = None) -> Limits:
         seconds, kind, how = pace_here(build_dir)
         if kind not in figures.pace:
             raise RuntimeError(f"{FIGURES_FILE} has no figure for a probe of kind {kind!r}: record it again "
-                               "(python3 -m kit.calibration --record)")
+                               "(make calibration-data)")
         scale = scale_override()
         ratio = seconds / figures.pace[kind] * scale
         how += (f"; the probe took {seconds:.2f} s of CPU, {figures.pace[kind]:.2f} s where the figures were "
@@ -279,95 +280,6 @@ def limits(build_dir: Optional[str] = None) -> Limits:
             how += f"; times {scale:g} (KIT_CALIBRATION_SCALE)"
         _LIMITS[build_dir] = Limits(ratio, figures, how)
     return _LIMITS[build_dir]
-
-
-# ---- recording (staff, where the reference is) ----
-
-def record(build_dir: str, out: str = FIGURES_FILE, rounds: int = 2) -> Figures:
-    """Times the reference on this machine: each student file's compile
-    (without the precompiled header, the fewest of `rounds`), and each run's
-    slowest case, public and hidden, at one CPU."""
-    from kit.build import compile_one
-    from kit.jobs import run_parts
-    from kit.launch import JobTally
-    from kit.paths import REFERENCE_DIR
-    from kit.recipe import recipe
-    from kit import host_limits, judge
-    how = dict(recipe(build_dir), cache_dir=None)
-    compile_cpu: Dict[str, Dict[str, float]] = {"plain": {}, "pch": {}}
-    with tempfile.TemporaryDirectory(prefix="kit-record-") as scratch:
-        for name in table.built_files():
-            for kind in ("plain", "pch") if how.get("pch_flags") else ("plain",):
-                best = None
-                for _ in range(rounds):
-                    spent: Dict = {}
-                    errors = compile_one(how, os.path.join(REFERENCE_DIR, name), os.path.join(scratch, name + ".o"),
-                                         timeout=600, pch=kind == "pch", spent=spent, cpu_limit=600)
-                    if errors:
-                        raise RuntimeError(f"the reference's {name} does not compile:\n{errors}")
-                    best = spent["cpu"] if best is None else min(best, spent["cpu"])
-                compile_cpu[kind][name] = round(best, 2)
-    binary = os.path.join(build_dir, "reference", "kit_tests")
-    expected = judge.load_all(judge.files(KIT_DIR, None))
-    cpus = host_limits.cpus()
-    slowest: Dict[str, float] = {}
-    for _ in range(rounds):
-        tally = JobTally()
-        ran = run_parts(binary, table.built_parts(), hidden=True, tally=tally,
-                        launch_args={"capture": True, "expected": expected, "time_scale": 1.0})
-        if ran.error:
-            raise RuntimeError(f"the reference's cases did not run: {ran.error}")
-        failed = [c for c, o in ran.outcomes.items() if not o.passed]
-        if failed:
-            raise RuntimeError(f"the reference failed {len(failed)} case(s), such as {failed[0]}: not recorded")
-        for run in table.all_runs():
-            times = [o.seconds * min(run.ranks, cpus) for c, o in ran.outcomes.items() if table.matches(run.filter, c)]
-            if times:
-                slowest[run.filter] = min(slowest.get(run.filter, float("inf")), max(times))
-    grading_cpu, parallel = time_a_grading(build_dir)
-    pace = {kind: round(probe(how, rounds=3, kind=kind), 3) for kind in ("pch", "plain")
-            if kind == "plain" or how.get("pch_flags")}
-    figures = Figures(pace, compile_cpu["plain"], {k: round(v, 3) for k, v in slowest.items()},
-                      f"{platform.machine()}, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d')}",
-                      round(grading_cpu, 2), round(parallel, 2), compile_cpu["pch"])
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"pace": figures.pace, "where": figures.where, "compile": figures.compile,
-                   "compile_pch": figures.compile_pch, "cases": figures.cases,
-                   "grading": {"cpu": figures.grading_cpu, "parallel": figures.grading_parallel}},
-                  f, indent=1, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, out)
-    return figures
-
-
-def time_a_grading(build_dir: str) -> tuple:
-    """(CPU seconds, CPUs kept busy) of the grader on the reference, warm:
-    the second of two gradings, whose objects the first cached."""
-    import resource
-    import tarfile
-    from kit.paths import REFERENCE_DIR
-    with tempfile.TemporaryDirectory(prefix="kit-record-") as scratch:
-        handin = os.path.join(scratch, "reference.tar")
-        with tarfile.open(handin, "w") as tar:
-            for name in table.IMPL_FILES:
-                tar.add(os.path.join(REFERENCE_DIR, name), f"student/{name}")
-        cmd = [sys.executable, os.path.join(KIT_DIR, "grader", "grade"), "--build", build_dir, handin,
-               "--json", os.path.join(scratch, "report.json")]
-        for attempt in range(2):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            begun = time.monotonic()
-            out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-            wall = time.monotonic() - begun
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            with open(os.path.join(scratch, "report.json")) as f:
-                report = json.load(f)
-            got = sum(p["points"] for p in report["parts"])
-            if report["status"] != "graded" or got != table.TOTAL_POINTS:
-                raise RuntimeError(f"the reference's grading gave {got} / {table.TOTAL_POINTS} "
-                                   f"({report['status']}): not recorded\n{out.stdout[-3000:]}")
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return cpu, max(1.0, cpu / wall)
 
 
 def platform_check(name: str, lim: Limits) -> int:
@@ -389,22 +301,12 @@ def platform_check(name: str, lim: Limits) -> int:
 
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--record", action="store_true", help="(staff) time the reference into " +
-                    os.path.relpath(FIGURES_FILE, KIT_DIR))
     ap.add_argument("--build", help="the build directory (default: the kit's)")
     ap.add_argument("--platform", choices=sorted(PLATFORM_CPUS),
                     help="whether an honest grading fits the platform's time budget here (exit 3 if not)")
     args = ap.parse_args(argv)
     from kit.paths import build_dir as default_build
     build_dir = os.path.abspath(args.build or default_build())
-    if args.record:
-        if not os.path.isdir(os.path.join(KIT_DIR, "reference")):
-            print("calibration: this copy has no reference/ to time (staff copies only)", file=sys.stderr)
-            return 2
-        f = record(build_dir)
-        print(f"calibration: recorded the reference on this machine ({f.where}) into "
-              f"{os.path.relpath(FIGURES_FILE, KIT_DIR)}: the probe took " +
-              ", ".join(f"{v:.2f} s ({k})" for k, v in f.pace.items()))
     lim = limits(build_dir)
     if args.platform:
         return platform_check(args.platform, lim)

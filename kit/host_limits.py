@@ -186,7 +186,6 @@ def _rlimit(which: int) -> Optional[int]:
 # JOB_MEMORY_MIB); and its processes and threads. Measured in `make check-platforms`.
 JOB_RANKS = table.JOB_RANKS
 JOB_TASKS = 90
-COMPILE_MIB = 350   # one compiler of a student file at its peak (the largest, without the precompiled header)
 MIN_CPUS = 0.25     # below this the watchdog's stretch of a time limit (8x at most) no longer covers a correct case
 BINARY_MIB = facts.FILE_LIMIT_BYTES >> 20  # the largest file a grading writes (the test binary, an object)
 
@@ -196,7 +195,7 @@ def compile_workers() -> int:
     one), nor than the memory holds beside the grader."""
     by_cpu = max(1, int(cpus() + 0.5))
     limit = memory_limit()
-    by_memory = max(1, (limit - (table.KIT_SHARE_MIB << 20)) // (COMPILE_MIB << 20)) if limit else by_cpu
+    by_memory = max(1, (limit - (table.KIT_SHARE_MIB << 20)) // (table.COMPILE_DATA_MIB << 20)) if limit else by_cpu
     return int(min(by_cpu, by_memory))
 
 

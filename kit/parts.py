@@ -91,12 +91,22 @@ THREAD_STACK_KIB = 1024
 JOB_RANKS = 8
 KIT_SHARE_MIB = 112
 JOB_MEMORY_MIB = JOB_RANKS * (RANK_DATA_LIMIT_MIB + RANK_STACK_LIMIT_MIB + SIDE_DATA_LIMIT_MIB) + KIT_SHARE_MIB
+# A compile of a student file (and the static checks' preprocessor) may
+# hold this much private memory (RLIMIT_DATA, the precompiled header's
+# mapping included): the reference's largest file takes 330 MiB without the
+# header, 270 MiB with it. A compile past it is the handin's, like one past
+# its CPU limit (`#include "/dev/zero"` reads until it meets it), and never
+# reaches a container's OOM killer, which would make it the grader's.
+COMPILE_DATA_MIB = 512
 # The smallest memory a grading platform gives by default (Gradescope's): a
-# job at every limit fits there by construction, or nothing builds.
+# job at every limit fits there by construction, and so does a compile
+# (kit/host_limits.py runs no more compiles at once than the memory holds),
+# or nothing builds.
 SMALLEST_PLATFORM_MIB = 768
-if JOB_MEMORY_MIB > SMALLEST_PLATFORM_MIB:
-    raise ValueError(f"kit/parts.py: a grading job may hold {JOB_MEMORY_MIB} MiB, over Gradescope's "
-                     f"{SMALLEST_PLATFORM_MIB} MiB: lower a rank's limits or the kit's share")
+if JOB_MEMORY_MIB > SMALLEST_PLATFORM_MIB or COMPILE_DATA_MIB + KIT_SHARE_MIB > SMALLEST_PLATFORM_MIB:
+    raise ValueError(f"kit/parts.py: a grading job may hold {JOB_MEMORY_MIB} MiB and a compile "
+                     f"{COMPILE_DATA_MIB} MiB beside the kit's {KIT_SHARE_MIB}, over Gradescope's "
+                     f"{SMALLEST_PLATFORM_MIB} MiB: lower a rank's limits, a compile's or the kit's share")
 
 
 def time_scale() -> float:

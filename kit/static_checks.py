@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from kit import findings_cache
+from kit.build import compile_limits
 from kit import parts as table
 from kit.paths import FRAMEWORK_DIR, build_dir
 from kit.recipe import recipe
@@ -196,6 +197,36 @@ def include_findings(name: str, includes: List[Tuple[int, str]], system_dirs: Li
     return found
 
 
+# An include directive as the preprocessor reads it: '#' (or its digraph
+# '%:'), then include, include_next or import, after any spaces and comments.
+_DIRECTIVE = re.compile(r"^\s*(?:#|%:)\s*(?:/\*.*?\*/\s*)*(include_next|include|import)\b\s*(?:/\*.*?\*/\s*)*(.?)(.*)$")
+
+
+def include_text_findings(name: str, text: str) -> List[Finding]:
+    """The includes the preprocessor must never open, found in the file's
+    text before it runs: a name that is absolute or climbs out (`..`) can
+    reach what is no header at all (`#include "/dev/zero"` reads for ever,
+    a FIFO waits for ever), and an include named by a macro can't be told
+    from one. Only the standard headers, the public headers and the
+    student's own files are reachable by a plain name."""
+    found = []
+    joined = re.sub(r"\\\r?\n", "", text)  # line splices, as the preprocessor joins them
+    for line_no, line in enumerate(joined.splitlines(), 1):
+        m = _DIRECTIVE.match(line)
+        if not m:
+            continue
+        opener, rest = m.group(2), m.group(3)
+        closer = {"<": ">", '"': '"'}.get(opener)
+        target = rest.split(closer, 1)[0] if closer and closer in rest else None
+        if target is None:
+            found.append(Finding(name, line_no, "include", "fail", "an #include must name its header in quotes or "
+                                                                   "angle brackets, not through a macro"))
+        elif target.startswith("/") or ".." in target.replace("\\", "/").split("/"):
+            found.append(Finding(name, line_no, "include", "fail", f"includes {target!r}: only standard headers, "
+                                 "the public headers and your own files may be included, by their plain names"))
+    return found
+
+
 def token_findings(name: str, mine: List[Tuple[int, str]]) -> List[Finding]:
     found: List[Finding] = []
     by_name: Dict[str, Rule] = {n: r for r in RULES for n in r.names}
@@ -257,11 +288,18 @@ def check_file(path: str, flags: List[str], runner=None, system_dirs: Optional[L
     preprocessor Eigen's headers (only the file's own lines are checked,
     and its macros are the same)."""
     name = name or os.path.basename(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            refused = include_text_findings(name, f.read())
+    except OSError:
+        refused = []  # the compiler will report the error itself
+    if refused:
+        return refused  # the preprocessor must not open them
     # -fno-working-directory: with -g (the student files have line tables)
     # the preprocessor would add a marker naming the directory, not a file.
     pch = (pch_flags + ["-fpch-preprocess"]) if pch_flags else []
-    cmd = (["cpp" if not flags else flags[0]] + flags[1:] + pch +
-           ["-E", "-fno-working-directory", "-x", "c++", path, "-o", "-"])
+    cmd = compile_limits(60) + (["cpp" if not flags else flags[0]] + flags[1:] + pch +
+                                ["-E", "-fno-working-directory", "-x", "c++", path, "-o", "-"])
     if runner is None:
         def runner(c, timeout):
             p = subprocess.run(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)

@@ -5,10 +5,11 @@
 # Staff: add IMPL=reference to any target to use the solution in reference/
 # instead of student/. The staff's Python commands are staff/.
 #   make grade HANDIN=x    grade one handin tarball as the autograder does
-#   make grade-reference   pack the reference as a handin and grade it (150/150)
+#   make grade-reference   pack the reference as a handin and grade it (the course's total)
 #   make handout           cut dist/handout.tar.gz for students, and verify it
 #   make autograder        dist/autolab/, dist/gradescope.zip, dist/prairielearn/ (PRAIRIELEARN_IMAGE=NAME)
 #   make hidden-data       re-record the hidden cases' expected values from the reference
+#   make calibration-data  re-time the reference (kit/reference_figures.json), on a quiet machine
 #   make check-fast        before each commit (under 2 min): units, stubs, reference, a known bug per file
 #   make check             the kit's self-test (under 6 min): reference full marks, stubs zero,
 #                          every known bug (staff/mutants.py) caught, the hostile gallery
@@ -18,7 +19,7 @@
 #   make check-platforms   as root: Autolab's, Gradescope's and PrairieLearn's images, handins graded at their limits
 #   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute)
 
-.PHONY: grade grade-reference handout autograder hidden-data bench check check-long check-fast check-arm64 check-container check-platforms
+.PHONY: grade grade-reference handout autograder hidden-data calibration-data bench check check-long check-fast check-arm64 check-container check-platforms
 
 grade: build
 	@test -n "$(HANDIN)" || { echo "make grade: name the tarball, e.g. make grade HANDIN=handin.tar"; exit 2; }
@@ -44,6 +45,13 @@ hidden-data: build
 	$(STAFF_ONLY)
 	@$(PYTHON) -m staff.hidden_data
 	@$(MAKE) --no-print-directory grade-reference  # the judge reads the new values: the reference must pass them
+
+# The figures the limits are calibrated from (kit/calibration.py): after a
+# change to the reference, a part or the cases; the kit's grading and the
+# student's make test read them on every machine.
+calibration-data: build
+	$(STAFF_ONLY)
+	@$(PYTHON) -m staff.calibration_data --build $(BUILD)
 
 bench: build
 	$(STAFF_ONLY)

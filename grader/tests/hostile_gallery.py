@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
-from conftest import BUILD, GRADE, IMPL_FILES, hanging, left_behind, make_tar, marked, source
+from conftest import BUILD, GRADE, IMPL_FILES, hanging, left_behind, make_tar, marked, on_this_machine, source
 from grader.leftovers import remove_mqueues, sysv_objects
 from grader.namespaces import SHARED_TMP
 
@@ -155,7 +155,8 @@ def run_hostile(case: Hostile, tmp_path) -> None:
         assert text in everything, f"{case.name}: the report does not say {text!r}\n{proc.stdout[-3000:]}"
     for text in case.never:
         assert text not in everything, f"{case.name}: the report leaks {text!r}"
-    assert seconds <= case.budget, f"{case.name}: graded in {seconds:.0f} s, over its {case.budget:.0f} s budget"
+    budget = on_this_machine(case.budget)
+    assert seconds <= budget, f"{case.name}: graded in {seconds:.0f} s, over its {budget:.0f} s budget"
     uid = report["sandbox"]["uid"] if report.get("sandbox") else None
     assert not left_behind(tmp_path, uid), f"{case.name}: processes left behind: {left_behind(tmp_path, uid)}"
     if uid is not None:

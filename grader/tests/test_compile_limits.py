@@ -12,7 +12,8 @@ import pytest
 from conftest import BUILD, KIT
 from grader import grades, running, staging
 from kit import build as kit_build
-from kit import calibration, object_cache
+from kit import calibration, host_limits, object_cache, static_checks
+from kit import parts as table
 from kit.build import compile_one
 from kit.object_cache import prune_cache
 from kit.recipe import public_headers_copy, recipe
@@ -75,9 +76,10 @@ def test_relative_paths_out_of_the_headers_copy_find_nothing(tmp_path):
     assert "expected_values.txt: No such file or directory" in errors and "split_data" not in errors
 
 
-def grading_out_of_time(files) -> staging.Grading:
-    g = staging.Grading("h.tar", BUILD, "/nonexistent", grades.Grade("h.tar"), time_budget=27)
-    g.tally = JobTally(out_of_time=["Part9Adam.X", "Part9Adam.Y"])
+def grading_out_of_time(files, budget=600, hangs=0) -> staging.Grading:
+    # 600 s: an honest grading fits it on any machine the self-test runs on.
+    g = staging.Grading("h.tar", BUILD, "/nonexistent", grades.Grade("h.tar"), time_budget=budget)
+    g.tally = JobTally(out_of_time=["Part9Adam.X", "Part9Adam.Y"], hangs=hangs)
     g.grade.files = files
     return g
 
@@ -85,13 +87,23 @@ def grading_out_of_time(files) -> staging.Grading:
 @pytest.mark.parametrize("files, says", [
     ({"zero_dp_stage3.cpp": {"compile_cpu": None, "compile_ran_past": True}},
      "1 file(s) compiled past the limit"),
-    ({f: {"compile_cpu": 5.0, "compile_ran_past": False} for f in ("a.cpp", "b.cpp", "c.cpp")},
-     "the files' compiles took 15 s of CPU"),
+    ({f: {"compile_cpu": 50.0, "compile_ran_past": False} for f in ("a.cpp", "b.cpp", "c.cpp")},
+     "the files' compiles took 150 s of CPU"),
 ])
 def test_out_of_time_after_the_handins_compile_is_the_handins(files, says):
     g = grading_out_of_time(files)
     assert running.out_of_time(g) and g.grade.status == "graded"
     assert says in g.grade.notes[-1] and "score 0" in g.grade.notes[-1], g.grade.notes
+
+
+def test_out_of_time_where_no_honest_grading_fits_is_never_the_handins():
+    # A slow machine under a platform's fixed budget: a handin that hangs
+    # would otherwise lose the parts it got right, where the host grades them.
+    lim = calibration.limits(BUILD)
+    budget = lim.honest_grading_seconds(host_limits.cpus())  # under GRADING_MARGIN times it: too small
+    g = grading_out_of_time({"a.cpp": {"compile_cpu": 1.0, "compile_ran_past": False}}, budget=budget, hangs=3)
+    assert not running.out_of_time(g) and g.grade.status == "grader error"
+    assert "too small for any handin" in g.grade.notes[-1] and "raise it to at least" in g.grade.notes[-1]
 
 
 def test_out_of_time_after_honest_compiles_and_cases_is_the_machines():
@@ -119,3 +131,25 @@ def test_the_wall_clock_limit_is_far_behind_the_cpu_limit():
     # A busy host stretches a compile's wall time: only a compile that
     # waits meets the clock (it met 40 s under make check's load on a slow host).
     assert kit_build.compile_wall_seconds(10) >= 200
+
+
+def test_an_include_of_a_device_is_refused_before_the_preprocessor_opens_it(tmp_path):
+    # `#include "/dev/zero"` read until a container's OOM killer ended the
+    # compiler: a grader error at Gradescope's 768 MiB (red team).
+    source = tmp_path / "func_impl.cpp"
+    source.write_text('#include <vector>\n%:include "/dev/zero"\n')
+    found = static_checks.check_file(str(source), recipe(BUILD)["compile_flags"])
+    assert [(f.line, f.severity) for f in found] == [(2, "fail")], found
+    assert "includes '/dev/zero'" in found[0].message
+
+
+def test_a_compile_that_reads_a_device_meets_its_memory_limit_as_the_handins(tmp_path):
+    # Behind the static checks (KIT_STATIC_CHECKS=warn lets such a file through),
+    # the compile's own memory limit, below the smallest platform's memory.
+    source = tmp_path / "func_impl.cpp"
+    source.write_text('#include "/dev/zero"\n')
+    spent = {}
+    errors = compile_one(recipe(BUILD), str(source), str(tmp_path / "x.o"), spent=spent)
+    assert errors and f"ran out of the {table.COMPILE_DATA_MIB} MiB a file's compile may hold" in errors, errors
+    assert spent["ran_past"]
+    assert table.COMPILE_DATA_MIB + table.KIT_SHARE_MIB <= table.SMALLEST_PLATFORM_MIB

@@ -24,7 +24,7 @@ import zlib
 
 import pytest
 
-from conftest import BUILD, GRADE, KIT, grade, handin, marked
+from conftest import BUILD, GRADE, KIT, grade, handin, marked, on_this_machine
 from kit.handin_reader import MAX_MEMBERS, read_handin
 
 SECONDS = 5.0           # what reading one of them may cost, whatever it expands to
@@ -124,7 +124,7 @@ def test_a_hostile_archive_is_read_within_bounds(tmp_path, name):
     path = HOSTILE[name](str(tmp_path / name))
     assert os.path.getsize(path) < 64 << 10, "the test's archive should be small"
     r = measured_read(path)
-    assert r["seconds"] <= SECONDS, r
+    assert r["seconds"] <= on_this_machine(SECONDS), r
     assert max(r["peak"]) <= MEMORY_BYTES, r
     if name == "million_members.tar":  # its first members are looked at, the rest ignored
         assert r["readable"] and r["rejected"] == [f"more than {MAX_MEMBERS} members: the rest are ignored"], r
@@ -159,7 +159,8 @@ def test_grading_one_says_not_a_readable_handin_in_one_sentence(tmp_path, name):
     results = tmp_path / "pl.json"
     g = grade(tmp_path, path, "--prairielearn", str(results))
     assert g.report["status"] == "not a readable handin", g.stdout
-    assert g.report["steps"]["extract"] <= SECONDS and g.report["seconds"] <= SECONDS, g.report["steps"]
+    assert g.report["steps"]["extract"] <= on_this_machine(SECONDS), g.report["steps"]
+    assert g.report["seconds"] <= on_this_machine(SECONDS), g.report["steps"]
     (note,) = g.report["notes"]
     assert "`make handin`" in note and note.count(". ") == 0 and note.endswith(".") and "\n" not in note, note
     assert "ReadError" not in g.stdout and "method" not in g.stdout
