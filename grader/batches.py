@@ -1,27 +1,30 @@
 """Grading a whole course without losing anything (grader/grade --batch).
 
 Beside the gradebook, a folder <gradebook>.results/ keeps one JSON file per
-handin: its scores, its status, the hash of its files and the kit's version.
+handin: its scores, its status, the hash of its files and the kit's stamps.
 Each is written atomically the moment its handin is graded, and the
 gradebook (sorted by handin) and the handin's report are rebuilt from them
-the same way. So:
+the same way: from every result the folder keeps, whichever run graded it,
+so a batch of one handin (a late one, or one student's regrade) leaves every
+other row as it was. So:
   - killing the grader at any moment, even with kill -9, loses at most the
     handins being graded; their sandbox processes die with it (sandbox.py);
   - running the same command again grades only what is missing, or what
-    changed (another content, or another kit); --regrade grades everything;
+    changed (another content); --regrade grades the named handins again;
+  - a result graded by another kit (a fix, new hidden values) is graded
+    again only with --regrade all: before that, the batch says which stamp
+    changed, for how many handins, and how long grading them would take;
   - the final gradebook depends only on the results, not on how many runs
     it took; graded.jsonl logs every grading that finished;
   - each row carries its maximum and stamps (the kit's, the course's), and
-    a points or visibility change is re-scored from the results, running
-    no handin (grader/rescore.py): a batch that finds rows of another
-    course's scale says so, with the commands.
+    a points, parts or visibility change is re-scored from the results,
+    running no handin (grader/rescore.py): a batch that finds rows of
+    another course's scale says so, with the commands.
 Ctrl-C (or SIGTERM) stops the batch: the handins in progress are abandoned
 (their processes killed), and a summary says what was and wasn't graded.
 """
 import csv
 import glob
-import hashlib
-import io
 import json
 import os
 import shlex
@@ -33,67 +36,45 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Dict, List, Optional, Tuple
 
 from grader import grades, grading, reports, rescore, staging
-from grader.gradebook import write_atomically, write_gradebook, write_json_atomically
+from grader.gradebook import write_atomically, write_canvas, write_gradebook, write_json_atomically
+from grader.stamps import content_keys, kit_stamps
 from kit import parts as table
-from kit.handin_reader import read_handin, unreadable_key
-from kit.paths import KIT_DIR
 from kit.report import fmt
 
-# What the grade of a handin depends on besides the handin: these folders of
-# the kit (their sources) and the build's recipe.
-VERSIONED = ("framework", "tests", "kit", "grader", "student", "programs")
 STOP_SECONDS = 20  # Ctrl-C: how long the batch waits for its workers to notice
 
 
-def kit_version(build: str) -> str:
-    digest = hashlib.sha256()
-    for top in VERSIONED:
-        for root, dirs, files in os.walk(os.path.join(KIT_DIR, top)):
-            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "tests"))
-            for name in sorted(files):
-                if name.endswith((".py", ".h", ".cpp", ".txt", ".in")) or name == "grade":
-                    path = os.path.join(root, name)
-                    digest.update(os.path.relpath(path, KIT_DIR).encode() + b"\0")
-                    with open(path, "rb") as f:
-                        digest.update(f.read())
-    with open(os.path.join(build, "impl_recipe.json"), "rb") as f:
-        digest.update(f.read())
-    # The parts graded decide which cases run; their points do not (a re-score).
-    digest.update(",".join(p.key for p in table.PARTS).encode())
-    return digest.hexdigest()[:16]
+def regrade_mode(args) -> str:
+    """What --regrade asks: "" (nothing: grade what is new or changed),
+    "named" (the handins --batch names, again) or "all" (those and every
+    other handin the gradebook holds a result of)."""
+    value = getattr(args, "regrade", None)
+    return "" if not value else "all" if value == "all" else "named"
 
 
-def content_key(path: str) -> str:
-    """The hash of what grading reads from a handin (kit/handin_reader.py,
-    in a limited child process): its accepted files by name and what it
-    refused; a file that is no readable handin, by its bytes. Never raises:
-    no handin stops a batch or its resumption."""
-    try:
-        return read_handin(path).key
-    except Exception:  # noqa: BLE001 (the host's trouble starting the reader: the file's bytes still tell)
-        return unreadable_key(path)
-
-
-def content_keys(handins: List[str], workers: int) -> Dict[str, str]:
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        return dict(zip(handins, pool.map(content_key, handins)))
+def duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
 
 
 class Batch:
-    def __init__(self, args, handins: List[str]):
+    def __init__(self, args, named: List[str]):
         self.args = args
-        self.handins = handins
+        self.mode = regrade_mode(args)
         self.csv = os.path.abspath(args.csv)
         self.out_dir = os.path.dirname(self.csv)
         self.state_dir = os.path.splitext(self.csv)[0] + ".results"
         os.makedirs(self.state_dir, exist_ok=True)
-        self.version = kit_version(args.build)
+        self.version, self.sources = kit_stamps(args.build)
         self.lock = threading.Lock()
         self.stop = threading.Event()
+        self.orphans: List[str] = []  # gradebook rows no result holds (gradebook.write_gradebook)
+        self.gone: List[str] = []     # --regrade all: results whose handin's file is no longer there
+        self.handins = list(named) + (self.elsewhere(named) if self.mode == "all" else [])
         self.unfinished = self.pending_regrade()  # a regrade an earlier run began, or None
-        self.regrade = self.regrade_begun() if args.regrade else ""
+        self.regrade = self.regrade_begun() if self.mode else ""
         # What no handin's code may see: the other handins and every grade.
-        self.private = tuple(dict.fromkeys([os.path.dirname(os.path.abspath(h)) for h in handins]
+        self.private = tuple(dict.fromkeys([os.path.dirname(os.path.abspath(h)) for h in self.handins]
                                            + [self.out_dir, self.state_dir]))
 
     @staticmethod
@@ -103,15 +84,90 @@ class Batch:
     def state_path(self, handin: str) -> str:
         return os.path.join(self.state_dir, self.stem(handin) + ".json")
 
-    def done(self, handin: str, key: str) -> bool:
-        """Graded with this content by this kit (and, during a regrade, since it began)."""
+    def kept(self, handin: str) -> Optional[Dict]:
         try:
             with open(self.state_path(handin)) as f:
                 state = json.load(f)
-            return state["key"] == key and state["kit"] == self.version and \
-                (not self.regrade or state.get("regrade") == self.regrade)
-        except (OSError, ValueError, KeyError):
-            return False
+            return state if isinstance(state, dict) else None
+        except (OSError, ValueError):
+            return None
+
+    def elsewhere(self, named: List[str]) -> List[str]:
+        """--regrade all: the handins of the gradebook's other results, found
+        where they were graded from (each result keeps its handin's path)."""
+        stems = {self.stem(h) for h in named}
+        found = []
+        for _, state in rescore.results_of(self.csv):
+            path = state.get("path", "")
+            if self.stem(state["handin"]) in stems:
+                continue
+            if path and os.path.isfile(path):
+                found.append(path)
+            else:
+                self.gone.append(state["handin"])
+        return sorted(found)
+
+    def stale(self, state: Dict) -> Optional[Tuple[str, str]]:
+        """Why a kept result no longer stands, as (what changed, in words), or
+        None when it does: graded by this kit, or by one that differed only
+        in parts the course has dropped since (a re-score drops them)."""
+        if state.get("kit") == self.version:
+            return None
+        if state.get("sources") == self.sources:
+            why = rescore.why_not(state)
+            return ("parts", why) if why else None
+        return ("kit", str(state.get("kit", "?")))
+
+    def plan(self, keys: Dict[str, str]) -> Tuple[List[str], List[Dict], int]:
+        """(the handins to grade, the results left as they are although they
+        no longer stand, how many handins are graded already). A handin
+        named by --batch is graded when it is new or its content changed,
+        or, with --regrade, when this regrade has not graded it yet; a result
+        graded by another kit is graded again only with --regrade (named or
+        all): the batch says so instead (held_note)."""
+        todo, held, skipped = [], [], 0
+        for h in self.handins:
+            state = self.kept(h)
+            if state is None or state.get("key") != keys[h]:
+                todo.append(h)
+            elif self.regrade:
+                if state.get("regrade") == self.regrade:
+                    skipped += 1
+                else:
+                    todo.append(h)
+            elif self.stale(state):
+                held.append(state)
+            else:
+                skipped += 1
+        stems = {self.stem(h) for h in self.handins}
+        held += [s for _, s in rescore.results_of(self.csv)
+                 if self.stem(s["handin"]) not in stems and self.stale(s)]
+        return todo, held, skipped
+
+    def held_note(self, held: List[Dict]) -> Optional[str]:
+        """What a batch says of the results that no longer stand and that it
+        leaves as they are: which stamp changed, how many handins, and the
+        time grading them again would take, from their last gradings."""
+        if not held:
+            return None
+        whys: Dict[str, List[str]] = {}
+        for state in held:
+            kind, detail = self.stale(state)
+            whys.setdefault(kind, []).append(detail)
+        said = []
+        if "kit" in whys:
+            said.append(f"{len(whys['kit'])} were graded by another kit (its stamp "
+                        f"{', '.join(sorted(set(whys['kit'])))} then, {self.version} now: the kit's sources, its build "
+                        "or the judge's values changed, by a fix to the kit, make hidden-data or another MPI)")
+        if "parts" in whys:
+            parts = "; ".join(sorted(set(whys["parts"])))
+            said.append(f"{len(whys['parts'])} were graded before the course added parts ({parts})")
+        seconds = sum(float(s.get("seconds") or 0) for s in held)
+        jobs = max(1, min(getattr(self.args, "jobs", 1) or 1, len(held)))
+        return (f"grade: {len(held)} handin(s) of the gradebook have results that no longer stand: {'; '.join(said)}. "
+                f"This run leaves their rows as they are. Grading them again would take about "
+                f"{duration(seconds / jobs)} on {jobs} job(s) (their last gradings took {duration(seconds)} in all): "
+                f"{resume_command('all')}")
 
     def regrade_path(self) -> str:
         return os.path.join(self.state_dir, "regrade.json")
@@ -129,7 +185,8 @@ class Batch:
         any (so that the same command goes on where it stopped), else a new one."""
         if self.unfinished and self.unfinished.get("id"):
             return str(self.unfinished["id"])
-        begun = {"id": os.urandom(8).hex(), "began": time.strftime("%Y-%m-%d %H:%M:%S")}
+        begun = {"id": os.urandom(8).hex(), "began": time.strftime("%Y-%m-%d %H:%M:%S"),
+                 "command": resume_command(self.mode)}
         write_json_atomically(self.regrade_path(), begun)
         return begun["id"]
 
@@ -141,7 +198,8 @@ class Batch:
 
     def grade(self, handin: str, key: str) -> Optional[grades.Grade]:
         try:
-            g = grading.grade_handin(handin, self.args.build, cancel=self.stop, private=self.private)
+            g = grading.grade_handin(handin, self.args.build, cancel=self.stop, private=self.private,
+                                     time_budget=getattr(self.args, "time_budget", None))
         except grading.Cancelled:
             return None
         except Exception as e:  # noqa: BLE001 (one handin's grader error never stops the batch)
@@ -152,8 +210,9 @@ class Batch:
             return None  # abandoned mid-way: its result can't be trusted
         report = reports.human_report(g, self.args.show_hidden) + "\n" + reports.autolab_line(g) + "\n"
         write_atomically(os.path.join(self.out_dir, self.stem(handin) + ".report.txt"), report)
-        state = {"handin": g.handin, "key": key, "kit": self.version, "scores": g.scores(), "total": g.total,
-                 "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1), **rescore.kept(g, handin)}
+        state = {"handin": g.handin, "key": key, "kit": self.version, "sources": self.sources, "scores": g.scores(),
+                 "total": g.total, "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1),
+                 **rescore.kept(g, handin)}
         if self.regrade:
             state["regrade"] = self.regrade
         write_json_atomically(self.state_path(handin), state)
@@ -165,44 +224,49 @@ class Batch:
         return g
 
     def states(self) -> List[Dict]:
-        found = []
-        for handin in self.handins:
-            try:
-                with open(self.state_path(handin)) as f:
-                    found.append(json.load(f))
-            except (OSError, ValueError):
-                continue
-        return found
+        """Every result the gradebook keeps, whichever run graded it: a batch
+        of one handin rewrites the gradebook with every row."""
+        return [state for _, state in rescore.results_of(self.csv)]
 
     def write_gradebook(self) -> None:
-        write_gradebook(self.csv, self.states())
+        self.orphans = write_gradebook(self.csv, self.states())
+
+
+def named_handins(pattern: str) -> List[str]:
+    """The handins --batch names: a folder's *.tar, a glob's matches, or one file."""
+    return sorted(glob.glob(os.path.join(pattern, "*.tar")) if os.path.isdir(pattern) else glob.glob(pattern))
 
 
 def run_batch(args) -> int:
-    pattern = args.batch
-    handins = sorted(glob.glob(os.path.join(pattern, "*.tar")) if os.path.isdir(pattern) else glob.glob(pattern))
+    handins = named_handins(args.batch)
     if not handins:
-        print(f"grade: no handins match {pattern}", file=sys.stderr)
-        return 2
-    stems = [Batch.stem(h) for h in handins]
-    if len(set(stems)) != len(stems):
-        print("grade: two handins have the same name; rename one (the gradebook has one row per name)",
-              file=sys.stderr)
+        print(f"grade: no handins match {args.batch}", file=sys.stderr)
         return 2
     os.makedirs(os.path.dirname(os.path.abspath(args.csv)), exist_ok=True)
     b = Batch(args, handins)
-    resume = resume_command(args.regrade)
+    stems = [Batch.stem(h) for h in b.handins]
+    if len(set(stems)) != len(stems):
+        twice = sorted({s for s in stems if stems.count(s) > 1})
+        print(f"grade: two handins have the same name ({', '.join(twice)}); rename one (the gradebook has one row "
+              "per name)", file=sys.stderr)
+        return 2
+    resume = resume_command(b.mode)
     unfinished = b.unfinished
-    if args.regrade and unfinished:
+    if b.mode and unfinished:
         print(f"grade: going on with the regrade begun {unfinished.get('began', 'earlier')}", flush=True)
     elif unfinished:
         print(f"grade: a --regrade begun {unfinished.get('began', 'earlier')} did not finish; this run grades only "
-              f"what is missing or changed. To finish the regrade: {resume_command(True)}", flush=True)
-    todo, skipped = list(handins), 0
+              f"what is missing or changed. To finish the regrade: "
+              f"{unfinished.get('command') or resume_command('named')}", flush=True)
+    if b.gone:
+        print(f"grade: {len(b.gone)} result(s) of the gradebook can't be graded again, their handins being no longer "
+              f"where they were graded from: {', '.join(b.gone)}; their rows stay as they are", flush=True)
+    todo, skipped = list(b.handins), 0
     note = rescore.scale_note(args.csv, b.states())
     if note:
         print(note, flush=True)
     graded: List[str] = []
+    held_note = None
 
     # Ctrl-C and a plain kill stop the batch cleanly, even when it was started
     # with SIGINT ignored (a background job of a script inherits that).
@@ -214,13 +278,15 @@ def run_batch(args) -> int:
     signal.signal(signal.SIGTERM, stop_batch)
     futures: Dict = {}
     try:
-        keys = content_keys(handins, args.jobs)
-        todo = [h for h in handins if not b.done(h, keys[h])]
-        skipped = len(handins) - len(todo)
+        keys = content_keys(b.handins, args.jobs)
+        todo, held, skipped = b.plan(keys)
+        held_note = b.held_note(held)
+        if held_note:
+            print(held_note, flush=True)
         if skipped:
             print(f"grade: {skipped} handin(s) already graded with the same content and kit"
-                  f"{' in this regrade' if args.regrade else ''}; grading the other {len(todo)}"
-                  f"{'' if args.regrade else ' (--regrade grades all)'}", flush=True)
+                  f"{' in this regrade' if b.mode else ''}; grading the other {len(todo)}"
+                  f"{'' if b.mode else ' (--regrade grades them again)'}", flush=True)
         futures = {pool.submit(b.grade, h, keys[h]): h for h in todo}
         pending = set(futures)
         while pending:
@@ -246,7 +312,7 @@ def run_batch(args) -> int:
         b.write_gradebook()
         print(f"grade: stopped. Graded now: {len(graded)}; graded before: {skipped}; not graded: {len(missing)}"
               + (f" ({', '.join(missing)})" if missing else "") + f". Gradebook {args.csv}; "
-              f"the same command grades the rest{', going on with the regrade' if args.regrade else ''}: {resume}",
+              f"the same command grades the rest{', going on with the regrade' if b.mode else ''}: {resume}",
               flush=True)
         if stuck:  # a worker the stop could not reach: its threads would hold the exit
             print(f"grade: {len(stuck)} worker(s) did not stop within {STOP_SECONDS} s; exiting without them (their "
@@ -255,77 +321,43 @@ def run_batch(args) -> int:
         return 130
     pool.shutdown(wait=True)
     b.write_gradebook()
-    if args.regrade:
+    if b.mode:
         b.regrade_finished()
-    errors = [s["handin"] for s in b.states() if s["status"] == "grader error"]
-    print(f"grade: {len(graded)} handins graded now, {skipped} before; gradebook {args.csv}, reports beside it")
-    note = rescore.scale_note(args.csv, b.states())
+    states = b.states()
+    errors = [s["handin"] for s in states if s["status"] == "grader error"]
+    print(f"grade: {len(graded)} handins graded now, {skipped} before; gradebook {args.csv} ({len(states)} "
+          f"row(s)), reports beside it")
+    if held_note and graded:  # said at the start; said again where the end of a long run shows it
+        print(f"grade: results of another kit or fewer parts keep their rows (said above): {resume_command('all')}")
+    if b.orphans:
+        print(f"grade: {len(b.orphans)} row(s) of {args.csv} have no result in {b.state_dir} and stay as they were: "
+              f"{', '.join(b.orphans)} (graded again, they get one)")
+    note = rescore.scale_note(args.csv, states)
     if note and graded:  # said at the start already when nothing was graded since
         print(note)
     if errors:
         print(f"grade: {len(errors)} grader error(s): {', '.join(errors)} (grader/grade --errors {args.csv})")
     if args.canvas:
-        return write_canvas(b, args.roster, args.canvas, args.assignment)
+        return write_canvas(states, args.roster, args.canvas, args.assignment)
     return 0
 
 
-def resume_command(regrade: bool) -> str:
-    """This batch's command line, with --regrade or without, for a person
-    to run again: a --regrade run goes on where an unfinished one stopped."""
-    argv = [a for a in sys.argv[1:] if a != "--regrade"] + (["--regrade"] if regrade else [])
-    return shlex.join([sys.argv[0]] + argv)
-
-
-# ---- Canvas ----
-
-CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-
-
-def write_canvas(b: Batch, roster_path: str, out: str, assignment: str) -> int:
-    """A CSV that Canvas's gradebook import takes: the student columns of
-    Canvas's own gradebook export (the roster), then one assignment column
-    with the total. A handin is matched to a student by its name (the file's
-    stem) against SIS Login ID, SIS User ID or ID, in that order; a handin
-    that matches no student is listed (and written to OUT.unmatched.txt),
-    never dropped silently."""
-    try:
-        with open(roster_path, newline="", encoding="utf-8-sig") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, csv.Error) as e:
-        print(f"grade: cannot read the roster {roster_path}: {e}", file=sys.stderr)
-        return 2
-    if not rows or "Student" not in rows[0] or not any(c in rows[0] for c in CANVAS_IDENTITY[1:4]):
-        print(f"grade: {roster_path} is not a Canvas gradebook export (it needs the columns Student and one of "
-              "ID, SIS User ID, SIS Login ID)", file=sys.stderr)
-        return 2
-    students = [r for r in rows if r.get("Student", "").strip() and "Points Possible" not in r.get("Student", "")]
-    index: Dict[str, Dict] = {}
-    for column in ("ID", "SIS User ID", "SIS Login ID"):  # later columns win: login first
-        for r in students:
-            if r.get(column, "").strip():
-                index[r[column].strip().lower()] = r
-    text = io.StringIO()
-    writer = csv.writer(text)
-    present = [c for c in CANVAS_IDENTITY if c in rows[0]]
-    writer.writerow(present + [assignment])
-    unmatched: List[Tuple[str, str]] = []
-    matched = set()
-    for state in sorted(b.states(), key=lambda s: s["handin"]):
-        stem = os.path.splitext(state["handin"])[0].lower()
-        student = index.get(stem)
-        if student is None:
-            unmatched.append((state["handin"], fmt(state["total"])))
+def resume_command(mode: str) -> str:
+    """This batch's command line for a person to run again, with --regrade
+    as `mode` says ("", "named", "all"): a --regrade run goes on where an
+    unfinished one stopped."""
+    argv: List[str] = []
+    rest = iter(sys.argv[1:])
+    for a in rest:
+        if a == "--regrade=all":
             continue
-        matched.add(id(student))
-        writer.writerow([student.get(c, "") for c in present] + [fmt(state["total"])])
-    write_atomically(out, text.getvalue())
-    no_handin = [s["Student"] for s in students if id(s) not in matched]
-    print(f"grade: Canvas import {out}: {len(matched)} student(s); {len(no_handin)} on the roster without a handin")
-    if unmatched:
-        write_atomically(out + ".unmatched.txt", "".join(f"{h},{t}\n" for h, t in unmatched))
-        print(f"grade: {len(unmatched)} handin(s) match no student of the roster, listed in {out}.unmatched.txt: "
-              + ", ".join(h for h, _ in unmatched))
-    return 0
+        if a == "--regrade":
+            following = next(rest, None)
+            if following is not None and following != "all":
+                argv.append(following)
+            continue
+        argv.append(a)
+    return shlex.join([sys.argv[0]] + argv + {"": [], "named": ["--regrade"], "all": ["--regrade", "all"]}[mode])
 
 
 def list_errors(gradebook: str) -> int:

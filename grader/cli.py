@@ -2,22 +2,28 @@
 
   grader/grade HANDIN.tar [--gradescope results.json] [--prairielearn results.json] [--json report.json]
                [--platform NAME | --time-budget SECONDS] [--hidden-values FILE] [--show-hidden]
-  grader/grade --batch DIR_OR_GLOB --jobs N --csv gradebook.csv [--regrade]
-               [--canvas canvas.csv --roster canvas-export.csv]
-  grader/grade --rescore gradebook.csv      the course's points and visibility, from the kept results
+  grader/grade --batch DIR_OR_GLOB_OR_FILE --jobs N --csv gradebook.csv [--regrade [all]]
+               [--canvas canvas.csv --roster canvas-export.csv] [--platform NAME | --time-budget SECONDS]
+  grader/grade --rescore gradebook.csv [--canvas canvas.csv --roster canvas-export.csv]
+                                            the course's points, parts and visibility, from the kept results
   grader/grade --errors gradebook.csv
+  grader/grade --similar gradebook.csv      pairs of handins that share code (sim_c++); no grade changes
 
 One handin: prints a table of parts and, as the last line of standard
 output, the Autolab score line {"scores": {...}, "scoreboard": [total]}.
 The exit status is 0 whenever grading finished, whatever the score.
 Even when the grader itself fails, the Autolab line and the Gradescope
 results are written, with status "grader error" and the cause.
-Batch: grades every *.tar with N workers (grader/batches.py). Each result is
-kept the moment it is graded, so a batch that is killed, even with kill -9,
+Batch: grades the handins --batch names (a folder's *.tar, a glob, one file)
+with N workers (grader/batches.py) into the gradebook, whose every other row
+stays: it is written from every result kept beside it. Each result is kept
+the moment it is graded, so a batch that is killed, even with kill -9,
 resumes where it stopped: a rerun skips handins already graded with the same
-content by the same kit (--regrade grades them again, and the same --regrade
-command resumes a regrade that was stopped). Ctrl-C stops cleanly and prints
-the command that grades the rest.
+content by the same kit, and grades a new or changed one (a late handin).
+--regrade grades the named handins again; results of another kit are graded
+again only with --regrade all, which the batch names with the time it would
+take; the same --regrade command resumes a regrade that was stopped. Ctrl-C
+stops cleanly and prints the command that grades the rest.
 """
 import argparse
 import os
@@ -25,7 +31,7 @@ import sys
 import traceback
 from typing import List
 
-from grader import batches, gradebook, grades, grading, reports, rescore
+from grader import batches, gradebook, grades, grading, reports, rescore, similarity
 from kit import parts as table
 from kit.course import PLATFORMS
 from kit.paths import build_dir
@@ -97,26 +103,40 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--keep", metavar="DIR", help="keep the scratch directory's files here (debugging)")
     ap.add_argument("--show-hidden", action="store_true",
                     help="staff: show every failing case with its messages, whatever grader/policy.py says")
-    ap.add_argument("--regrade", action="store_true",
-                    help="batch: grade again what an earlier run already graded; the same command resumes a "
-                         "regrade that was stopped")
+    ap.add_argument("--regrade", nargs="?", const=True, choices=["all"],
+                    help="batch: grade again the handins --batch names (one student: --batch handins/bob.tar); "
+                         "`--regrade all` grades again every handin of the gradebook, as a changed kit needs; the "
+                         "same command resumes a regrade that was stopped")
     ap.add_argument("--canvas", metavar="CSV", help="batch: also write a Canvas gradebook import (needs --roster)")
     ap.add_argument("--roster", metavar="CSV", help="batch: Canvas's gradebook export, to map handins to students")
     ap.add_argument("--assignment", default="Distributed training",
                     help="batch: the Canvas column, as Canvas names it, e.g. 'Distributed training (12345)'")
     ap.add_argument("--errors", metavar="GRADEBOOK", help="list the grader errors of a batch's gradebook, and why")
     ap.add_argument("--rescore", metavar="GRADEBOOK",
-                    help="score a batch's gradebook again under the course's points and visibility, from the "
-                         "results kept beside it: no handin runs")
+                    help="score a batch's gradebook again under the course's points, parts and visibility, from the "
+                         "results kept beside it, with its reports (and, with --canvas and --roster, Canvas's "
+                         "import): no handin runs")
+    ap.add_argument("--similar", metavar="GRADEBOOK",
+                    help="compare every pair of a graded class's handins with sim_c++ (Debian's similarity-tester), "
+                         "the stubs' own text left out: the pairs above --similar-threshold, with the functions and "
+                         "lines they share, printed and written beside GRADEBOOK (NAME.similar.csv, "
+                         "NAME.similar.html); no grade changes")
+    ap.add_argument("--similar-threshold", type=float, default=similarity.THRESHOLD, metavar="PERCENT",
+                    help=f"--similar: the share of a handin's own code found in another that lists the pair "
+                         f"(default {similarity.THRESHOLD:g})")
     args = ap.parse_args(argv)
     if args.errors:
         return batches.list_errors(args.errors)
-    if args.rescore:
-        return rescore.rescore(args.rescore, args.show_hidden)
-    if args.time_budget is None:
-        args.time_budget = table.COURSE.budget(args.platform)
     if args.canvas and not args.roster:
         ap.error("--canvas needs --roster (Canvas's gradebook export)")
+    if args.roster and not args.canvas:
+        ap.error("--roster goes with --canvas FILE, the Canvas import to write")
+    if args.similar:
+        return similarity.similar(args.similar, args.similar_threshold, args.jobs)
+    if args.rescore:
+        return rescore.rescore(args.rescore, args.show_hidden, args.canvas, args.roster, args.assignment)
+    if args.time_budget is None:
+        args.time_budget = table.COURSE.budget(args.platform)
     if args.time_budget is not None and args.time_budget < 10:
         ap.error(f"--time-budget must give a grading at least 10 s, got {args.time_budget:g}")
     if args.hidden_values and not os.path.isfile(args.hidden_values):

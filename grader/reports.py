@@ -129,13 +129,11 @@ def top_lines(grade: Grade) -> List[str]:
 
 def not_a_handin(grade: Grade) -> List[str]:
     """Why the upload is no handin at all (so the student keeps the attempt),
-    or [] when it is one: a tar that isn't one, or not one of the files."""
-    if grade.status == NOT_A_HANDIN:
-        return list(grade.notes)
-    if grade.status == "graded" and all(grade.files.get(f, {}).get("state") == "missing" for f in table.IMPL_FILES):
-        return [f"none of {', '.join(table.IMPL_FILES)} was in the submission: upload your files, or the handin.tar "
-                "that `make handin` writes"] + grade.rejected
-    return []
+    or [] when it is one. Only a file that is no readable tar is none: a tar
+    without the files (an empty one, say) is a handin with every file
+    missing, graded 0 here as in a batch and on Gradescope; its report
+    names the files it lacks."""
+    return list(grade.notes) if grade.status == NOT_A_HANDIN else []
 
 
 def prairielearn_results(grade: Grade, show_hidden: bool = False) -> Dict:

@@ -2,13 +2,15 @@
 and what students see (course.toml), from the results a batch keeps beside
 its gradebook, in seconds and without running any handin:
 
-  grader/grade --rescore out/gradebook.csv
+  grader/grade --rescore out/gradebook.csv [--canvas out/canvas.csv --roster export.csv]
 
 A batch keeps, per handin (out/gradebook.results/NAME.json), each part's
 case counts (public and hidden, passed and run) and its failing cases with
 their messages: all that a part's score (Part.score_counts, kit/parts.py)
 and a report need. A re-score rewrites each result's scores, its maximum
-and its course stamp, its report beside the gradebook, and the gradebook.
+and its course stamp, its report beside the gradebook, the gradebook, and
+Canvas's import when --canvas and --roster are given. A part the course no
+longer grades leaves the scores, the total and the report, its file with it.
 A result it can't re-score (kept by an older kit, or missing a part the
 course now grades, whose cases never ran) keeps its row, and the command
 that grades it again is named. Every gradebook row carries its maximum and
@@ -26,7 +28,7 @@ from fnmatch import fnmatchcase
 from typing import Dict, List, Optional, Tuple
 
 from grader import reports
-from grader.gradebook import write_atomically, write_gradebook, write_json_atomically
+from grader.gradebook import write_all_atomically, write_canvas, write_gradebook
 from grader.grades import Grade, PartResult
 from kit import parts as table
 from kit.report import fmt
@@ -89,12 +91,19 @@ def scored(state: Dict) -> Grade:
         parts.append(PartResult(part.key, part.title, points, part.points, k["passed"], k["cases"],
                                 failures=k["failures"], hidden_cases=k["hidden_cases"],
                                 hidden_passed=k["hidden_passed"], unconfirmed=k["unconfirmed"]))
-    return Grade(state["handin"], status=state["status"], parts=parts, files=state.get("files", {}),
+    # A file of a part the course no longer grades was not graded under this
+    # course: the report names only the graded parts' files.
+    files = {name: f for name, f in state.get("files", {}).items() if name in table.IMPL_FILES}
+    return Grade(state["handin"], status=state["status"], parts=parts, files=files,
                  rejected=state.get("rejected", []), notes=list(state.get("notes", [])),
                  seconds=state.get("seconds", 0.0))
 
 
-def rescore(gradebook: str, show_hidden: bool = False) -> int:
+def rescore(gradebook: str, show_hidden: bool = False, canvas: Optional[str] = None, roster: Optional[str] = None,
+            assignment: str = "Distributed training") -> int:
+    """Every output a gradebook's results make, under the course as it is
+    now: the results' scores, the reports, the gradebook and, given `canvas`
+    and `roster`, Canvas's import. Runs no handin."""
     started = time.monotonic()
     found = results_of(gradebook)
     if not found:
@@ -102,11 +111,10 @@ def rescore(gradebook: str, show_hidden: bool = False) -> int:
               "batch (grader/grade --batch) keeps them; nothing to re-score", file=sys.stderr)
         return 2
     out_dir = os.path.dirname(os.path.abspath(gradebook))
-    changed, same, refused = 0, 0, []
+    refused = [(state, why_not(state)) for _, state in found if why_not(state)]
+    changed, same, texts = 0, 0, {}
     for path, state in found:
-        why = why_not(state)
-        if why:
-            refused.append((state, why))
+        if why_not(state):
             continue
         g = scored(state)
         new = {"scores": g.scores(), "total": g.total, "max": table.TOTAL_POINTS, "course": table.COURSE_STAMP}
@@ -116,15 +124,22 @@ def rescore(gradebook: str, show_hidden: bool = False) -> int:
             changed += 1
         state.update(new)
         g.notes.append(f"re-scored under course {table.COURSE_STAMP} (grader/grade --rescore): no case ran again")
-        report = reports.human_report(g, show_hidden) + "\n" + reports.autolab_line(g) + "\n"
         stem = os.path.splitext(os.path.basename(path))[0]
-        write_atomically(os.path.join(out_dir, stem + ".report.txt"), report)
-        write_json_atomically(path, state)
+        texts[os.path.join(out_dir, stem + ".report.txt")] = \
+            reports.human_report(g, show_hidden) + "\n" + reports.autolab_line(g) + "\n"
+        texts[path] = json.dumps(state, indent=2) + "\n"
+    write_all_atomically(texts)
     states = [s for _, s in found]
-    write_gradebook(os.path.abspath(gradebook), states)
+    orphans = write_gradebook(os.path.abspath(gradebook), states)
+    status = write_canvas(states, roster, canvas, assignment) if canvas else 0
     print(f"grade: re-scored {changed + same} handin(s) out of {table.TOTAL_POINTS} (course {table.COURSE_STAMP}): "
           f"{changed} changed, {same} unchanged; no handin ran; {time.monotonic() - started:.1f} s. Gradebook "
-          f"{gradebook}, reports beside it")
+          f"{gradebook}, reports beside it" + (f", Canvas's import {canvas}" if canvas and not status else ""))
+    if orphans:
+        print(f"grade: {len(orphans)} row(s) of {gradebook} have no kept result and stay as they were: "
+              f"{', '.join(orphans)}")
+    if status:
+        return status
     if refused:
         for state, why in refused:
             print(f"grade: {state['handin']} keeps its row ({fmt(state.get('total', 0))} / {state.get('max', '?')}): "

@@ -45,7 +45,7 @@ from grader.leftovers import remove_mqueues, sysv_objects
 from grader.namespaces import SHARED_TMP, USER_NAMESPACES, namespace_steps, namespaces_work, user_namespaces_work
 from grader.slots import SANDBOX_UID_BASE, claim_slot
 from kit import parts as table
-from kit.build import Ran, run_measured
+from kit.measured import Ran, run_measured
 from kit.facts import FILE_LIMIT_BYTES
 from kit.processes import kill_all, processes
 from kit import overrides

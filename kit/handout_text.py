@@ -53,8 +53,10 @@ def slot_texts(graded, kit_dir: str, core_files: Sequence[str]) -> Dict[str, Cal
         return between.join(read(t) for t in (p.text(slot) for p in graded) if t)
 
     def questions() -> str:
-        text = found("feedback")
-        return QUESTIONS_LEAD + text if text else ""
+        # Each part's questions on lines of their own, a blank line between
+        # two parts, whether or not a part's file ends with a newline.
+        texts = [read(t).rstrip("\n") + "\n" for t in (p.text("feedback") for p in graded) if t]
+        return QUESTIONS_LEAD + "\n".join(texts) if texts else ""
 
     return {
         # A part of the assignment with a file of its own gets a row of the table of files.

@@ -9,6 +9,11 @@
                     needs (serverFilesCourse/dtrain-kit/: the judge's hidden values, the kit's stamp)
                     and an example question (questions/dtrain/: info.json with externalGradingOptions)
 
+The judge's hidden values (grader/hidden/expected.txt) go with the
+bundles only for the parts the course grades, and never into an image: each
+platform's section of grader/README.md says which upload or repository
+holding them must stay private.
+
 Every platform builds the kit once, when its image is built
 (grader/platforms/prepare-image), and then compiles only a submission's
 files for each grading. Each bundle holds the kit's shipped folders plus
@@ -29,7 +34,7 @@ import zipfile
 from typing import Dict, List
 
 from kit.parts import COURSE, CONFIGURATION, IMPL_FILES, extension_paths
-from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_course
+from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, graded_values, shipped_course
 
 PLATFORMS = os.path.join("grader", "platforms")
 # PrairieLearn's timeout counts the container's start too: the question's
@@ -45,6 +50,8 @@ def kit_files() -> Dict[str, bytes]:
     left_out = set(extension_paths([k for k in course.held if k not in course.graded]))
     files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER) if f not in left_out}
     files["course.toml"] = shipped_course("autograder").encode()
+    # The hidden values of the parts graded only: a bundle holds no secret the course does not use.
+    files[HIDDEN_VALUES] = graded_values(HIDDEN_VALUES).encode()
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name] + b"\0")
@@ -91,6 +98,7 @@ GRADESCOPE_SETUP = """#!/usr/bin/env bash
 # submission compiles only its own files.
 set -euo pipefail
 "$(dirname "$0")/dtrain-kit/grader/platforms/prepare-image"
+"$(dirname "$0")/dtrain-kit/grader/platforms/prepare-image" --fits gradescope
 """
 
 GRADESCOPE_RUN = f"""#!/usr/bin/env bash

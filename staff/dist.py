@@ -93,12 +93,20 @@ def shipped_course(cut: str, mpi: Optional[str] = None) -> str:
 MADE = ("handout/README.md", "feedback.txt", "course.toml", "tests/expected_values.txt")
 
 
-def public_values() -> str:
-    """The judge's public values (kit/judge.py) for the parts the cut has."""
-    left_out = [p for p in ALL_PARTS if p.extension and p.key not in CONFIGURATION.graded]
-    with open(os.path.join(KIT, "tests", "expected_values.txt")) as f:
+def graded_values(path: str) -> str:
+    """A file of the judge's values (kit/judge.py: a line per case and per
+    value, `KIND CASE ...`) with only the lines of the parts the cut grades,
+    and its salt (the hidden values' first line)."""
+    graded = [p for p in ALL_PARTS if not p.extension or p.key in CONFIGURATION.graded]
+    with open(os.path.join(KIT, path)) as f:
         lines = f.readlines()
-    return "".join(l for l in lines if not any(p.owns(l.split()[1]) for p in left_out if len(l.split()) > 1))
+    return "".join(l for l in lines if l.startswith("salt ") or
+                   (len(l.split()) > 1 and any(p.owns(l.split()[1]) for p in graded)))
+
+
+def public_values() -> str:
+    """The judge's public values for the parts the cut has (they ship)."""
+    return graded_values(os.path.join("tests", "expected_values.txt"))
 
 
 def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> int:

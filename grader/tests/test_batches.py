@@ -210,3 +210,20 @@ def test_a_canvas_import_maps_handins_to_students_and_lists_the_rest(tmp_path, s
     assert [line.split(",")[0] for line in unmatched] == ["ben.tar", "dan.tar", "eve.tar", "fay.tar"], unmatched
     assert "ben.tar,0" in unmatched and "ben.tar" in proc.stdout
     assert "1 on the roster without a handin" in proc.stdout
+
+
+@pytest.mark.xdist_group("six_graded")
+def test_one_student_regraded_by_name_changes_only_that_row(tmp_path, six_graded):
+    """The TA's command for one student: its handin alone, every other row kept
+    (test_regrades.py has the rest of the term, with gradings faked)."""
+    gradebook = graded_copy(six_graded, tmp_path)
+    before = rows(gradebook)
+    log = tmp_path / "out" / "gradebook.results" / "graded.jsonl"
+    logged = log.read_text().splitlines()
+    proc = subprocess.run(batch_cmd(six_graded[0] / "cat.tar", gradebook, "--regrade"), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=900, env=batch_env(tmp_path))
+    assert proc.returncode == 0 and "grade: 1 handins graded now, 0 before" in proc.stdout, proc.stdout
+    assert rows(gradebook) == before and len(before) == 7
+    graded = log.read_text().splitlines()
+    assert graded[:len(logged)] == logged and [json.loads(line)["handin"] for line in graded[len(logged):]] == \
+        ["cat.tar"]

@@ -94,8 +94,19 @@ def test_the_bundles_hold_what_each_platform_needs_and_no_secret_where_it_goes_p
     # PrairieLearn: the image holds no hidden value; the course's files do.
     course = os.path.join(DIST, "prairielearn", "serverFilesCourse", "dtrain-kit")
     assert open(os.path.join(course, "kit-stamp.txt")).read() == stamp
-    assert open(os.path.join(course, "hidden-values.txt")).read() == open(os.path.join(KIT, "grader", "hidden",
-                                                                                     "expected.txt")).read()
+    hidden = open(os.path.join(course, "hidden-values.txt")).read()
+    assert hidden == open(os.path.join(DIST, "autolab", "hidden-values.txt")).read()
+    # Of the hidden values, the graded parts' alone, and the salt.
+    cases = {line.split()[1] for line in hidden.splitlines() if not line.startswith("salt ")}
+    assert hidden.startswith("salt ") and cases and all(any(p.owns(c) for p in table.PARTS) for c in cases), \
+        sorted(c for c in cases if not any(p.owns(c) for p in table.PARTS))[:5]
+    every = open(os.path.join(KIT, "grader", "hidden", "expected.txt")).read().splitlines()
+    assert len(hidden.splitlines()) == sum(1 for line in every if line.startswith("salt ") or
+                                           any(p.owns(line.split()[1]) for p in table.PARTS))
+    # PrairieLearn keeps and shows /grade/results: its entry writes results.json alone there.
+    entry = open(os.path.join(KIT, "grader", "platforms", "prairielearn", "entrypoint")).read()
+    assert {w.rstrip("./") for w in re.findall(r"/grade/results/?[\w.]*", entry)} == \
+        {"/grade/results", "/grade/results/results.json"} and "--json" not in entry and "--show-hidden" not in entry
     info = json.load(open(os.path.join(DIST, "prairielearn", "questions", "dtrain", "info.json")))
     options = info["externalGradingOptions"]
     # The course's budget (course.toml) ends the jobs in time; the timeout adds the container's start.

@@ -37,14 +37,16 @@ def test_prairielearn_gets_a_fraction_and_a_test_per_part():
     assert len(json.dumps(r)) < 1 << 20
 
 
-def test_what_is_no_handin_costs_no_attempt():
+def test_what_is_no_handin_costs_no_attempt_and_an_empty_tar_scores_0():
     not_tar = Grade("h.tar", status="not a readable handin", notes=["h.tar is not a readable tar archive"])
     r = reports.prairielearn_results(not_tar)
     assert r == {"gradable": False, "format_errors": ["h.tar is not a readable tar archive"]}
+    # A tar without the files (an empty one) is a handin: 0, as in a batch and on Gradescope.
     empty = graded({p.key: 0.0 for p in table.PARTS})
     empty.files = {f: {"state": "missing"} for f in table.IMPL_FILES}
     r = reports.prairielearn_results(empty)
-    assert r["gradable"] is False and "none of func_impl.cpp" in r["format_errors"][0]
+    assert r["gradable"] is True and r["score"] == 0 and "func_impl.cpp is missing" in r["output"], r
+    assert reports.gradescope_results(empty)["score"] == 0
 
 
 def test_a_grader_error_is_not_gradable_and_says_whose_fault():

@@ -130,3 +130,43 @@ def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_the
             assert float(after[name][p.key]) == pytest.approx(share * {"part2": 15, "part7": 20}.get(p.key, p.points),
                                                               abs=0.01), (name, p.key)
     assert "another course" not in grade_cmd(*batch, course_file=new).stdout
+
+
+def test_a_rescore_rewrites_canvas_and_the_reports_without_a_dropped_part(tmp_path):
+    """Part 13 dropped after grading: the gradebook, every report and Canvas's
+    import on the new scale, in seconds, running nothing."""
+    out = tmp_path / "out"
+    results = out / "gradebook.results"
+    results.mkdir(parents=True)
+    for name, share in (("ann", 1.0), ("ben", 0.0)):
+        state = kept_result(results, name, share)
+        # As a course that graded Part 13 too kept it: its part, its file, its 20 points.
+        state["parts"].append({"key": "part13_ddp", "title": "DDP", "points": 20.0 * share, "max_points": 20,
+                               "passed": round(7 * share), "cases": 7, "failures": [], "hidden_cases": 3,
+                               "hidden_passed": round(3 * share), "unconfirmed": False})
+        state["files"] = {f: {"state": "compiled"} for f in table.IMPL_FILES + ("ddp_buckets.cpp",)}
+        state["scores"]["part13_ddp"] = 20.0 * share
+        state["total"] += 20.0 * share
+        state["max"] = 170
+        (results / f"{name}.json").write_text(json.dumps(state))
+    roster = tmp_path / "export.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n\"Doe, Ann\",101,9001,ann,A\n"
+                      "\"Roe, Ben\",102,9002,ben,B\n")
+    canvas = out / "canvas.csv"
+    canvas.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Distributed training\n"
+                      "\"Doe, Ann\",101,9001,ann,A,170\n")  # the old scale's
+    started = time.monotonic()
+    proc = grade_cmd("--rescore", str(out / "gradebook.csv"), "--canvas", str(canvas), "--roster", str(roster))
+    assert proc.returncode == 0 and time.monotonic() - started < 5, proc.stdout
+    assert "no handin ran" in proc.stdout and f"Canvas's import {canvas}" in proc.stdout
+    with open(canvas, newline="") as f:
+        assert list(csv.reader(f)) == [
+            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Distributed training"],
+            ["Doe, Ann", "101", "9001", "ann", "A", "150"], ["Roe, Ben", "102", "9002", "ben", "B", "0"]]
+    ann = rows(out / "gradebook.csv")["ann.tar"]
+    assert ann["max"] == "150" and "part13_ddp" not in ann
+    report = (out / "ann.report.txt").read_text()
+    assert "ddp_buckets.cpp" not in report and "part13" not in report and "total" in report and "150 / 150" in report
+    assert "func_impl.cpp: compiled" in report
+    # --roster without --canvas says what it is for, rather than being ignored.
+    assert grade_cmd("--rescore", str(out / "gradebook.csv"), "--roster", str(roster)).returncode == 2

@@ -41,6 +41,16 @@ def test_the_cut_fills_each_slot_with_the_texts_of_the_graded_parts_found_by_key
     assert "<!--" not in fill(TEXT, "part11_ring", "part12_pipeline", "part13_ddp")
 
 
+def test_feedback_puts_each_part_s_questions_on_lines_of_their_own():
+    with open(os.path.join(dist.KIT, "feedback.txt")) as f:
+        made = fill(f.read(), "part11_ring", "part13_ddp")
+    lines = made.splitlines()
+    asked = [line.strip() for line in lines if "question" in line and line.strip().startswith("Part 1")]
+    assert asked == [f"Part 11, question {n}:" for n in (1, 2, 3)] + [f"Part 13, question {n}:" for n in (1, 2, 3, 4)]
+    last = lines.index("   Part 11, question 3:")
+    assert lines[last + 1:last + 3] == ["", "   Part 13, question 1:"] and made.endswith("question 4:\n")
+
+
 def test_a_cut_s_own_text_has_no_slot_and_needs_no_part_s_texts(tmp_path):
     """In a cut, the handout is made already; its copy holds no handout/parts/."""
     made = fill(TEXT, "part13_ddp")
