@@ -241,7 +241,7 @@ def pace_here(build_dir: str) -> tuple:
     except (OSError, ValueError, TypeError):
         pass
     begun = time.monotonic()
-    seconds = probe(how, rounds=2)
+    seconds = probe(how, rounds=3)
     kept = {"host": key, "pace": round(seconds, 3), "when": time.strftime("%Y-%m-%d %H:%M")}
     try:
         tmp = _cache_path(build_dir) + f".{os.getpid()}.tmp"

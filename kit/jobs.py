@@ -104,6 +104,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
             if outcome.ended_job:
                 ended = outcome
                 tally.hangs += bool(job.stopped or job.records.rollcalls.get(outcome.case))
+                tally.ended_parts.update(p.key for p in table.ALL_PARTS if p.owns(outcome.case))
             else:
                 tally.slow += is_slow(outcome, launch.scale(), launch.calibrated())
             if on_outcome:

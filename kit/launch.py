@@ -76,6 +76,7 @@ class JobTally:
     unfiltered: List[str] = field(default_factory=list)  # why a job ran without the system-call filter
     dropped: int = 0               # bytes of output not kept (see OutputTap)
     hangs: int = 0                 # cases stopped for time (the watchdog, or the runner's job limit)
+    ended_parts: set = field(default_factory=set)  # keys of the parts a case of which ended its job (their rest runs last)
     slow: int = 0                  # cases that finished, but took over SLOW_SHARE of their limits
     out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
     jobs: List[Dict] = field(default_factory=list)  # each job's seconds, cases run, and why it was stopped
