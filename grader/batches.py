@@ -128,7 +128,8 @@ class Batch:
         todo, held, skipped = [], [], 0
         for h in self.handins:
             state = self.kept(h)
-            if state is None or state.get("key") != keys[h]:
+            # A grader error is no grade: the batch run again, once the setup is fixed, grades it again.
+            if state is None or state.get("key") != keys[h] or state.get("status") == "grader error":
                 todo.append(h)
             elif self.regrade:
                 if state.get("regrade") == self.regrade:

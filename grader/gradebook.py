@@ -123,6 +123,7 @@ def write_canvas(states: List[Dict], roster_path: str, out: str, assignment: str
     present = [c for c in CANVAS_IDENTITY if c in rows[0]]
     writer.writerow(present + [assignment])
     unmatched: List[Tuple[str, str]] = []
+    errors: List[str] = []
     matched = set()
     for state in sorted(states, key=lambda s: s["handin"]):
         stem = os.path.splitext(state["handin"])[0].lower()
@@ -131,10 +132,17 @@ def write_canvas(states: List[Dict], roster_path: str, out: str, assignment: str
             unmatched.append((state["handin"], fmt(state["total"])))
             continue
         matched.add(id(student))
-        writer.writerow([student.get(c, "") for c in present] + [fmt(state["total"])])
+        # A grader error is never a grade: its cell stays empty, and it is named below.
+        failed = state.get("status") == "grader error"
+        if failed:
+            errors.append(state["handin"])
+        writer.writerow([student.get(c, "") for c in present] + ["" if failed else fmt(state["total"])])
     write_atomically(out, text.getvalue())
     no_handin = [s["Student"] for s in students if id(s) not in matched]
     print(f"grade: Canvas import {out}: {len(matched)} student(s); {len(no_handin)} on the roster without a handin")
+    if errors:
+        print(f"grade: {len(errors)} handin(s) ended in a grader error, their cells left empty (grade them again: "
+              f"grader/grade --errors GRADEBOOK says why): " + ", ".join(errors))
     if not unmatched and os.path.exists(out + ".unmatched.txt"):
         os.unlink(out + ".unmatched.txt")  # an earlier run's list, which no longer holds
     if unmatched:

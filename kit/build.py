@@ -139,8 +139,8 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
             return (f"{name}: its compile ran past {cpu_limit:.0f} s of CPU, the time a file's compile may take "
                     f"here ({basis or 'the least a compile gets'})")
         if "out of memory allocating" in output or "virtual memory exhausted" in output:
-            # The compiler's words (a handin may write them itself), then what they mean here.
-            spent["ran_past"] = True
+            # The compiler's words (a handin may write them itself: never
+            # evidence of anything), then what they would mean here.
             return (f"{output.rstrip()}\n{name}: its compile ran out of the {table.COMPILE_DATA_MIB} MiB a file's "
                     "compile may hold (the reference's largest takes 330 MiB)")
         return output or f"the compiler failed with status {status}"

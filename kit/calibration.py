@@ -14,11 +14,12 @@ the reference takes on this machine, with the table's figure as its floor:
 What the reference takes here is its figures where they were recorded
 (kit/reference_figures.json, `make calibration-data`, staff, where the
 reference is) times this machine's pace against that one's: the
-CPU time of one probe, a compile of a stub file without the precompiled
-header, measured on both. The probe costs a second or two of CPU, once per
-machine: its figure is kept in the build (calibration.json), under the
-machine's key (its processor and compiler), so an image built on one
-machine and run on another measures again. CPU time is the measure: a busy
+CPU time of one probe, a compile of a stub file with the build's
+precompiled header (the fewest of three: about 1.5 s of CPU), measured on
+both. It runs once per machine: its figure is kept in the build
+(calibration.json), under the machine's key (its processor and compiler),
+so an image built on one machine and run on another measures again (in
+every job, where each job starts from the image). CPU time is the measure: a busy
 host or a container's CPU quota stretches wall time, not CPU time (the
 watchdog counts a case's time in proportion to the CPU it could have had).
 
@@ -141,9 +142,9 @@ class Limits:
         if ref is None:
             return "the run's own limit"
         if CASE_MULTIPLE * ref <= run.case_seconds:
-            return f"its floor; the reference solution's slowest case of this run takes {ref:.2g} s on this machine"
-        return (f"{CASE_MULTIPLE} times the reference solution's slowest case of this run, {ref:.2g} s on this "
-                "machine")
+            return (f"its floor; the reference solution's slowest case of this run takes "
+                    f"{_seconds(ref)} on this machine")
+        return f"{CASE_MULTIPLE} times the reference solution's slowest case of this run, {_seconds(ref)} on this machine"
 
     # ---- a whole grading ----
     def honest_grading_seconds(self, cpus: float) -> float:
@@ -170,6 +171,10 @@ class Limits:
         return {"pace": round(self.ratio, 3), "measured": self.measured,
                 "compile_cpu": {n: round(self.compile_cpu(n), 1) for n in table.built_files()},
                 "case_seconds": {k: round(v, 2) for k, v in self.overridden_runs().items()}}
+
+
+def _seconds(value: float) -> str:
+    return "under 0.001 s" if value < 0.001 else f"{value:.2g} s"
 
 
 def host_key(how: Dict) -> str:
@@ -292,8 +297,8 @@ def platform_check(name: str, lim: Limits) -> int:
           f"{cpus:g} CPU(s); the course gives it {budget:g} s (course.toml [time_budget])")
     if lim.fits(budget, cpus):
         return 0
-    print(f"{name}: TOO SLOW: every grading on a machine like this one will end as a grader error (no handin is "
-          f"graded lower for it). Raise the course's [time_budget] {name} to at least "
+    print(f"{name}: TOO SLOW: on a machine like this one a grading that runs out of time before a case of a part "
+          f"that never hung ends as a grader error (no handin is graded lower for it). Raise the course's [time_budget] {name} to at least "
           f"{needs * GRADING_MARGIN:.0f} s and make autograder again (PrairieLearn's question timeout follows it), "
           "or grade on a faster machine")
     return 3
@@ -310,10 +315,12 @@ def main(argv: List[str]) -> int:
     lim = limits(build_dir)
     if args.platform:
         return platform_check(args.platform, lim)
-    print(f"this machine's pace: {lim.ratio:.2f} times the machine the figures were recorded on ({lim.measured})")
+    print(f"this machine's pace: {lim.ratio:.2f} (its CPU time for the same work over that of the machine the "
+          f"figures were recorded on: above 1 is slower; {lim.measured})")
     for name in table.built_files():
         print(f"  compile of {name:<30} limit {lim.compile_cpu(name):5.1f} s of CPU ({lim.compile_basis(name)})")
-    print(f"  the files' compiles in all         honest under {lim.honest_compile_cpu(table.IMPL_FILES):.1f} s of CPU")
+    print(f"  the files' compiles in all         honest under {lim.honest_compile_cpu(table.IMPL_FILES):.1f} s of CPU "
+          f"({HONEST_MULTIPLE} times the reference's, at least {HONEST_FLOOR:g} s)")
     for run in table.all_runs():
         print(f"  a case of {run.filter:<28} limit {lim.case_seconds(run):5.1f} s ({lim.case_basis(run)})")
     return 0

@@ -156,5 +156,5 @@ def test_a_compile_that_reads_a_device_meets_its_memory_limit_as_the_handins(tmp
     spent = {}
     errors = compile_one(recipe(BUILD), str(source), str(tmp_path / "x.o"), spent=spent)
     assert errors and f"ran out of the {table.COMPILE_DATA_MIB} MiB a file's compile may hold" in errors, errors
-    assert spent["ran_past"]
+    assert "out of memory allocating" in errors  # the compiler's own words first
     assert table.COMPILE_DATA_MIB + table.KIT_SHARE_MIB <= table.SMALLEST_PLATFORM_MIB

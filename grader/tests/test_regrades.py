@@ -100,6 +100,34 @@ def test_a_late_handin_is_graded_alone(tmp_path, monkeypatch, capsys):
     assert set(after) == set(before) | {"eve.tar"} and all(after[h] == before[h] for h in before)
 
 
+def test_a_grader_error_is_graded_again_and_never_a_canvas_grade(tmp_path, monkeypatch, capsys):
+    # A grader error is the setup's, never a grade: the batch run again once
+    # the setup is fixed grades it again, and no Canvas cell holds its 0.
+    inbox, book = inbox_of(tmp_path, ("ann", "bob")), tmp_path / "out" / "gradebook.csv"
+    fake = FakeGrading(monkeypatch)
+    real = fake.__call__
+
+    def broken_for_bob(handin, *args, **kwargs):
+        g = real(handin, *args, **kwargs)
+        if handin.endswith("bob.tar"):
+            g.status = "grader error"
+        return g
+    monkeypatch.setattr(grading, "grade_handin", broken_for_bob)
+    assert batch(monkeypatch, inbox, book) == 0
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\nAnn,1,a1,ann,S\nBob,2,b2,bob,S\n")
+    states = [state for _, state in batches.rescore.results_of(str(book))]
+    assert gradebook.write_canvas(states, str(roster), str(tmp_path / "canvas.csv"), "A1") == 0
+    cells = {r["SIS Login ID"]: r["A1"] for r in csv.DictReader(open(tmp_path / "canvas.csv"))}
+    assert cells == {"ann": "10", "bob": ""}, cells
+    assert "1 handin(s) ended in a grader error, their cells left empty" in capsys.readouterr().out
+    fake.graded.clear()
+    monkeypatch.setattr(grading, "grade_handin", fake)
+    assert batch(monkeypatch, inbox, book) == 0
+    assert fake.graded == ["bob.tar"]  # ann's grade stands; bob's error is graded again
+    assert rows(book)["bob.tar"]["status"] == "graded"
+
+
 def test_a_changed_kit_is_named_with_its_cost_and_regraded_only_with_regrade_all(tmp_path, monkeypatch, capsys):
     inbox, book = inbox_of(tmp_path), tmp_path / "out" / "gradebook.csv"
     fake = FakeGrading(monkeypatch)
