@@ -83,9 +83,9 @@ def out_of_time(g: Grading) -> bool:
         return g.stop("grader error", f"the grading's time on this platform ({budget}) ran out before {missed} "
                                       f"case(s) could run; an honest grading takes about "
                                       f"{lim.honest_grading_seconds(cpus):.0f} s on this machine at its {cpus:.2g} "
-                                      f"CPU(s) (the reference's, calibrated), so this platform is too small for any "
-                                      f"handin, not this one's fault: raise it to at least "
-                                      f"{lim.honest_grading_seconds(cpus) * calibration.GRADING_MARGIN:.0f} s; "
+                                      f"CPU(s) (the reference's, calibrated), and with room for one hung case it "
+                                      f"needs {lim.needs(cpus):.0f} s: this platform is too small for this machine, "
+                                      f"not the handin's fault: raise it to at least {lim.needs(cpus):.0f} s; "
                                       f"{host_limits.RAISE['time']}")
     if spent:
         g.grade.notes.append(f"{' and '.join(spent)}, and the grading's time on this platform ({budget}) ran out "

@@ -34,6 +34,9 @@ def kit_stamps(build: str) -> Tuple[str, str]:
                         digest.update(f.read())
     with open(os.path.join(build, "impl_recipe.json"), "rb") as f:
         digest.update(f.read())
+    # The cases' time limits (the table's, or the course's [time_limit]):
+    # the floors the machine's calibration raises (kit/calibration.py).
+    digest.update(repr([(r.filter, r.case_seconds) for r in table.all_runs()]).encode())
     sources = digest.hexdigest()[:16]
     # The parts graded decide which cases run; their points do not (a re-score).
     digest.update(",".join(p.key for p in table.PARTS).encode())

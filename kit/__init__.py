@@ -9,6 +9,9 @@ calls them.
   build_lists    what CMake and the Makefile read of the table
   course         the course file (course.toml): its choices, checked, with the environment's overrides
   course_cli     `python3 -m kit course`: the course as it takes effect, checked and printed
+  course_schema  the course file's schema: every key, declared once
+  calibration    the limits a handin can exceed, calibrated on the machine that grades
+  measured       running a command measured: its CPU time, a wall and a stall limit
   toml_subset    the course file's reader (the part of TOML it needs, on any Python 3.8+)
   paths          the kit's directory and the build directory
   overrides      the environment's one-command overrides, read once (docs/course-staff.md lists them)

@@ -56,8 +56,12 @@ HONEST_FLOOR = 12.0
 CASE_MULTIPLE = 20
 # An honest grading must fit a platform's time budget this many times over
 # to call the platform big enough (the estimate is the reference's, and a
-# handin's own compile may take twice the reference's).
+# handin's own compile may take twice the reference's), with room besides
+# for one hung case at the floor and the job started again after it: a
+# student's endless loop is an ordinary mistake, and on a platform without
+# that room it would cost cases of parts that never hung.
 GRADING_MARGIN = 1.25
+JOB_START_SECONDS = 2.0   # a job of 8 ranks started again, at one CPU, where the figures were recorded
 # Each platform's CPUs at its defaults (the grading's wall time follows
 # them): Autolab's Tango sets no CPU limit (the machine's), Gradescope 0.5,
 # PrairieLearn 0.9 (graderDockerCpuQuota).
@@ -156,10 +160,17 @@ class Limits:
         cpu = (self.figures.grading_cpu + sum(compiles.get(f, 0.0) for f in table.IMPL_FILES)) * self.ratio
         return cpu / max(0.05, min(cpus, self.figures.grading_parallel))
 
+    def hang_allowance(self, cpus: float) -> float:
+        """What one hung case at the floor and the job's start after it take here."""
+        return (table.CASE_SECONDS + JOB_START_SECONDS * self.ratio) / max(0.05, min(1.0, cpus))
+
+    def needs(self, cpus: float) -> float:
+        """The budget a platform with `cpus` CPUs needs here: an honest
+        grading GRADING_MARGIN times over, and one hang's allowance."""
+        return self.honest_grading_seconds(cpus) * GRADING_MARGIN + self.hang_allowance(cpus)
+
     def fits(self, budget: float, cpus: float) -> bool:
-        """Whether an honest grading fits the platform's budget here, with
-        GRADING_MARGIN to spare."""
-        return self.honest_grading_seconds(cpus) * GRADING_MARGIN <= budget
+        return self.needs(cpus) <= budget
 
     def overridden_runs(self) -> Dict[str, float]:
         """Each run whose case limit is above the table's, and the limit (the
@@ -294,13 +305,14 @@ def platform_check(name: str, lim: Limits) -> int:
     cpus = PLATFORM_CPUS[name] or os.cpu_count() or 1
     needs = lim.honest_grading_seconds(cpus)
     print(f"{name}: an honest grading takes about {needs:.0f} s on this machine at the platform's "
-          f"{cpus:g} CPU(s); the course gives it {budget:g} s (course.toml [time_budget])")
+          f"{cpus:g} CPU(s), and the platform needs {lim.needs(cpus):.0f} s for it with room for one hung case; "
+          f"the course gives it {budget:g} s (course.toml [time_budget])")
     if lim.fits(budget, cpus):
         return 0
     print(f"{name}: TOO SLOW: on a machine like this one a grading that runs out of time before a case of a part "
-          f"that never hung ends as a grader error (no handin is graded lower for it). Raise the course's [time_budget] {name} to at least "
-          f"{needs * GRADING_MARGIN:.0f} s and make autograder again (PrairieLearn's question timeout follows it), "
-          "or grade on a faster machine")
+          f"that never hung ends as a grader error (no handin is graded lower for it). Raise the course's "
+          f"[time_budget] {name} to at least {lim.needs(cpus):.0f} s and make autograder again (PrairieLearn's "
+          "question timeout follows it), or grade on a faster machine")
     return 3
 
 

@@ -4,8 +4,9 @@ headers student files see), so the
 handout cannot drift from the headers. Also checks that every `make TARGET`
 the handout or the Makefile's own notes name is a target of the Makefile as
 students get it (without the staff's make/staff.mk), that every part of the table
-has its section, that what it says of parts and points agrees with the
-table and the course (kit/handout_text.py makes it: in the kit's own
+has its section, that what it says of parts and points, where to submit
+and what the report shows agrees with the table and the course
+(kit/handout_text.py makes it: in the kit's own
 template it checks the text as made, in a cut the text itself), and that
 the handout is self-contained: every README section and README file a
 shipped file points to is in the handout. Run by CTest (framework/handout),

@@ -1,8 +1,11 @@
 """The course: one file of data, course.toml at the kit's top, holding the
-course's choices (which extension parts it grades, points other than the
-parts table's, what students see of failing cases, each platform's time
-budget, the MPI) and what this copy of the kit holds. The parts table
-itself stays in kit/parts.py, which applies the course when it loads.
+course's choices (which extension parts it grades, points and time limits
+other than the parts table's, what students see of failing cases, where
+they submit, each platform's time budget, the MPI) and what this copy of
+the kit holds. Its keys are declared once, in kit/course_schema.py; this
+module reads and checks a file by them, and writes one (course.toml's
+comments, the cuts' copies). The parts table itself stays in kit/parts.py,
+which applies the course when it loads.
 
   python3 -m kit course          checks the course file and prints the course as it takes effect
 
@@ -14,21 +17,19 @@ variable the kit reads).
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+import textwrap
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from kit import course_schema as schema
+# The names the rest of the kit takes from here (grader/cli.py, grader/policy.py).
+from kit.course_schema import (BUDGET_RANGE, HIDDEN_LEVELS, HOLDINGS, LEVELS, MPIS, PER_PART,  # noqa: F401
+                               PLATFORMS, STDOUT_LEVELS, SUBMIT_TEXTS, THE_TABLE_S, keys_in, may_be)
 from kit.paths import KIT_DIR
 from kit.toml_subset import TomlError, dumps_value, loads
 
 COURSE_FILE = os.path.join(KIT_DIR, "course.toml")
-MPIS = ("openmpi", "mpich")
-HOLDINGS = ("reference", "grader", "staff")
-LEVELS = ("messages", "names", "counts", "nothing")   # grader/policy.py says what each shows
-HIDDEN_LEVELS = ("counts", "nothing")                 # a hidden case's name and messages never reach students
-STDOUT_LEVELS = ("visible", "hidden", "after_due_date", "after_published")
-PLATFORMS = ("autolab", "gradescope", "prairielearn")
-BUDGET_RANGE = (10, 3600)
-POINTS_RANGE = (1, 1000)
+WIDTH = 79  # course.toml's comments
 
 
 class CourseError(ValueError):
@@ -37,16 +38,21 @@ class CourseError(ValueError):
 
 @dataclass(frozen=True)
 class Course:
-    extensions: Tuple[str, ...] = ()                     # the extension parts graded
-    mpi: str = "openmpi"
-    points: Dict[str, int] = field(default_factory=dict)  # part key -> points, where not the table's
-    public: str = "messages"
-    public_after_due_date: bool = False
-    hidden: str = "counts"
-    gradescope_stdout: str = "visible"
-    budgets: Dict[str, float] = field(default_factory=lambda: {"autolab": 55, "gradescope": 540, "prairielearn": 27})
-    holds: Tuple[str, ...] = HOLDINGS
-    held: Tuple[str, ...] = ("part11_ring", "part12_pipeline", "part13_ddp")  # extension parts this copy holds
+    """A course file's values (kit/course_schema.py's KEYS say each one's key
+    and default), with the environment's overrides applied."""
+    extensions: Tuple[str, ...]      # the extension parts graded
+    mpi: str
+    platform: str
+    points: Dict[str, int]           # part key -> points, where not the table's
+    public: str
+    public_after_due_date: bool
+    hidden: str
+    gradescope_stdout: str
+    budgets: Dict[str, float]        # platform -> seconds of one grading
+    time_limits: Dict[str, float]    # part key -> seconds of each of its cases, where not the table's
+    submit: str                      # "": the platform's text
+    holds: Tuple[str, ...]
+    held: Tuple[str, ...]            # extension parts this copy holds
     file_mpi: str = "openmpi"        # the file's MPI, before KIT_MPI (make's default)
     budget_override: Optional[float] = None               # KIT_TIME_BUDGET
     path: str = COURSE_FILE
@@ -57,90 +63,48 @@ class Course:
             return self.budget_override
         return self.budgets.get(platform) if platform else None
 
+    def submit_text(self) -> str:
+        """Where and how students submit: the course's own words, else its platform's."""
+        return self.submit or SUBMIT_TEXTS[self.platform]
 
-def _problems(data: Dict, part_keys: Sequence[str], extension_keys: Sequence[str]) -> Tuple[Dict, List[str]]:
-    """The course's values from a parsed file, and every problem found, each
-    naming its key and what it may be."""
-    out: Dict = {}
-    problems: List[str] = []
 
-    def one_of(where: str, value, allowed: Sequence[str]) -> bool:
-        if value not in allowed:
-            problems.append(f"{where} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
-            return False
-        return True
-
-    def keys_of(where: str, table, allowed: Sequence[str]) -> Dict:
-        if not isinstance(table, dict):
-            problems.append(f"{where} must be a table ([{where}]), got {table!r}")
-            return {}
-        for key in table:
-            if key not in allowed:
-                problems.append(f"{where + '.' if where else ''}{key} is no key of the course file here; the keys "
-                                f"are: {', '.join(allowed)}")
-        return {k: v for k, v in table.items() if k in allowed}
-
-    top = keys_of("", data, ("extensions", "mpi", "points", "visibility", "time_budget", "copy"))
-    copy = keys_of("copy", top.get("copy", {}), ("holds", "extension_parts"))
-    held = copy.get("extension_parts", list(Course.held))
-    if not isinstance(held, list) or not all(isinstance(k, str) and k in extension_keys for k in held):
-        problems.append(f"copy.extension_parts must be a list of the table's extension parts "
-                        f"({', '.join(extension_keys)}), got {held!r}")
-        held = []
-    out["held"] = tuple(k for k in extension_keys if k in held)
-    holds = copy.get("holds", list(HOLDINGS))
-    if not isinstance(holds, list) or not all(h in HOLDINGS for h in holds):
-        problems.append(f"copy.holds must be a list of {', '.join(map(repr, HOLDINGS))}, got {holds!r}")
-        holds = []
-    out["holds"] = tuple(h for h in HOLDINGS if h in holds)
-
-    graded = top.get("extensions", [])
-    if not isinstance(graded, list) or not all(isinstance(k, str) for k in graded):
-        problems.append(f"extensions must be a list of extension parts' keys, such as [\"part13_ddp\"], got {graded!r}")
-        graded = []
-    for key in graded:
-        if key not in out["held"]:
-            problems.append(f"extensions: {key!r} is no extension part this copy holds; they are: "
-                            f"{', '.join(map(repr, out['held'])) or 'none'}")
-    out["extensions"] = tuple(k for k in out["held"] if k in graded)
-    mpi = top.get("mpi", "openmpi")
-    out["mpi"] = mpi if one_of("mpi", mpi, MPIS) else "openmpi"
-
-    points = {}
-    for key, value in keys_of("points", top.get("points", {}), list(part_keys)).items():
-        if isinstance(value, bool) or not isinstance(value, int) or not POINTS_RANGE[0] <= value <= POINTS_RANGE[1]:
-            problems.append(f"points.{key} must be a whole number of points from {POINTS_RANGE[0]} to "
-                            f"{POINTS_RANGE[1]}, got {value!r}")
+def _course(values: Dict[str, Any], path: str) -> Course:
+    fields: Dict[str, Any] = {}
+    for key in schema.KEYS:
+        name, _, item = key.field.partition(":")
+        if item:
+            fields.setdefault(name, {})[item] = values[key.where]
         else:
-            points[key] = value
-    for key in top.get("points", {}) if isinstance(top.get("points"), dict) else ():
-        halves = [k for k in part_keys if k.startswith(key + "_")]
-        if key not in part_keys and halves:
-            problems.append(f"points.{key}: {key} has parts of its own; set {' and '.join(halves)}")
-    out["points"] = points
+            fields[name] = values[key.where]
+    return Course(**fields, file_mpi=fields["mpi"], path=path)
 
-    seen = keys_of("visibility", top.get("visibility", {}),
-                   ("public", "public_after_due_date", "hidden", "gradescope_stdout"))
-    for key, allowed in (("public", LEVELS), ("hidden", HIDDEN_LEVELS), ("gradescope_stdout", STDOUT_LEVELS)):
-        if key in seen and one_of(f"visibility.{key}", seen[key], allowed):
-            out[key] = seen[key]
-    if "public_after_due_date" in seen:
-        if isinstance(seen["public_after_due_date"], bool):
-            out["public_after_due_date"] = seen["public_after_due_date"]
-        else:
-            problems.append(f"visibility.public_after_due_date must be true or false, got "
-                            f"{seen['public_after_due_date']!r}")
 
-    budgets = dict(Course().budgets)
-    for platform, seconds in keys_of("time_budget", top.get("time_budget", {}), PLATFORMS).items():
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or \
-                not BUDGET_RANGE[0] <= seconds <= BUDGET_RANGE[1]:
-            problems.append(f"time_budget.{platform} must be a number of seconds from {BUDGET_RANGE[0]} to "
-                            f"{BUDGET_RANGE[1]}, got {seconds!r}")
-        else:
-            budgets[platform] = seconds
-    out["budgets"] = budgets
-    return out, problems
+def file_values(course: Course) -> Dict[str, Any]:
+    """{key.where: value} of a course file that makes `course`: its MPI the
+    file's, its other values as they take effect (a cut grades the parts
+    KIT_EXTENSIONS chose)."""
+    out = {}
+    for key in schema.KEYS:
+        name, _, item = key.field.partition(":")
+        value = course.file_mpi if name == "mpi" else getattr(course, name)
+        out[key.where] = value[item] if item else value
+    return out
+
+
+def read(path: str, part_keys: Sequence[str], extension_keys: Sequence[str]) -> Course:
+    """The course as the file at `path` says it, every problem refused at once."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = loads(f.read())
+    except OSError as e:
+        raise CourseError(f"{path}: cannot read the course file ({e.strerror}); the kit's is course.toml at its "
+                          "top (docs/course-staff.md)")
+    except TomlError as e:
+        raise CourseError(f"{path}: {e}")
+    values, problems = schema.check(data, part_keys, extension_keys)
+    if problems:
+        raise CourseError("\n".join(f"{path}: {p}" for p in problems))
+    return _course(values, path)
 
 
 def graded_by_switch(text: str, held: Sequence[str]) -> Tuple[str, ...]:
@@ -167,19 +131,7 @@ def load(part_keys: Sequence[str], extension_keys: Sequence[str], environ=None) 
     """The course as it takes effect: the course file (KIT_COURSE, or
     course.toml), then the environment's one-command overrides."""
     environ = os.environ if environ is None else environ
-    path = os.path.abspath(environ.get("KIT_COURSE") or COURSE_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = loads(f.read())
-    except OSError as e:
-        raise CourseError(f"{path}: cannot read the course file ({e.strerror}); the kit's is course.toml at its "
-                          "top (docs/course-staff.md)")
-    except TomlError as e:
-        raise CourseError(f"{path}: {e}")
-    values, problems = _problems(data, part_keys, extension_keys)
-    if problems:
-        raise CourseError("\n".join(f"{path}: {p}" for p in problems))
-    course = Course(**values, file_mpi=values["mpi"], path=path)
+    course = read(os.path.abspath(environ.get("KIT_COURSE") or COURSE_FILE), part_keys, extension_keys)
     switch = environ.get("KIT_EXTENSIONS", "").strip()
     if switch:
         course = replace(course, extensions=graded_by_switch(switch, course.held))
@@ -208,30 +160,55 @@ def stamp(points: Dict[str, int], course: Course) -> str:
     return hashlib.sha256(json.dumps(scale, sort_keys=True).encode()).hexdigest()[:12]
 
 
+# A cut's course file opens by saying what cut it (course.toml's: the schema's SECTIONS[""]).
+CUT_OPENING = "The course: its choices, as `make handout` or `make autograder` cut this copy."
+SCHEMA_NOTE = ("`python3 -m kit course` checks this file and prints the course as it takes effect; its "
+               "comments are kit/course_schema.py's, written again, every value kept, by `python3 -m kit "
+               "course --write-template`.")
+
+
+def _comment(text: str, indent: str = "") -> List[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent="# " + indent, subsequent_indent="# " + indent,
+                         break_on_hyphens=False)
+
+
+def default_text(key) -> str:
+    """A key's default as the comments and the docs say it."""
+    if key.default == THE_TABLE_S or key.name == PER_PART:
+        return "the table's" if key.name == PER_PART else key.default
+    return dumps_value(list(key.default) if isinstance(key.default, tuple) else key.default)
+
+
+def template(values: Dict[str, Any], opening: str = "") -> str:
+    """A course file holding `values` ({key.where: value}, as file_values
+    gives them), each key with its comment from the schema."""
+    lines = _comment(opening or schema.SECTIONS[""]) + _comment(SCHEMA_NOTE)
+    for section, doc in schema.SECTIONS.items():
+        if section:
+            lines += [""] + _comment(doc)
+        if section == "handout":
+            lines += _comment("The platforms' own texts of submit:") + \
+                [line for p, t in SUBMIT_TEXTS.items() for line in _comment(f"{p}: {t}", "  ")]
+        for key in keys_in(section):
+            if key.name == PER_PART:
+                lines += _comment(f"One line per part key: {key.doc}. Each may be {may_be(key)}, such as") + \
+                    [f"#   {key.example}", f"[{section}]"]
+                lines += [f"{part} = {dumps_value(v)}" for part, v in values[key.where].items()]
+                continue
+            if key is keys_in(section)[0] and section:
+                lines.append(f"[{section}]")
+            value = values[key.where]
+            lines += _comment(f"{key.name}: {key.doc}. It may be {may_be(key)}; default {default_text(key)}.")
+            lines.append(f"{key.name} = {dumps_value(list(value) if isinstance(value, tuple) else value)}")
+    return "\n".join(lines) + "\n"
+
+
 def text(course: Course, points: Dict[str, int], holds: Sequence[str], held: Sequence[str], mpi: str) -> str:
     """A course file holding `course`'s choices (the cuts' own): points other
-    than the table's, what the copy holds, its default MPI."""
-    v = dumps_value
-    lines = [
-        "# The course: its choices, as `make handout` or `make autograder` cut this copy.",
-        "# `python3 -m kit course` checks this file and prints the course as it takes effect.",
-        f"extensions = {v(list(course.extensions))}",
-        f"mpi = {v(mpi)}",
-        "",
-        "[points]",
-        *[f"{k} = {n}" for k, n in points.items()],
-        "",
-        "[visibility]",
-        f"public = {v(course.public)}",
-        f"public_after_due_date = {v(course.public_after_due_date)}",
-        f"hidden = {v(course.hidden)}",
-        f"gradescope_stdout = {v(course.gradescope_stdout)}",
-        "",
-        "[time_budget]",
-        *[f"{p} = {v(course.budgets[p])}" for p in PLATFORMS],
-        "",
-        "[copy]",
-        f"holds = {v(list(holds))}",
-        f"extension_parts = {v(list(held))}",
-    ]
-    return "\n".join(lines) + "\n"
+    than the table's, what the copy holds (the extension parts `held`), its
+    default MPI; no time limit of a part the copy leaves out."""
+    values = file_values(course)
+    values.update({"points.*": dict(points), "copy.holds": tuple(holds), "copy.extension_parts": tuple(held),
+                   "mpi": mpi, "time_limit.*": {k: s for k, s in course.time_limits.items()
+                                                if k not in course.held or k in held}})
+    return template(values, CUT_OPENING)

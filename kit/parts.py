@@ -215,7 +215,21 @@ try:
     COURSE = courses.load([p.key for p in ALL_PARTS], [p.key for p in ALL_PARTS if p.extension])
 except courses.CourseError as e:
     raise SystemExit(f"the course file is not valid (python3 -m kit course checks it):\n{e}")
-ALL_PARTS = [replace(p, points=COURSE.points.get(p.key, p.points)) for p in ALL_PARTS]
+
+
+def timed(p: Part, seconds) -> Part:
+    """`p` with each of its cases given `seconds` (course.toml, [time_limit];
+    None: the table's), a floor kit/calibration.py may only raise. A run's
+    job keeps room for as many cases as at the table's limit."""
+    if seconds is None:
+        return p
+    return replace(p, runs=tuple(replace(r, case_seconds=float(seconds),
+                                         job_seconds=max(r.job_seconds, r.job_seconds * seconds / r.case_seconds))
+                                 for r in p.runs))
+
+
+ALL_PARTS = [timed(replace(p, points=COURSE.points.get(p.key, p.points)), COURSE.time_limits.get(p.key))
+             for p in ALL_PARTS]
 CONFIGURATION = Configuration(COURSE.extensions, COURSE.held, COURSE.mpi, COURSE.holds)
 MPI = COURSE.file_mpi   # the default MPI of make and CMake (KIT_MPI, make's MPI=..., chooses for one command)
 HOLDS = COURSE.holds

@@ -104,7 +104,7 @@ def test_out_of_time_where_no_honest_grading_fits_is_never_the_handins():
     g = grading_out_of_time({"a.cpp": {"compile_cpu": 1.0, "compile_ran_past": False}}, budget=budget, hangs=3)
     g.tally.ended_parts = {"part1"}  # Part 9's cases were left unrun: not the hung part's
     assert not running.out_of_time(g) and g.grade.status == "grader error"
-    assert "too small for any handin" in g.grade.notes[-1] and "raise it to at least" in g.grade.notes[-1]
+    assert "this platform is too small for this machine" in g.grade.notes[-1] and "raise it to at least" in g.grade.notes[-1]
     # Only the hung part's own cases unrun (they run last): its hangs spent the time, as on any machine.
     g = grading_out_of_time({"a.cpp": {"compile_cpu": 1.0, "compile_ran_past": False}}, budget=budget, hangs=3)
     g.tally.ended_parts = {"part9"}

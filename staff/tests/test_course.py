@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from kit import course as courses
+from kit import course_cli, course_schema as schema
 from kit import handout_text
 from kit import parts as table
 from kit.paths import KIT_DIR
@@ -34,8 +35,13 @@ def load(path: str, **env) -> courses.Course:
 
 
 def kit_command(*args, env=None):
+    # The course's own overrides only as the test gives them: finding a build
+    # sets KIT_MPI in this process (kit/paths.py), which a test run beside
+    # others may have done.
+    base = {k: v for k, v in os.environ.items() if k not in ("KIT_COURSE", "KIT_EXTENSIONS", "KIT_MPI",
+                                                             "KIT_TIME_BUDGET")}
     return subprocess.run([sys.executable, "-m", "kit", *args], cwd=KIT_DIR, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})}, timeout=60)
+                          stderr=subprocess.STDOUT, text=True, env={**base, **(env or {})}, timeout=60)
 
 
 def test_the_kit_s_course_file_reads_as_tomllib_reads_it():
@@ -68,7 +74,19 @@ def test_the_kit_s_course_file_reads_as_tomllib_reads_it():
     ("[copy]\nholds = [\"solutions\"]", "copy.holds must be a list of 'reference', 'grader', 'staff'"),
     ("extensions = [\"part13_ddp\"]\n[copy]\nextension_parts = []", "extensions: 'part13_ddp' is no extension part "
                                                                     "this copy holds; they are: none"),
-    ("extension = []", "extension is no key of the course file here; the keys are: extensions, mpi, points"),
+    ("extension = []", "extension is no key of the course file here; the keys are: extensions, mpi, "
+                           "platform, points"),
+    ("platform = \"moodle\"", "platform must be one of 'autolab', 'gradescope', 'prairielearn', 'none', got "
+                              "'moodle'"),
+    ("[time_limit]\npart9 = 0", "time_limit.part9 must be a number of seconds from 1 to 600, got 0"),
+    ("[time_limit]\npart9 = 601", "time_limit.part9 must be a number of seconds from 1 to 600, got 601"),
+    ("[time_limit]\npart8 = 30", "time_limit.part8: part8 has parts of its own; set part8_forward and "
+                                  "part8_backward"),
+    ("[time_limit]\nslow = 30", "time_limit.slow is no key of the course file here; the keys are: part1, part2"),
+    ("[handout]\nsubmit = 3", "handout.submit must be a string in double quotes, at most 400 characters, got 3"),
+    ("[handout]\nwhere = \"x\"", "handout.where is no key of the course file here; the keys are: submit"),
+    ("[copy]\nextension_parts = [\"part14\"]", "copy.extension_parts: 'part14' is no extension part of the parts "
+                                              "table; they are: 'part11_ring', 'part12_pipeline', 'part13_ddp'"),
     ("[points]\npart2 = {a = 1}", "line 2: inline tables ({...}) are not taken here"),
     ("mpi = openmpi", "line 1: 'openmpi' is no value taken here"),
     ("[points]\n[points]", "line 2: [points] appears twice"),
@@ -109,10 +127,12 @@ def test_kit_course_prints_the_course_as_it_takes_effect(tmp_path):
     path = course_file(tmp_path, "extensions = [\"part13_ddp\"]\n[points]\npart2 = 15\n"
                                  "[visibility]\nhidden = \"nothing\"\n")
     out = kit_command("course", env={"KIT_COURSE": path}).stdout
-    assert re.search(r"part2 +15 +layer initialization +\(table: 20\)", out), out
+    assert re.search(r"part2 +15 +layer initialization +cases 5 s +\(table: 20\)", out), out
     assert re.search(r"part13_ddp +20", out) and re.search(r"total +165\n", out)
-    assert "extension parts graded: part13_ddp" in out and "hidden cases nothing" in out
-    assert "time budgets: autolab 55 s, gradescope 540 s, prairielearn 27 s" in out and "MPI: openmpi" in out
+    assert re.search(r"\n  extensions +part13_ddp\n", out) and re.search(r"\n  visibility.hidden +nothing\n", out)
+    assert re.search(r"time_budget.autolab +55 s\n  time_budget.gradescope +540 s\n"
+                     r"  time_budget.prairielearn +27 s", out)
+    assert re.search(r"\n  mpi +openmpi\n", out)
     bad = kit_command("course", env={"KIT_COURSE": course_file(tmp_path, "mpi = 3\n", "bad.toml")})
     assert bad.returncode == 2 and "mpi must be one of 'openmpi', 'mpich', got 3" in bad.stdout
 
@@ -222,3 +242,108 @@ def test_a_platform_s_grading_takes_the_course_s_time_budget(tmp_path, monkeypat
         assert cli.main(base + extra) == 0
     assert seen == [table.COURSE.budget("autolab"), table.COURSE.budget("prairielearn"), table.COURSE.budget(None), 99]
     assert seen[:3] == [55, 27, None] or os.environ.get("KIT_TIME_BUDGET")
+
+
+# ---- the schema, declared once (kit/course_schema.py) ----
+
+def the_file_s_course(path: str = courses.COURSE_FILE) -> courses.Course:
+    return courses.read(path, KEYS, EXTENSIONS)
+
+
+def test_course_toml_is_the_schema_s_template_with_its_values():
+    with open(courses.COURSE_FILE) as f:
+        assert f.read() == courses.template(courses.file_values(the_file_s_course())), \
+            "course.toml's comments are not the schema's: python3 -m kit course --write-template"
+
+
+def test_the_docs_table_of_keys_is_the_schema_s():
+    with open(course_cli.DOCS) as f:
+        text = f.read()
+    assert course_cli.DOCS_BEGIN in text and course_cli.docs_with_table(text) == text, \
+        "docs/course-staff.md's table of keys is not the schema's: python3 -m kit course --write-docs"
+
+
+def test_every_key_of_the_schema_reaches_every_output():
+    """A key declared in the table alone is in course.toml, the docs' table,
+    the printout, a cut's course file and the Course; its default is valid."""
+    template = courses.template(courses.file_values(the_file_s_course()))
+    cut = courses.text(table.COURSE, {}, (), (), "openmpi")
+    docs, printed = course_cli.docs_table(), kit_command("course").stdout
+    fields = set()
+    for key in schema.KEYS:
+        line = f"\n[{key.section}]\n" if key.name == schema.PER_PART else f"\n{key.name} = "
+        assert line in template and line in cut, key.where
+        assert key.doc.split()[-1] in template and key.doc in docs, key.where
+        shown = f"{key.section}.PART" if key.name == schema.PER_PART else key.where
+        assert re.search(rf"\n  {re.escape(shown)} +\S", printed), key.where
+        fields.add(key.field.partition(":")[0])
+    assert set(courses.Course.__dataclass_fields__) - fields == {"file_mpi", "budget_override", "path"}
+    assert fields <= set(courses.Course.__dataclass_fields__)
+    assert set(schema.SECTIONS) == {k.section for k in schema.KEYS}
+    values, problems = schema.check({}, KEYS, EXTENSIONS)
+    assert not problems and values == courses.file_values(the_file_s_course())
+
+
+def test_a_key_added_to_the_schema_alone_fails_the_kit_s_checks(monkeypatch):
+    with open(courses.COURSE_FILE) as f:
+        course_toml = f.read()
+    with open(course_cli.DOCS) as f:
+        docs = f.read()
+    extra = schema.Key("visibility", "show_inputs", "bool", False, (), "public_after_due_date", "a key added alone")
+    monkeypatch.setattr(schema, "KEYS", schema.KEYS + (extra,))
+    assert courses.template(courses.file_values(the_file_s_course())) != course_toml
+    assert course_cli.docs_with_table(docs) != docs
+
+
+def test_a_cut_s_course_file_reads_back_as_the_course(tmp_path):
+    path = course_file(tmp_path, "platform = \"prairielearn\"\nextensions = [\"part13_ddp\"]\n[points]\npart2 = 15\n"
+                                 "[time_limit]\npart9 = 200\npart12_pipeline = 40\n[handout]\nsubmit = \"By mail.\"\n")
+    c = load(path)
+    cut = courses.text(c, {"part2": 15}, ("grader",), ("part13_ddp",), "mpich")
+    back = load(course_file(tmp_path, cut, "cut.toml"))
+    assert (back.platform, back.points, back.time_limits, back.submit, back.holds, back.held, back.mpi) == \
+        ("prairielearn", {"part2": 15}, {"part9": 200}, "By mail.", ("grader",), ("part13_ddp",), "mpich")
+    assert back.submit_text() == "By mail." and replace(back, submit="").submit_text() == \
+        schema.SUBMIT_TEXTS["prairielearn"]
+
+
+def test_importing_the_course_neither_exits_nor_writes_the_environment(tmp_path):
+    code = ("import os; before = dict(os.environ); import kit.course, kit.course_schema, kit.course_cli; "
+            "assert dict(os.environ) == before; print('ok')")
+    bad = course_file(tmp_path, "mpi = 3\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=KIT_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, env={**os.environ, "KIT_COURSE": bad, "KIT_MPI": "lam"}, timeout=60)
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stdout
+
+
+def test_a_part_s_time_limit_is_the_course_s_a_floor_calibration_may_raise(tmp_path):
+    from kit import calibration
+    path = course_file(tmp_path, "[time_limit]\npart2 = 30\npart9 = 200\n")
+    out = kit_command("course", env={"KIT_COURSE": path}).stdout
+    assert re.search(r"part2 +20 +layer initialization +cases 30 s\n", out), out
+    assert re.search(r"part9 +10 +ZeRO-3 sharded Adam +cases 200 s\n", out), out
+    part9 = next(p for p in table.ALL_PARTS if p.key == "part9")
+    timed = table.timed(part9, 200)
+    assert [r.case_seconds for r in timed.runs] == [200.0] * len(part9.runs)
+    assert all(t.job_seconds >= r.job_seconds * 200 / r.case_seconds for t, r in zip(timed.runs, part9.runs))
+    assert table.timed(part9, None) == part9
+    figures = calibration.Figures.load()
+    for run in timed.runs:  # a floor: a slow machine's limit may only be more
+        assert calibration.Limits(1.0, figures).case_seconds(run) >= 200
+        assert calibration.Limits(1e6, figures).case_seconds(run) > 200 or not figures.cases.get(run.filter)
+
+
+def test_the_handout_of_a_prairielearn_course_says_to_upload_the_loose_files(tmp_path):
+    c = load(course_file(tmp_path, "platform = \"prairielearn\"\n[visibility]\npublic = \"names\"\n"))
+    graded, held = course_of((), {})
+    text = open(os.path.join(KIT_DIR, "handout", "README.md")).read()
+    filled = handout_text.for_the_course(text, graded, KIT_DIR, table.CORE_FILES)
+    readme = handout_text.render(filled, graded, held, c)
+    submitting = readme[readme.index("## Submitting"):readme.index("## Integrity")]
+    assert "Upload your loose files" in submitting and "not `handin.tar`" in submitting
+    assert "`student/*.cpp` files" in submitting and "`feedback.txt`" in submitting
+    assert handout_text.visibility_sentence(c) in submitting
+    assert "Of a public case you fail, the grader's report shows its name, not its messages; of the hidden " \
+           "cases, only how many of each part's failed, never their names or values." in submitting
+    hidden = load(course_file(tmp_path, "[visibility]\nhidden = \"nothing\"\npublic = \"counts\"\n", "h.toml"))
+    assert "of the hidden cases, nothing, not even how many failed" in handout_text.visibility_sentence(hidden)

@@ -120,3 +120,34 @@ def test_the_copy_s_course_is_the_cut_s(monkeypatch):
         importlib.reload(dist)
     # The table's source ships as it is: no cut rewrites Python.
     assert "parts.py" not in " ".join(dist.MADE) and open(f"{dist.KIT}/kit/parts.py").read() == parts_source
+
+
+def test_a_prairielearn_course_s_handout_says_to_upload_the_loose_files_and_what_the_report_shows(tmp_path):
+    """make handout's cut (no build: --no-verify) of a PrairieLearn course,
+    then the cut's own check: its text is what its course file makes."""
+    import subprocess
+    import sys
+    import tarfile
+    from kit import course as courses
+    course = tmp_path / "course.toml"
+    course.write_text("platform = \"prairielearn\"\n[visibility]\npublic = \"counts\"\nhidden = \"nothing\"\n")
+    env = {**os.environ, "KIT_COURSE": str(course)}
+    env.pop("KIT_EXTENSIONS", None)
+    out = tmp_path / "handout.tar.gz"
+    made = subprocess.run([sys.executable, "-m", "staff.dist", "handout", "--no-verify", "--out", str(out)],
+                          cwd=dist.KIT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=300)
+    assert made.returncode == 0, made.stdout
+    with tarfile.open(out) as tar:
+        tar.extractall(tmp_path)
+    readme = (tmp_path / "dtrain-kit" / "README.md").read_text()
+    submitting = readme[readme.index("## Submitting"):readme.index("## Integrity")]
+    assert "Upload your loose files" in submitting and "not `handin.tar`" in submitting, submitting
+    said = handout_text.visibility_sentence(courses.read(str(course), [p.key for p in table.ALL_PARTS],
+                                                         [p.key for p in table.ALL_PARTS if p.extension]))
+    assert said in submitting and "only how many of its part's public cases failed" in said
+    assert "of the hidden cases, nothing, not even how many failed" in said
+    env.pop("KIT_COURSE")
+    checked = subprocess.run([sys.executable, "-m", "kit", "check-handout"], cwd=tmp_path / "dtrain-kit", env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert checked.returncode == 0 and " 0 failed" in checked.stdout, checked.stdout
