@@ -97,6 +97,13 @@ WORDS_OF_A_KILLED_COMPILER = ("#error virtual memory exhausted: Cannot allocate 
 # to the compiler, whose messages would quote the file's lines.
 QUOTES_A_SHIPPED_FILE = '#include "../../tests/expected_values.txt"\n#error stop here\n'
 
+
+
+def quotes_a_shipped_file(_tmp):
+    return [("student/zero_dp_stage3.cpp", QUOTES_A_SHIPPED_FILE.encode() + source("reference", "zero_dp_stage3.cpp"))] + \
+        [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "zero_dp_stage3.cpp"] + [FEEDBACK]
+
+
 FUNC_POINTS = sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
 
 ZERO_POINTS = sum(p.points for p in PARTS if p.files == ("zero_dp_stage3.cpp",))
@@ -307,12 +314,16 @@ GALLERY: List[Hostile] = [
     Hostile("writes_the_words_of_a_killed_compiler",
             lambda tmp: reference_but(zero_dp_stage3=WORDS_OF_A_KILLED_COMPILER), 150 - ZERO_POINTS,
             says=("does not compile", "virtual memory exhausted"), never=("grader error",)),
+    # The static checks refuse the climbing include before anything opens it;
+    # behind them (warn), the compile sees only the public headers' copy.
     Hostile("compile_messages_quote_a_shipped_file",
-            lambda tmp: [("student/zero_dp_stage3.cpp",
-                          QUOTES_A_SHIPPED_FILE.encode() + source("reference", "zero_dp_stage3.cpp"))] +
-            [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "zero_dp_stage3.cpp"] + [FEEDBACK],
-            150 - ZERO_POINTS, says=("expected_values.txt: No such file or directory",),
+            quotes_a_shipped_file,
+            150 - ZERO_POINTS, says=("includes '../../tests/expected_values.txt': only standard headers",),
             never=("split_data.x#1 0 4 2 1",)),
+    Hostile("compile_messages_quote_a_shipped_file_behind_the_static_checks",
+            quotes_a_shipped_file,
+            150 - ZERO_POINTS, says=("expected_values.txt: No such file or directory",),
+            never=("split_data.x#1 0 4 2 1",), static="warn"),
     Hostile("full_weight_kept_in_a_static_matrix", lambda tmp: zero_forward_keeping(KEEP_IN_A_STATIC), KEEPER_SCORE,
             says=("against a full weight of",), scores={"part8_forward": 0, "part8_backward": 20}, budget=120),
     Hostile("full_weight_hidden_behind_the_saved_input", lambda tmp: zero_forward_keeping(HIDE_BEHIND_X),
