@@ -72,6 +72,7 @@ class Batch:
         self.gone: List[str] = []     # --regrade all: results whose handin's file is no longer there
         self.handins = list(named) + (self.elsewhere(named) if self.mode == "all" else [])
         self.unfinished = self.pending_regrade()  # a regrade an earlier run began, or None
+        self.conflict: Optional[Dict] = None  # that regrade, when this run asks for another
         self.regrade = self.regrade_begun() if self.mode else ""
         # What no handin's code may see: the other handins and every grade.
         self.private = tuple(dict.fromkeys([os.path.dirname(os.path.abspath(h)) for h in self.handins]
@@ -185,6 +186,9 @@ class Batch:
         """The regrade this --regrade run belongs to: the unfinished one, if
         any (so that the same command goes on where it stopped), else a new one."""
         if self.unfinished and self.unfinished.get("id"):
+            if self.unfinished.get("command") and self.unfinished["command"] != resume_command(self.mode):
+                self.conflict = self.unfinished  # another regrade: never taken over, never forgotten
+                return ""
             return str(self.unfinished["id"])
         begun = {"id": os.urandom(8).hex(), "began": time.strftime("%Y-%m-%d %H:%M:%S"),
                  "command": resume_command(self.mode)}
@@ -253,6 +257,11 @@ def run_batch(args) -> int:
         return 2
     resume = resume_command(b.mode)
     unfinished = b.unfinished
+    if b.conflict:
+        print(f"grade: another regrade, begun {b.conflict.get('began', 'earlier')}, did not finish; finish it first "
+              f"with its own command: {b.conflict['command']}  (or remove {b.regrade_path()} to give it up); nothing "
+              "was graded", file=sys.stderr)
+        return 2
     if b.mode and unfinished:
         print(f"grade: going on with the regrade begun {unfinished.get('began', 'earlier')}", flush=True)
     elif unfinished:

@@ -98,7 +98,8 @@ def main(argv: List[str]) -> int:
                          "(PrairieLearn: from serverFilesCourse, so the image holds none)")
     ap.add_argument("--batch", metavar="DIR_OR_GLOB", help="grade every handin of a directory or glob")
     ap.add_argument("--jobs", type=int, default=1, help="parallel workers in batch mode")
-    ap.add_argument("--csv", default="gradebook.csv", help="the gradebook of batch mode")
+    ap.add_argument("--csv", default=os.path.join("out", "gradebook.csv"),
+                    help="the gradebook of batch mode (default out/gradebook.csv, where every recipe keeps it)")
     ap.add_argument("--build", help="the kit's build directory (default: $KIT_BUILD or build/ in the kit)")
     ap.add_argument("--keep", metavar="DIR", help="keep the scratch directory's files here (debugging)")
     ap.add_argument("--show-hidden", action="store_true",

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import re
 import sys
 import threading
 from typing import Dict, List, Tuple
@@ -121,6 +122,12 @@ def write_canvas(states: List[Dict], roster_path: str, out: str, assignment: str
     text = io.StringIO()
     writer = csv.writer(text)
     present = [c for c in CANVAS_IDENTITY if c in rows[0]]
+    if assignment not in rows[0]:
+        # Canvas's import makes a new assignment of a column it does not know.
+        known = [c for c in rows[0] if re.search(r"\(\d+\)$", c or "")]
+        print(f"grade: the roster has no column {assignment!r}: Canvas will make a new assignment of that name; to "
+              f"fill an existing one, name its column as the export does (--assignment)" +
+              (f", one of: {', '.join(known)}" if known else ""))
     writer.writerow(present + [assignment])
     unmatched: List[Tuple[str, str]] = []
     errors: List[str] = []

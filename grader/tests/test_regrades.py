@@ -120,12 +120,30 @@ def test_a_grader_error_is_graded_again_and_never_a_canvas_grade(tmp_path, monke
     assert gradebook.write_canvas(states, str(roster), str(tmp_path / "canvas.csv"), "A1") == 0
     cells = {r["SIS Login ID"]: r["A1"] for r in csv.DictReader(open(tmp_path / "canvas.csv"))}
     assert cells == {"ann": "10", "bob": ""}, cells
-    assert "1 handin(s) ended in a grader error, their cells left empty" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 handin(s) ended in a grader error, their cells left empty" in out
+    assert "the roster has no column 'A1': Canvas will make a new assignment" in out, out
     fake.graded.clear()
     monkeypatch.setattr(grading, "grade_handin", fake)
     assert batch(monkeypatch, inbox, book) == 0
     assert fake.graded == ["bob.tar"]  # ann's grade stands; bob's error is graded again
     assert rows(book)["bob.tar"]["status"] == "graded"
+
+
+def test_another_regrade_never_takes_over_an_unfinished_one(tmp_path, monkeypatch, capsys):
+    # A stopped regrade of the class, then one student's: the second must not
+    # go on as the first (and finish it, forgotten, after one handin).
+    inbox, book = inbox_of(tmp_path), tmp_path / "out" / "gradebook.csv"
+    fake = FakeGrading(monkeypatch)
+    assert batch(monkeypatch, inbox, book) == 0
+    pending = {"id": "0123456789abcdef", "began": "2026-11-27 10:00:00",
+               "command": f"grader/grade --batch {inbox} --csv {book} --regrade all"}
+    (tmp_path / "out" / "gradebook.results" / "regrade.json").write_text(json.dumps(pending))
+    fake.graded.clear()
+    assert batch(monkeypatch, inbox / "bob.tar", book, "--regrade") == 2 and fake.graded == []
+    err = capsys.readouterr().err
+    assert "another regrade, begun 2026-11-27 10:00:00, did not finish" in err and pending["command"] in err, err
+    assert json.loads((tmp_path / "out" / "gradebook.results" / "regrade.json").read_text()) == pending
 
 
 def test_a_changed_kit_is_named_with_its_cost_and_regraded_only_with_regrade_all(tmp_path, monkeypatch, capsys):
