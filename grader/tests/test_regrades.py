@@ -6,7 +6,6 @@ test_batches.py regrades one student of a really graded class.
 
   python3 -m pytest grader/tests/test_regrades.py -q      (after `make build`)
 """
-import argparse
 import csv
 import json
 import os
@@ -16,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, GRADE, KIT
+from conftest import BUILD, KIT
 from grader import batches, cli, gradebook, grades, grading
 from kit import parts as table
 

@@ -18,7 +18,7 @@ from kit import course_cli, course_schema as schema
 from kit import handout_text
 from kit import parts as table
 from kit.paths import KIT_DIR
-from kit.toml_subset import TomlError, loads
+from kit.toml_subset import loads
 
 KEYS = [p.key for p in table.ALL_PARTS]
 EXTENSIONS = [p.key for p in table.ALL_PARTS if p.extension]
