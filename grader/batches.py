@@ -23,7 +23,6 @@ other row as it was. So:
 Ctrl-C (or SIGTERM) stops the batch: the handins in progress are abandoned
 (their processes killed), and a summary says what was and wasn't graded.
 """
-import csv
 import glob
 import json
 import os
@@ -37,7 +36,7 @@ from typing import Dict, List, Optional, Tuple
 
 from grader import grades, grading, reports, rescore, staging
 from grader.gradebook import write_atomically, write_canvas, write_gradebook, write_json_atomically
-from grader.stamps import content_keys, kit_stamps
+from grader.stamps import case_stamps, content_keys, kit_stamps
 from kit import parts as table
 from kit.report import fmt
 
@@ -66,6 +65,8 @@ class Batch:
         self.state_dir = os.path.splitext(self.csv)[0] + ".results"
         os.makedirs(self.state_dir, exist_ok=True)
         self.version, self.sources = kit_stamps(args.build)
+        self.core, self.part_stamps = case_stamps(args.build)
+        self.partial: Dict[str, List[str]] = {}  # --regrade all: handin -> the parts whose cases alone run again
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.orphans: List[str] = []  # gradebook rows no result holds (gradebook.write_gradebook)
@@ -114,6 +115,12 @@ class Batch:
         in parts the course has dropped since (a re-score drops them)."""
         if state.get("kit") == self.version:
             return None
+        if state.get("core") == self.core and isinstance(state.get("part_stamps"), dict) and "parts" in state:
+            # Only some parts' cases changed (a hidden case added, a part added): only theirs run again.
+            have = {k["key"] for k in state["parts"]}
+            changed = [p.key for p in table.PARTS
+                       if p.key not in have or state["part_stamps"].get(p.key) != self.part_stamps.get(p.key)]
+            return ("cases", ", ".join(changed)) if changed else None
         if state.get("sources") == self.sources:
             why = rescore.why_not(state)
             return ("parts", why) if why else None
@@ -137,6 +144,9 @@ class Batch:
                     skipped += 1
                 else:
                     todo.append(h)
+                    why = self.stale(state) if self.mode == "all" else None
+                    if why and why[0] == "cases":
+                        self.partial[h] = why[1].split(", ")
             elif self.stale(state):
                 held.append(state)
             else:
@@ -164,6 +174,10 @@ class Batch:
         if "parts" in whys:
             parts = "; ".join(sorted(set(whys["parts"])))
             said.append(f"{len(whys['parts'])} were graded before the course added parts ({parts})")
+        if "cases" in whys:
+            parts = ", ".join(sorted(set(", ".join(whys["cases"]).split(", "))))
+            said.append(f"{len(whys['cases'])} were graded before the cases of {parts} changed (a case added or "
+                        f"changed, make hidden-data, a part added): only those parts' cases run again")
         seconds = sum(float(s.get("seconds") or 0) for s in held)
         jobs = max(1, min(getattr(self.args, "jobs", 1) or 1, len(held)))
         return (f"grade: {len(held)} handin(s) of the gradebook have results that no longer stand: {'; '.join(said)}. "
@@ -204,7 +218,8 @@ class Batch:
     def grade(self, handin: str, key: str) -> Optional[grades.Grade]:
         try:
             g = grading.grade_handin(handin, self.args.build, cancel=self.stop, private=self.private,
-                                     time_budget=getattr(self.args, "time_budget", None))
+                                     time_budget=getattr(self.args, "time_budget", None),
+                                     only_parts=self.partial.get(handin))
         except grading.Cancelled:
             return None
         except Exception as e:  # noqa: BLE001 (one handin's grader error never stops the batch)
@@ -213,9 +228,12 @@ class Batch:
                               parts=grades.nothing_graded())
         if self.stop.is_set():
             return None  # abandoned mid-way: its result can't be trusted
+        if handin in self.partial and g.status == "graded":
+            g = rescore.merged(self.kept(handin), g, self.partial[handin])
         report = reports.human_report(g, self.args.show_hidden) + "\n" + reports.autolab_line(g) + "\n"
         write_atomically(os.path.join(self.out_dir, self.stem(handin) + ".report.txt"), report)
-        state = {"handin": g.handin, "key": key, "kit": self.version, "sources": self.sources, "scores": g.scores(),
+        state = {"handin": g.handin, "key": key, "kit": self.version, "sources": self.sources, "core": self.core,
+                 "part_stamps": self.part_stamps, "scores": g.scores(),
                  "total": g.total, "status": g.status, "notes": g.notes, "seconds": round(g.seconds, 1),
                  **rescore.kept(g, handin)}
         if self.regrade:
@@ -369,23 +387,3 @@ def resume_command(mode: str) -> str:
         argv.append(a)
     return shlex.join([sys.argv[0]] + argv + {"": [], "named": ["--regrade"], "all": ["--regrade", "all"]}[mode])
 
-
-def list_errors(gradebook: str) -> int:
-    """Every grader error of a batch, with why (grader/grade --errors)."""
-    state_dir = os.path.splitext(os.path.abspath(gradebook))[0] + ".results"
-    try:
-        with open(gradebook, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if r.get("status") == "grader error"]
-    except OSError as e:
-        print(f"grade: cannot read {gradebook}: {e}", file=sys.stderr)
-        return 2
-    for r in rows:
-        print(r["handin"])
-        try:
-            with open(os.path.join(state_dir, os.path.splitext(r["handin"])[0] + ".json")) as f:
-                for note in json.load(f).get("notes", []):
-                    print(f"    {note.splitlines()[0]}")
-        except (OSError, ValueError):
-            print("    (no saved result beside the gradebook)")
-    print(f"{len(rows)} grader error(s) in {gradebook}")
-    return 0

@@ -127,7 +127,7 @@ def main(argv: List[str]) -> int:
                          f"(default {similarity.THRESHOLD:g})")
     args = ap.parse_args(argv)
     if args.errors:
-        return batches.list_errors(args.errors)
+        return gradebook.list_errors(args.errors)
     if args.canvas and not args.roster:
         ap.error("--canvas needs --roster (Canvas's gradebook export)")
     if args.roster and not args.canvas:

@@ -157,3 +157,24 @@ def write_canvas(states: List[Dict], roster_path: str, out: str, assignment: str
         print(f"grade: {len(unmatched)} handin(s) match no student of the roster, listed in {out}.unmatched.txt: "
               + ", ".join(h for h, _ in unmatched))
     return 0
+
+
+def list_errors(gradebook: str) -> int:
+    """Every grader error of a batch, with why (grader/grade --errors)."""
+    state_dir = os.path.splitext(os.path.abspath(gradebook))[0] + ".results"
+    try:
+        with open(gradebook, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("status") == "grader error"]
+    except OSError as e:
+        print(f"grade: cannot read {gradebook}: {e}", file=sys.stderr)
+        return 2
+    for r in rows:
+        print(r["handin"])
+        try:
+            with open(os.path.join(state_dir, os.path.splitext(r["handin"])[0] + ".json")) as f:
+                for note in json.load(f).get("notes", []):
+                    print(f"    {note.splitlines()[0]}")
+        except (OSError, ValueError):
+            print("    (no saved result beside the gradebook)")
+    print(f"{len(rows)} grader error(s) in {gradebook}")
+    return 0

@@ -50,6 +50,7 @@ from grader.running import diagnose, isolate, run, score
 from grader.sandbox import LIMITS
 from grader.staging import Grading, check, compile_files, extract, stage
 from kit import host_limits
+from kit import parts as table
 from kit.safe_read import copy_sandbox_tree
 
 
@@ -68,19 +69,22 @@ REPORT_SECONDS = 2.0
 def grade_handin(handin: str, build_dir: str, keep: Optional[str] = None, slot: int = 0,
                  cancel: Optional[threading.Event] = None, private: Tuple[str, ...] = (),
                  time_budget: Optional[float] = None, hidden_values: Optional[str] = None,
-                 kit_stamp: Optional[str] = None) -> Grade:
+                 kit_stamp: Optional[str] = None, only_parts: Optional[List[str]] = None) -> Grade:
     """Grades one handin. As root it runs as the sandbox user of `slot`, or
     of the next free slot if another grader holds that one. Setting `cancel`
     abandons it: it raises Cancelled. `private`: folders the handin's code
     must not see (other handins, the gradebook), covered in its namespace.
     `time_budget`: the seconds the platform allows a grading (PrairieLearn's
-    timeout, say): the test jobs stop in time for the reports."""
+    timeout, say): the test jobs stop in time for the reports. `only_parts`:
+    the keys of the parts whose cases run (a batch's regrade of the parts
+    whose cases changed); every part's otherwise."""
     started = time.monotonic()
     g = Grading(handin, os.path.abspath(build_dir), tempfile.mkdtemp(prefix="kit-grade-"),
                 Grade(os.path.basename(handin), limits=host_limits.describe()), slot, cancel,
                 private=tuple(private) + (os.path.dirname(os.path.abspath(handin)),), time_budget=time_budget,
                 deadline=started + time_budget - REPORT_SECONDS if time_budget else None, hidden_values=hidden_values,
-                kit_stamp=kit_stamp)
+                kit_stamp=kit_stamp,
+                parts=[p for p in table.PARTS if only_parts is None or p.key in only_parts])
     try:
         for step in STEPS:
             if cancel is not None and cancel.is_set():

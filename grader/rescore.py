@@ -99,6 +99,24 @@ def scored(state: Dict) -> Grade:
                  seconds=state.get("seconds", 0.0))
 
 
+def merged(old: Optional[Dict], grade: Grade, keys: List[str]) -> Grade:
+    """A grading of only the parts `keys` (a batch's regrade after their
+    cases changed) put together with the kept result of the other parts, and
+    scored as one grade under this course. Without a kept result to join,
+    the grading as it is."""
+    if not old or "parts" not in old:
+        return grade
+    parts = {k["key"]: k for k in old["parts"]}
+    parts.update({p.key: asdict(p) for p in grade.parts if p.key in keys})
+    note = (f"only the cases of {', '.join(keys)} ran again (their cases changed since this handin was graded); "
+            "the other parts' results are kept")
+    state = dict(old, parts=[parts[p.key] for p in table.PARTS if p.key in parts], files=grade.files,
+                 rejected=grade.rejected, status=grade.status, notes=grade.notes + [note], seconds=grade.seconds)
+    g = scored(state)
+    g.limits, g.steps, g.sandbox, g.output, g.jobs = grade.limits, grade.steps, grade.sandbox, grade.output, grade.jobs
+    return g
+
+
 def rescore(gradebook: str, show_hidden: bool = False, canvas: Optional[str] = None, roster: Optional[str] = None,
             assignment: str = "Distributed training") -> int:
     """Every output a gradebook's results make, under the course as it is

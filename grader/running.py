@@ -31,7 +31,7 @@ def run(g: Grading) -> bool:
     if g.broken:
         return True
     try:
-        ran = run_parts(g.binary, table.PARTS, hidden=True, tally=g.tally, launch_args=g.launch)
+        ran = run_parts(g.binary, g.parts, hidden=True, tally=g.tally, launch_args=g.launch)
     except ResourceFailure as e:
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; grade it "
                                       "again once the setting is raised")
@@ -130,7 +130,7 @@ def isolate(g: Grading) -> bool:
     for name in IMPL_FILES:
         if g.grade.files.get(name, {}).get("state") != "compiled":
             continue  # already graded as its stub
-        parts = [p for p in table.PARTS if name in p.files]
+        parts = [p for p in g.parts if name in p.files]
         binary = os.path.join(g.sandbox.bin_dir, "alone_" + name.replace(".", "_"))
         others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
         report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
@@ -160,7 +160,7 @@ def isolate(g: Grading) -> bool:
 
 
 def score(g: Grading) -> bool:
-    g.grade.parts = [score_part(part, g.outcomes, g.grade.files) for part in table.PARTS]
+    g.grade.parts = [score_part(part, g.outcomes, g.grade.files) for part in g.parts]
     for p in g.grade.parts:
         if p.unconfirmed:
             g.grade.notes.append(f"{p.key}: every public case passes and every hidden case fails, so the public "

@@ -7,13 +7,14 @@ sandboxes in use, so that a stopped batch can end their processes.
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from grader.grades import NOT_A_HANDIN, Grade, not_readable_sentence
 from grader.sandbox import Sandbox
 from kit import calibration, exec_guard, host_limits, judge
 from kit.build import ResourceFailure, build
 from kit.handin_reader import read_handin
+from kit import parts as table
 from kit.launch import JobTally
 from kit.outcomes import CaseOutcome
 from kit.parts import IMPL_FILES
@@ -66,6 +67,7 @@ class Grading:
     pch: bool = False                      # the sandbox user can read the build's precompiled header
     hidden_values: Optional[str] = None    # the judge's hidden values from elsewhere than the kit (--hidden-values)
     kit_stamp: Optional[str] = None        # the stamp the platform's bundle expects of this kit (--kit-stamp)
+    parts: List = field(default_factory=lambda: list(table.PARTS))  # the parts whose cases run
 
     def in_sandbox(self, cmd, timeout, stall=None):  # noqa: ARG002 (the wall limit alone, here)
         proc = self.sandbox.run(cmd, timeout)

@@ -7,6 +7,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Tuple
 
+from kit import judge
 from kit import parts as table
 from kit.handin_reader import read_handin, unreadable_key
 from kit.paths import KIT_DIR
@@ -41,6 +42,61 @@ def kit_stamps(build: str) -> Tuple[str, str]:
     # The parts graded decide which cases run; their points do not (a re-score).
     digest.update(",".join(p.key for p in table.PARTS).encode())
     return digest.hexdigest()[:16], sources
+
+
+# What a part's cases are made of, beside the kit's core: their values,
+# case by case (the second word of each line of these files names its case),
+# their sources and the runs that select them. A change here (a hidden case
+# added, make hidden-data, a part's tests) changes that part's stamp alone.
+CASE_FILES = (judge.PUBLIC, judge.HIDDEN)
+CASE_SOURCES = ("grader/hidden/", "tests/test_part", "tests/part")
+
+
+def case_stamps(build: str) -> Tuple[str, Dict[str, str]]:
+    """(the kit's core stamp, each part's stamp): the core covers what every
+    case's outcome depends on (the sources but the parts' own cases, the
+    build's recipe, the hidden inputs' salt); a part's, its cases (their
+    values, its test sources, its runs and their limits). Where only some
+    parts' stamps changed, only their cases need to run again."""
+    digest = hashlib.sha256()
+    for top in VERSIONED:
+        for root, dirs, files in os.walk(os.path.join(KIT_DIR, top)):
+            dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "tests"))
+            for name in sorted(files):
+                rel = os.path.relpath(os.path.join(root, name), KIT_DIR)
+                if rel in CASE_FILES or rel.startswith(CASE_SOURCES) or not (
+                        name.endswith((".py", ".h", ".cpp", ".txt", ".in")) or name == "grade"):
+                    continue
+                digest.update(rel.encode() + b"\0")
+                with open(os.path.join(root, name), "rb") as f:
+                    digest.update(f.read())
+    with open(os.path.join(build, "impl_recipe.json"), "rb") as f:
+        digest.update(f.read())
+    lines: Dict[str, List[bytes]] = {}
+    for rel in CASE_FILES:
+        try:
+            with open(os.path.join(KIT_DIR, rel), "rb") as f:
+                for line in f:
+                    words = line.split()
+                    if words and words[0] == b"salt":
+                        digest.update(line)
+                    elif len(words) > 1:
+                        lines.setdefault(words[1].decode(errors="replace"), []).append(line)
+        except OSError:
+            continue  # a copy without the hidden values: its grader says so when it grades
+    parts = {}
+    for p in table.ALL_PARTS:
+        mine = hashlib.sha256(repr([(r.filter, r.ranks, r.case_seconds) for r in p.runs]).encode())
+        for case in sorted(c for c in lines if p.owns(c)):
+            mine.update(b"".join(lines[case]))
+        for rel in sorted(set(p.tests) | set(p.adds.hidden if p.adds else ())):
+            try:
+                with open(os.path.join(KIT_DIR, rel), "rb") as f:
+                    mine.update(rel.encode() + b"\0" + f.read())
+            except OSError:
+                pass
+        parts[p.key] = mine.hexdigest()[:16]
+    return digest.hexdigest()[:16], parts
 
 
 def content_key(path: str) -> str:

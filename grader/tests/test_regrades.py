@@ -145,6 +145,44 @@ def test_another_regrade_never_takes_over_an_unfinished_one(tmp_path, monkeypatc
     assert json.loads((tmp_path / "out" / "gradebook.results" / "regrade.json").read_text()) == pending
 
 
+def test_a_changed_case_runs_only_its_parts_cases_again(tmp_path, monkeypatch, capsys):
+    # A hidden case added to part1 (make hidden-data): only part1's stamp
+    # changes; the batch says so, and --regrade all runs part1's cases alone,
+    # every other part's result kept.
+    inbox, book = inbox_of(tmp_path, ("ann", "bob")), tmp_path / "out" / "gradebook.csv"
+    asked = []
+
+    def counting(passed):
+        def grade_handin(handin, build, cancel=None, private=(), time_budget=None, only_parts=None, **_):
+            asked.append((os.path.basename(handin), only_parts))
+            g = grades.Grade(os.path.basename(handin), parts=grades.nothing_graded(), seconds=7.0)
+            for p, part in zip(g.parts, table.PARTS):
+                if p.key in passed:
+                    p.passed, p.cases = passed[p.key], 2
+                    p.points = part.score_counts(p.passed, p.cases, 0, 0, False)
+            return g
+        return grade_handin
+    monkeypatch.setattr(grading, "grade_handin", counting({"part1": 1, "part2": 2}))
+    assert batch(monkeypatch, inbox, book) == 0
+    assert {h: (r["part1"], r["part2"]) for h, r in rows(book).items()} == {"ann.tar": ("5", "20"), "bob.tar": ("5", "20")}
+    version, sources = batches.kit_stamps(BUILD)
+    core, stamps = batches.case_stamps(BUILD)
+    monkeypatch.setattr(batches, "kit_stamps", lambda build: ("another kit", sources))
+    monkeypatch.setattr(batches, "case_stamps", lambda build: (core, dict(stamps, part1="a new case")))
+    asked.clear()
+    monkeypatch.setattr(grading, "grade_handin", counting({"part1": 2, "part2": 0}))
+    assert batch(monkeypatch, inbox, book) == 0 and asked == []
+    out = capsys.readouterr().out
+    assert "2 were graded before the cases of part1 changed" in out and "only those parts' cases run again" in out, out
+    assert batch(monkeypatch, inbox, book, "--regrade", "all") == 0
+    assert sorted(asked) == [("ann.tar", ["part1"]), ("bob.tar", ["part1"])], asked
+    # part1 from the new run, part2 kept (the new run's 0 of part2 is never used)
+    assert {h: (r["part1"], r["part2"]) for h, r in rows(book).items()} == {"ann.tar": ("10", "20"),
+                                                                            "bob.tar": ("10", "20")}
+    report = (tmp_path / "out" / "ann.report.txt").read_text()
+    assert "only the cases of part1 ran again" in report, report
+
+
 def test_a_changed_kit_is_named_with_its_cost_and_regraded_only_with_regrade_all(tmp_path, monkeypatch, capsys):
     inbox, book = inbox_of(tmp_path), tmp_path / "out" / "gradebook.csv"
     fake = FakeGrading(monkeypatch)
@@ -154,6 +192,7 @@ def test_a_changed_kit_is_named_with_its_cost_and_regraded_only_with_regrade_all
     capsys.readouterr()
     # A fix to the kit: another stamp for its sources and for the kit.
     monkeypatch.setattr(batches, "kit_stamps", lambda build: ("feedfacefeedface", "0123456789abcdef"))
+    monkeypatch.setattr(batches, "case_stamps", lambda build: ("a fixed framework", {}))  # the kit's core changed
     fake.graded.clear()
     assert batch(monkeypatch, inbox, book, "--jobs", "2") == 0
     out = capsys.readouterr().out
@@ -194,8 +233,8 @@ def test_dropping_a_part_needs_a_rescore_not_a_regrade(tmp_path, monkeypatch, ca
         path.write_text(json.dumps(state))
     assert batch(monkeypatch, inbox, book) == 0 and fake.graded == []
     out = capsys.readouterr().out
-    assert "4 were graded before the course added parts (the course now grades part7, whose cases never ran for it)" \
-        in out, out
+    assert "4 were graded before the cases of part7 changed (a case added or changed, make hidden-data, a part " \
+        "added): only those parts' cases run again" in out, out
 
 
 def test_a_row_without_a_result_is_kept(tmp_path, monkeypatch, capsys):
