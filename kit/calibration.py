@@ -276,8 +276,10 @@ def limits(build_dir: Optional[str] = None) -> Limits:
     """The limits in force for gradings and tests with this build, once a
     process. Without the recorded figures (a copy that lost them) or a
     build, the table's own limits hold (the floors)."""
-    from kit.paths import build_dir as default_build
-    build_dir = os.path.abspath(build_dir or default_build())
+    # Only the path: a test of another build (build-mpich) has told its
+    # launcher its MPI already, and this must not tell it another.
+    from kit.paths import build_path
+    build_dir = build_path(build_dir)
     if build_dir not in _LIMITS:
         try:
             figures = Figures.load()

@@ -23,8 +23,14 @@ FRAMEWORK_DIR = os.path.join(KIT_DIR, "framework")
 PUBLIC_HEADERS_DIR = os.path.join(FRAMEWORK_DIR, "include")
 
 
+def build_path(given: Optional[str] = None) -> str:
+    """The build directory's absolute path, and nothing else: build_dir()
+    also checks its MPI and tells the processes this one starts."""
+    return os.path.abspath(given or overrides.BUILD or os.path.join(KIT_DIR, "build"))
+
+
 def build_dir(given: Optional[str] = None) -> str:
-    build = os.path.abspath(given or overrides.BUILD or os.path.join(KIT_DIR, "build"))
+    build = build_path(given)
     recorded = build_mpi(build)
     if recorded:
         asked = overrides.MPI

@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Dict, List, Optional
 
-from kit import judge
+from kit import calibration, judge
 from kit import parts as table
 from kit import timeline, trace_file
 from kit.jobs import PartsRun, run_cases, run_parts
@@ -80,11 +80,15 @@ def stub_problems(outcomes: Dict[str, CaseOutcome], cases: List[str]) -> List[st
     return problems
 
 
-def judged() -> Dict:
+def judged(build: str) -> Dict:
     """Launch settings that judge the public cases as the grader does: by the
-    values the reference's functions returned (tests/expected_values.txt)."""
+    values the reference's functions returned (tests/expected_values.txt),
+    within the limits calibrated for this build on this machine."""
+    settings: Dict = {"limits": calibration.limits(build)}
     path = os.path.join(KIT_DIR, judge.PUBLIC)
-    return {"expected": judge.load(path)} if os.path.isfile(path) else {}
+    if os.path.isfile(path):
+        settings["expected"] = judge.load(path)
+    return settings
 
 
 def by_hand(args, binary: str) -> int:
@@ -93,7 +97,7 @@ def by_hand(args, binary: str) -> int:
     diagnosis, and after a hang or a crash the remaining cases go on in a
     new job. Points are only for whole parts, so none are printed."""
     started = time.monotonic()
-    launch_args = judged()
+    launch_args = judged(build_dir(args.build))
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
@@ -174,7 +178,7 @@ def main(argv: List[str]) -> int:
             if ": warn: " in f:
                 print(f"note: {f}")
     refused = {name for name, findings in found.items() if any(": fail: " in f for f in findings)}
-    launch_args = judged()
+    launch_args = judged(build_dir(args.build))
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)

@@ -71,7 +71,7 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     if not report["linked"]:
         errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
-    launch_args = dict(judged(), **({"prefix": launcher + [KITRUN]} if launcher else {}))
+    launch_args = dict(judged(build_dir), **({"prefix": launcher + [KITRUN]} if launcher else {}))
     if mutant.hangs and not launcher:  # an emulated run's honest cases need their whole limits
         launch_args["time_scale"] = table.time_scale() * table.HANG_SHARE
     # Its own side of the table: the assignment's parts, or the extension
