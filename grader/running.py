@@ -58,6 +58,8 @@ def out_of_time(g: Grading) -> bool:
     budget = f"{g.time_budget:.0f} s" if g.time_budget else "its limit"
     spent = [f"{n} case(s) {what}" for n, what in ((g.tally.hangs, "hung, each until its time limit"),
                                                   (g.tally.slow, "took over a fifth of their time limits")) if n]
+    if g.tally.lingered:
+        spent.append(f"{g.tally.lingered} job(s) ran on for {table.EXIT_SECONDS:g} s after their last case")
     # The compile is the handin's too: a file past its limit, or files that
     # took more CPU in all than honest code does (its CPU time, unlike its
     # wall time, does not grow on a slow or busy machine).
@@ -79,7 +81,8 @@ def out_of_time(g: Grading) -> bool:
     cpus = host_limits.cpus()
     innocent = [c for c in g.tally.out_of_time
                 if not any(p.owns(c) and p.key in g.tally.ended_parts for p in table.PARTS)]
-    if g.time_budget and innocent and not lim.fits(g.time_budget, cpus):
+    # Time the handin's code spent after its cases is its own, as a hang's is.
+    if g.time_budget and innocent and not lim.fits(g.time_budget, cpus) and not g.tally.lingered:
         return g.stop("grader error", f"the grading's time on this platform ({budget}) ran out before {missed} "
                                       f"case(s) could run; an honest grading takes about "
                                       f"{lim.honest_grading_seconds(cpus):.0f} s on this machine at its {cpus:.2g} "
@@ -106,14 +109,20 @@ def diagnose(g: Grading) -> bool:
                                  f"grader's setup, not the handin: {fault}")
             return g.stop("grader error", f"the handin's program could not run its cases: {g.broken}")
     if g.tally.unjudged:
-        g.grade.notes.append(f"the judge has no values for {len(g.tally.unjudged)} case(s) the program planned, "
-                             f"such as {g.tally.unjudged[0]}; they were not graded (staff: a case changed without "
-                             "make hidden-data? Or the plan was written by code under test)")
+        # No name is quoted: a plan can be written by code under test, and the note is the student's to read.
+        g.grade.notes.append(f"the judge has no values for {len(g.tally.unjudged)} case(s) the program planned; "
+                             "they were not graded (staff: a case changed without make hidden-data? Or the plan "
+                             "was written by code under test)")
     for problem in dict.fromkeys(g.tally.integrity):
         g.grade.notes.append(f"integrity: {problem}")
     if g.tally.unfiltered:
         g.grade.notes.append("syscall filter: " + "; ".join(g.tally.unfiltered) + " (the handin's code ran "
                              "without it: it could open files and start processes; see grader/README.md)")
+    if g.tally.lingered:
+        g.grade.notes.append(f"{g.tally.lingered} test job(s) still ran {table.EXIT_SECONDS:g} s after their last "
+                             "case's result and were stopped: the handin's code ran on after the cases (a static "
+                             "object's destructor that does not end?). Their cases' results stand; the time was "
+                             "the handin's")
     if g.tally.dropped:
         g.grade.notes.append(f"the test program printed {g.tally.dropped} bytes more than the report keeps")
     return True
@@ -145,6 +154,7 @@ def isolate(g: Grading) -> bool:
             tally = JobTally()
             ran = run_parts(binary, parts, hidden=True, tally=tally, launch_args=g.launch)
             g.tally.integrity += tally.integrity
+            g.tally.lingered += tally.lingered
             if ran.outcomes:
                 g.outcomes.update(ran.outcomes)
             else:

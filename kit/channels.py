@@ -116,6 +116,11 @@ class Channels:
                 while self._take(fd):
                     pass
 
+    def lines_since(self, index: int) -> List[Tuple[int, bytes]]:
+        """The rank channels' lines kept so far, from the index-th on."""
+        with self._lock:
+            return self.lines[index:]
+
     def close(self) -> List[Tuple[int, bytes]]:
         """Stops reading once what the job left in the pipes is read; the
         complete lines, each with the rank whose channel it came through."""

@@ -48,6 +48,20 @@ DDP_IN_FINISH, DDP_IN_GRAD_READY = 1, 2
 # sequence, which the agreement check compares.
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce")
 
+# The kit's own requests a rank's MPI side carries (framework/comm/comm_link.h):
+# every one made while a case runs goes into the case's account, as the
+# collectives do, because any request can move data. The judge compares
+# them with the reference's, all but "test", whose count is how often a
+# running request was found still running: the machine's pace, not the
+# code's (kit/traffic.py). "refused": a message whose sizes its two ends
+# disagreed on, which still carried the sender's count.
+KIT_REQUESTS = ("dup", "free", "agree", "max", "gather_text", "clock_offset", "rendezvous", "refused", "test")
+UNJUDGED_REQUESTS = ("test",)
+# The most distinct (operation, elements, ranks) entries one case's account
+# holds, its memory readings included; every call past them is counted
+# ("overflow"), and a case with any differs from the reference's.
+ACCOUNT_MOST_KINDS = 256
+
 # The most values one value record holds: the harness writes no more, and
 # the runner reads no more (kit/records.py).
 MAX_VALUES_PER_RECORD = 256
@@ -125,12 +139,15 @@ def cpp_text() -> str:
     names = ", ".join(['""'] + [f'"{op}"' for op in OPERATIONS])
     p2p = " || ".join(f"op == {_code_name(op)}" for op in POINT_TO_POINT)
     coll = " || ".join(f"op == {_code_name(op)}" for op in COLLECTIVES)
+    requests = ", ".join(f"kRequest{_code_name(r)[1:]}" for r in KIT_REQUESTS)
+    request_names = ", ".join(f'"{r}"' for r in KIT_REQUESTS)
     runs = [r for p in parts.ALL_PARTS for r in p.runs]
     suites = "\n".join(f"#define KIT_SUITES_{stem}(CASES) " + " ".join(f"CASES({s})" for s in names_)
                        for stem, names_ in suites_by_ranks(runs).items())
     return f"""// Generated from kit/facts.py when CMake configures; edit kit/facts.py, not this file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dtrain::facts {{
@@ -142,6 +159,11 @@ inline constexpr long kMaxValuesPerRecord = {MAX_VALUES_PER_RECORD};
 inline constexpr int kDdpMostTestsInOneCall = {DDP_MOST_TESTS_IN_ONE_CALL};
 inline constexpr long kSideUnreadKib = {SIDE_UNREAD_KIB};
 inline constexpr long kDdpInFinish = {DDP_IN_FINISH}, kDdpInGradReady = {DDP_IN_GRAD_READY};
+inline constexpr std::size_t kAccountMostKinds = {ACCOUNT_MOST_KINDS};
+
+// The kit's own requests, as a case's account names them.
+enum KitRequest : int {{ {requests} }};
+inline constexpr const char* kKitRequestNames[] = {{{request_names}}};
 
 // The ledger's operations: a code each (0 is none), and its name.
 enum OpCode : std::int64_t {{ {codes} }};

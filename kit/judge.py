@@ -137,11 +137,10 @@ def judge_case(case: str, observed: Dict[Tuple[str, int], Observed], expected: E
         if why:
             failures.append({"rank": rank, "message": why})
     extra = sorted(k for k in observed if k not in want)
-    if extra:
-        label, rank = extra[0]
-        failures.append({"rank": rank, "message": f"integrity: {len(extra)} value(s) the reference never returned "
-                                                  f"in this case, such as {label!r} (records written by code under "
-                                                  "test?)"})
+    if extra:  # the label is not quoted: code under test wrote it, and the message is the student's to read
+        failures.append({"rank": extra[0][1], "message": f"integrity: {len(extra)} value(s) the reference never "
+                                                         "returned in this case (records written by code under "
+                                                         "test?)"})
     if doubled:
         failures.append({"rank": None, "message": f"integrity: {doubled} value(s) given twice for one call "
                                                   "(records written by code under test?)"})

@@ -6,6 +6,7 @@ writes nothing for too long, or the grading's time runs out, and nothing
 it started outlives it. What the records say of its cases is
 kit/outcomes.py's to read; which jobs run, kit/jobs.py's.
 """
+import json
 import os
 import subprocess
 import threading
@@ -80,6 +81,7 @@ class JobTally:
     slow: int = 0                  # cases that finished, but took over SLOW_SHARE of their limits
     out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
     jobs: List[Dict] = field(default_factory=list)  # each job's seconds, cases run, and why it was stopped
+    lingered: int = 0              # jobs stopped after their last case's result (the handin's code ran on)
 
 
 class OutputTap:
@@ -146,8 +148,35 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         stderr=subprocess.STDOUT if launch.capture else None)
 
 
+# Why a job was stopped when its cases were all reported (the handin's time, not the grading's).
+AFTER_LAST_CASE = "the job was stopped"
 # Why a job was stopped when the grading's own time ran out (Launch.deadline).
 OUT_OF_TIME = "the grading's time ran out"
+
+
+class _LastCase:
+    """Whether rank 0 has reported every case of its plan, read from the
+    lines as they arrive (only plans and results are parsed)."""
+    def __init__(self, channels: Channels):
+        self.channels, self.read = channels, 0
+        self.plan: Optional[set] = None
+        self.reported: set = set()
+
+    def done(self) -> bool:
+        new = self.channels.lines_since(self.read)
+        self.read += len(new)
+        for rank, line in new:
+            if rank != 0 or not line.startswith((b'{"event":"plan"', b'{"event":"result"')):
+                continue
+            try:
+                record = json.loads(line)
+                if record["event"] == "plan" and self.plan is None:
+                    self.plan = set(map(str, record["cases"]))
+                elif record["event"] == "result":
+                    self.reported.add(str(record["case"]))
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue  # kit/records.py judges it
+        return self.plan is not None and self.plan <= self.reported
 
 
 def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optional[str]:
@@ -159,6 +188,7 @@ def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optiona
     last_size, last_change = 0, started
     startup, quiet, timeout = (table.STARTUP_SECONDS * launch.scale(), table.QUIET_SECONDS * launch.scale(),
                                launch.timeout)
+    last_case, all_reported = _LastCase(channels), None  # when rank 0 reported its plan's last case
     while True:
         elapsed = time.monotonic() - started
         try:
@@ -170,6 +200,11 @@ def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optiona
         size = channels.bytes
         if size != last_size:
             last_size, last_change = size, now
+            if all_reported is None and last_case.done():
+                all_reported = now
+        if all_reported is not None and now - all_reported > table.EXIT_SECONDS * launch.scale():
+            return (f"{AFTER_LAST_CASE}: it still ran {now - all_reported:.0f} s after its last case's result "
+                    "(code that runs after the cases, such as a static object's destructor, that does not end?)")
         if size == 0 and now - started > startup:
             return (f"the test program did not start its cases within {startup:.0f} s "
                     "(code that runs before main and never returns?)")
@@ -193,6 +228,29 @@ class Job:
     limit_scale: Optional[float] = None  # the factor on its cases' limits (Launch.scale x case_share)
     limits: Optional[calibration.Limits] = None  # the cases' limits on this machine, before that factor
     traffic: side_traffic.Traffic = field(default_factory=side_traffic.Traffic)  # the MPI sides' accounts
+    anomalies: List[str] = field(default_factory=list)  # what no honest job writes: each fails its every case
+
+
+def _anomalies(records: rec.Records, traffic: side_traffic.Traffic, channels: Channels) -> List[str]:
+    """What the job wrote that no job of the kit writes: lines that are no
+    record, accounts of cases it never planned, more than a job writes.
+    Only code under test writes them, so each fails every case of the job.
+    The words never quote what was written: it may be anything the handin
+    learned (a hidden case's name or input), and the report is the
+    student's to read."""
+    out = []
+    if traffic.malformed:
+        out.append(f"{traffic.malformed} line(s) on the MPI sides' channels were no account of theirs")
+    stray = side_traffic.unplanned(traffic, [c for p in records.plans for c in p["cases"]])
+    if stray:
+        out.append(f"the MPI sides gave accounts of {len(stray)} case(s) the job never planned (the side names the "
+                   "cases its program tells it of)")
+    if channels.dropped:
+        out.append(f"the job wrote {channels.bytes} bytes of records, past the {rec.MAX_FILE_BYTES} a job of the kit "
+                   "writes at most")
+    if records.malformed:
+        out.append(f"{records.malformed} line(s) the ranks wrote were no record of the kit's format")
+    return out
 
 
 def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
@@ -208,6 +266,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         tally.launches += 1
         stopped = _wait(proc, channels, launch)
         kill_session(proc)
+        tally.lingered += bool(stopped and stopped.startswith(AFTER_LAST_CASE))
         if launch.after_job:
             launch.after_job()
         if tap:
@@ -229,29 +288,17 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         if tally.observed_traffic is not None:
             for case, accounts in traffic.accounts.items():
                 tally.observed_traffic.setdefault(case, {}).update(accounts)
-        if traffic.malformed:
-            tally.integrity.append(f"{traffic.malformed} line(s) on the MPI sides' channels were no account of "
-                                   "theirs (written by code under test?); they were ignored")
-        stray = side_traffic.unplanned(traffic, [c for p in records.plans for c in p["cases"]])
-        if stray:
-            tally.integrity.append(f"accounts of traffic for {len(stray)} case(s) the job never planned, such as "
-                                   f"{stray[0]!r} (written by code under test?)")
         if tally.observed is not None:
             for case, values in records.values.items():
                 tally.observed.setdefault(case, {}).update(values)
-        if channels.dropped:
-            tally.integrity.append(f"the job wrote {channels.bytes} bytes of records, past the {rec.MAX_FILE_BYTES} "
-                                   "a job of the kit writes at most (written by code under test?); the rest was "
-                                   "not kept")
-        if records.malformed:
-            tally.integrity.append(f"{records.malformed} line(s) the ranks wrote were no record of the kit's "
-                                   "format (written by code under test?); they were ignored")
+        anomalies = _anomalies(records, traffic, channels)
+        tally.integrity += anomalies
         for plan in records.plans:  # the harness's word, for the report: a job without the filter is noted
             state = str(plan.get("syscall_filter", "off: the test program does not say"))
             if state != "on" and state not in tally.unfiltered:
                 tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started,
-                   launch.scale() * launch.case_share, launch.calibrated(), traffic)
+                   launch.scale() * launch.case_share, launch.calibrated(), traffic, anomalies)
     finally:
         if lines is None:
             channels.close()

@@ -137,4 +137,9 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
                                                       f"{job.returncode} and no result (a rank exited early or "
                                                       "was killed?)"})
         new.append(CaseOutcome(in_flight, False, job.seconds, failures, ended_job=True))
+    if job.anomalies:  # written by code under test, somewhere in the job: none of its cases stands
+        said = [{"rank": None, "message": f"integrity: {a} (written by code under test: every case of its job "
+                                          "fails)"} for a in job.anomalies]
+        new = [CaseOutcome(o.case, False, o.seconds, said + ([] if o.passed else o.failures), o.ended_job)
+               for o in new]
     return new

@@ -55,6 +55,10 @@ class Configuration:
 FAILED_GRACE_SECONDS = 2.0    # a rank that failed waits this long for the others before ending the job
 STARTUP_SECONDS = 30.0        # from launch to the plan record: MPI start-up and static initializers
 QUIET_SECONDS = 150.0         # a job that writes no record this long is stuck where no watchdog reaches
+# From the last case's result to the job's end: the ranks meet, MPI ends.
+# Past it the handin's own code runs on (a static object's destructor), and
+# the job is stopped: its time is the handin's, not the grading's.
+EXIT_SECONDS = 5.0
 
 # Memory: the heap one rank of a test job may hold at once (the kit's data
 # included; MPI's buffers are its side's, below), the same on every machine,
@@ -110,7 +114,7 @@ if JOB_MEMORY_MIB > SMALLEST_PLATFORM_MIB or COMPILE_DATA_MIB + KIT_SHARE_MIB > 
 
 
 def time_scale() -> float:
-    """The factor on a case's limit, STARTUP_SECONDS and QUIET_SECONDS, 1 unless
+    """The factor on a case's limit, STARTUP_SECONDS, QUIET_SECONDS and EXIT_SECONDS, 1 unless
     KIT_TIME_SCALE says less: the kit's self-test sets it, so that the many
     handins it makes hang end sooner (it tests how a hang is stopped and
     told, not the length of the limits). It can only shorten a limit."""

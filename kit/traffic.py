@@ -47,10 +47,10 @@ MEASURES = ("checkpoint", "held", "emulated")  # the side's readings of its prog
 # Part 13's order of events as the side placed it (side/traffic.h): the student calls, where each
 # iallreduce started (elements, where), and the waits in grad_ready.
 ORDER = ("grad_ready", "finish", "started", "waited_in_grad_ready", "test_loop_in_grad_ready")
-OPERATIONS = set(facts.OPERATIONS) | set(MEASURES) | set(ORDER)
+OPERATIONS = set(facts.OPERATIONS) | set(facts.KIT_REQUESTS) | set(MEASURES) | set(ORDER)
 POINT_TO_POINT = ("send", "sendrecv")  # the calls that send elements (a recv's are counted by its sender)
 MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in about 10 KB
-MAX_CALLS = 256
+MAX_CALLS = facts.ACCOUNT_MOST_KINDS
 MAX_INT = 1 << 31
 SHOWN = 3  # differences a message names
 UNREAD_KIB = facts.SIDE_UNREAD_KIB  # a memory figure the side could not read
@@ -110,7 +110,7 @@ def summary(account: Account) -> Tuple[Counter, int]:
     collectives: Counter = Counter()
     sent = 0
     for (op, count, ranks), times in account.items():
-        if op in MEASURES or op in ORDER:
+        if op in MEASURES or op in ORDER or op in facts.UNJUDGED_REQUESTS:
             continue
         if op in POINT_TO_POINT:
             sent += count * times
@@ -123,17 +123,27 @@ def _call_text(call: Call, times: int) -> str:
     op, count, ranks = call
     if op == "overflow":
         return f"{times} calls past what one account holds"
+    again = f" ({times} times)" if times > 1 else ""
+    where = f" on {ranks} rank{'s' if ranks != 1 else ''}" if ranks else ""  # a wait or a test names no communicator
+    if op in facts.KIT_REQUESTS:  # the kit's own: named as the kit calls them
+        size = f" of {count} {'bytes' if op == 'gather_text' else 'elements'}" if count else ""
+        return f"the kit's request {op!r}{size}{where}{again}"
     what = op.replace("_", "-") if op != "iallreduce" else "iallreduce"
-    size = f" of {count} element{'s' if count != 1 else ''}" if op not in ("barrier", "split") else ""
-    return f"{what}{size} on {ranks} rank{'s' if ranks != 1 else ''}" + (f" ({times} times)" if times > 1 else "")
+    size = f" of {count} element{'s' if count != 1 else ''}" if op not in ("barrier", "split", "wait") else ""
+    return f"{what}{size}{where}{again}"
 
 
 def differences(got: Account, want: Account) -> List[str]:
     """How one rank's account differs from the reference's, in words."""
     got_calls, got_sent = summary(got)
     want_calls, want_sent = summary(want)
-    out = [f"made {_call_text(c, n)}, which the reference doesn't" for c, n in sorted((got_calls - want_calls).items())]
-    out += [f"made no {_call_text(c, n)}, which the reference makes" for c, n in sorted((want_calls - got_calls).items())]
+    # The communicator's calls first: the kit's own requests follow them
+    # (an agreement precedes each collective), so they are named last.
+    order = lambda item: (item[0][0] in facts.KIT_REQUESTS, item[0])  # noqa: E731
+    out = [f"made {_call_text(c, n)}, which the reference doesn't"
+           for c, n in sorted((got_calls - want_calls).items(), key=order)]
+    out += [f"made no {_call_text(c, n)}, which the reference makes"
+            for c, n in sorted((want_calls - got_calls).items(), key=order)]
     if got_sent != want_sent:
         out.append(f"sent {got_sent} elements in messages, where the reference sends {want_sent}")
     return out

@@ -265,8 +265,12 @@ GALLERY: List[Hostile] = [
                          zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
                                    prologue=PROLOGUE + "#include <gtest/gtest.h>\n#include <sys/stat.h>\n"
                                    + FORGE_RESULTS)],
-            100, says=("results for this case, where the harness writes one",), static="warn", gone=("/tmp/kit-results.jsonl",),
-            scores={"part8_forward": 0, "part8_backward": 0, "part9": 0, "part7": 10}),
+            # Lines no harness writes fail every case of their job (an anomaly is never a note): the
+            # honest parts lose the cases that shared a job with a forging call.
+            35.93, says=("results for this case, where the harness writes one",
+                         "no record of the kit's format (written by code under test: every case of its job fails)"),
+            static="warn", gone=("/tmp/kit-results.jsonl",),
+            scores={"part8_forward": 0, "part8_backward": 0, "part9": 0}),
     # The red team's 150/150: the stubs with a hook that forges a pass for
     # every case. The judge wants values, and a second result fails a case.
     Hostile("stubs_with_a_forging_hook",
@@ -283,17 +287,18 @@ GALLERY: List[Hostile] = [
                  b"#include <gtest/gtest.h>\n" + PROLOGUE.encode() + source("reference", "func_impl.cpp").replace(
                      b"#include \"func_impl.h\"\n", b"#include \"func_impl.h\"\n" + LEAK_HIDDEN_INPUTS.encode(), 1)
                  .replace(b"Communicator& dp_comm) {", b"Communicator& dp_comm) {\n  leak_hidden_input(grad_w);", 1))],
-            150, never=("HIDDEN-INPUT",), static="warn"),
+            # The forged records fail every hidden job: nothing of them is shown, and the grade falls.
+            0, never=("HIDDEN-INPUT",), says=("every case of its job fails",), static="warn"),
     # The reader's input is hostile: a line built to overflow a JSON parser is
-    # counted, and the channels can't be swapped (root owns their directory),
-    # so the reference's parts keep every point.
+    # counted and fails every case of its job, and the channels can't be
+    # swapped (root owns their directory): never a grader error.
     Hostile("results_file_attacked_with_deep_json_and_a_fifo",
             lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
                 ("student/zero_dp_stage3.cpp",
                  b"#include <sys/stat.h>\n#include <iterator>\n" + PROLOGUE.encode() + RESULTS_PATH.encode() +
                  source("reference", "zero_dp_stage3.cpp").replace(
                      b"  if (num_shards < 1) throw", b"  break_the_reader();\n  if (num_shards < 1) throw"))],
-            150, says=("line(s) the ranks wrote were no record",), static="warn",
+            0, says=("line(s) the ranks wrote were no record",), static="warn",
             never=("grader error",)),
     # Part 11's "ring" that passes whole buffers round the ring (the right
     # messages, to the right ranks, n times the bytes), then writes the

@@ -135,6 +135,17 @@ void hold_up_to_the_data_limit(int ranks) {
 """
 
 
+SPIN_AT_EXIT = r"""
+namespace {
+struct SpinAtExit {
+  ~SpinAtExit() {
+    volatile unsigned long n = 0;
+    for (;;) n = n + 1;
+  }
+} spin_at_exit;
+}  // namespace
+"""
+
 GALLERY: List[Hostile] = [
     # System V objects outlive their processes; the grader removes them.
     Hostile("sysv_ipc_left_behind",
@@ -225,6 +236,12 @@ GALLERY: List[Hostile] = [
             lambda tmp: reference_calling("linger();", LINGER), 145, static="warn", budget=150, filtered=False,
             says=("left them running; they were killed",), scores={"part2": 15},
             after=lambda tmp: in_shared_tmp("kit-gallery-leftover-*")),
+    # Every job's ranks spin in a static destructor once the cases are over:
+    # the runner stops each job soon after its last result, the cases keep
+    # their results, and the time is the handin's (no grader error).
+    Hostile("spins_in_a_static_destructor_after_the_last_case",
+            lambda tmp: reference_calling("(void)spin_at_exit;", SPIN_AT_EXIT), 150, static="warn", budget=150,
+            says=("still ran 5 s after their last case's result and were stopped",), never=("grader error",)),
 ]
 
 

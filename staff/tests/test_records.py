@@ -6,6 +6,7 @@ break the reader, a flood) is refused or counted, never raised; the judge
 
   python3 -m pytest staff/tests/test_records.py -q      (after `make build`; `make check` runs it)
 """
+import json
 import os
 import subprocess
 import time
@@ -240,3 +241,29 @@ def test_a_flood_of_empty_lines_costs_the_grader_no_more_than_the_cap(tmp_path, 
     lines = c.close()
     assert len(lines) * ch.LINE_COST <= (1 << 16) + ch.LINE_COST and c.dropped > 0
     assert c.bytes == 16 << 16
+
+
+def test_an_anomaly_fails_every_case_of_its_job_and_quotes_nothing_it_wrote():
+    # What only code under test writes (here: an account of a case no job
+    # planned, named after a hidden case's input) fails the job's cases,
+    # and the words never repeat what was written.
+    job = job_of([PLAN, value(), PASS])
+    job.anomalies = ["the MPI sides gave accounts of 1 case(s) the job never planned (the side names the cases "
+                     "its program tells it of)"]
+    [outcome] = outcomes_of(job, {}, expected_for(), ["A.b"])
+    text = "\n".join(outcome.summary())
+    assert not outcome.passed and "integrity: the MPI sides gave accounts of 1 case(s)" in text
+    assert "every case of its job fails" in text
+
+
+def test_the_anomalies_of_a_job_are_counted_not_quoted(tmp_path):
+    from kit import traffic
+    from kit.channels import Channels
+    from kit.launch import _anomalies
+    secret = "Part9Hidden.salt_1234567"
+    side = [(0, json.dumps({"event": "traffic", "case": secret, "rank": 0, "calls": [], "overflow": 0}).encode()),
+            (0, b"not an account " + secret.encode())]
+    channels = Channels(str(tmp_path), 1)
+    channels.close()
+    found = _anomalies(records.parse([PLAN]), traffic.parse(side), channels)
+    assert len(found) == 2 and not any(secret in a or "salt" in a for a in found), found

@@ -199,3 +199,34 @@ def test_a_grad_ready_the_framework_never_called_changes_the_account():
     forged = ddp(["grad_ready", 0, 0, 5], ["started", 8, 4, 0], ["started", 8, 7, 1])
     [failure] = traffic.judge_case("D.S", forged, ddp().accounts)
     assert "told of 5 grad_ready and 1 finish call(s), where the reference's is told of 4 and 1" in failure["message"]
+
+
+def test_the_kits_own_requests_are_judged_as_the_calls_are():
+    # A ZeRO-3 backward that sums the gradient through the report's text
+    # gather: the reference makes no such request within a case.
+    honest = ZERO_BACKWARD + [["agree", 0, 4, 3]]
+    want = traffic.parse([(0, line("A.B", 0, honest))]).accounts
+    got = traffic.parse([(0, line("A.B", 0, honest + [["gather_text", 9408, 4, 1]]))])
+    [failure] = traffic.judge_case("A.B", got, want)
+    assert "made the kit's request 'gather_text' of 9408 bytes on 4 ranks, which the reference doesn't" \
+        in failure["message"]
+    # A count the machine's pace decides is not compared: how often a running request was tested.
+    polled = traffic.parse([(0, line("A.B", 0, honest + [["test", 0, 0, 17]]))])
+    assert traffic.judge_case("A.B", polled, want) == []
+
+
+def test_the_calls_are_named_before_the_agreements_that_precede_them():
+    want = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD + [["agree", 0, 4, 3]]))]).accounts
+    got = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD + [["allreduce", 24, 4, 1], ["agree", 0, 4, 4]]))])
+    [failure] = traffic.judge_case("A.B", got, want)
+    assert failure["message"].index("allreduce of 24") < failure["message"].index("'agree'")
+
+
+def test_the_fullest_account_a_side_writes_is_read_and_one_past_it_is_not():
+    # framework/comm/side/traffic.cpp keeps kAccountMostKinds - 2 kinds of
+    # call, then the two memory readings: the reader takes every one of them.
+    calls = [["allreduce", n, 4, 1] for n in range(facts.ACCOUNT_MOST_KINDS - 2)]
+    full = traffic.parse([(0, line("Z.K", 0, calls + [["checkpoint", 0, 0, 2], ["held", 100, 0, 1]], overflow=5))])
+    assert full.malformed == 0 and full.accounts["Z.K"][0][("overflow", 0, 0)] == 5
+    past = traffic.parse([(0, line("Z.K", 0, calls + [["allgather", 1, 4, 1]] * 3))])
+    assert past.malformed == 1

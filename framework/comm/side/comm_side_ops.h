@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "comm_side_mpi.h"
+#include "kit_facts.h"  // generated from kit/facts.py
 #include "traffic.h"
 
 namespace dtrain::side {
@@ -46,6 +47,8 @@ class Ops {
   Answer request(const link::Header& h, const std::vector<char>& in);
   Answer text(const link::Header& h, const std::vector<char>& in);
   Answer clock_offset(const link::Header& h);
+  // Any request can move data, so the kit's own go into the case's account too.
+  void kit_request(facts::KitRequest r, long count, int ranks) { traffic_.note(facts::kKitRequestNames[r], count, ranks); }
 
   Traffic& traffic_;
   std::vector<MPI_Comm> comms_;  // by number; 0 is MPI's world

@@ -16,9 +16,10 @@
 namespace dtrain::side {
 
 namespace {
-// Distinct (op, count, ranks) kinds a case's record lists; every call past
-// them is counted. No case of the kit's makes more than a few dozen.
-constexpr std::size_t kMostKinds = 256;
+// Distinct (op, count, ranks) kinds a case's record lists, leaving room for
+// the two memory readings; every call past them is counted. No case of the
+// kit's makes more than a few dozen.
+constexpr std::size_t kMostKinds = facts::kAccountMostKinds - 2;
 }  // namespace
 
 void Traffic::open(int fd, int rank) {
