@@ -55,7 +55,8 @@ COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "
 # running request was found still running: the machine's pace, not the
 # code's (kit/traffic.py). "refused": a message whose sizes its two ends
 # disagreed on, which still carried the sender's count.
-KIT_REQUESTS = ("dup", "free", "agree", "max", "gather_text", "clock_offset", "rendezvous", "refused", "test")
+KIT_REQUESTS = ("hello", "dup", "free", "members", "agree", "max", "gather_text", "clock_offset", "rendezvous",
+                "refused", "test")
 UNJUDGED_REQUESTS = ("test",)
 # The most distinct (operation, elements, ranks) entries one case's account
 # holds, its memory readings included; every call past them is counted

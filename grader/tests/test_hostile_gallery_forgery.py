@@ -250,6 +250,42 @@ def zero_backward_allreducing(after: bytes) -> List:
         ("student/zero_dp_stage3.cpp", b"#include <fcntl.h>\n#include <unistd.h>\n" + PROLOGUE.encode() + text), FEEDBACK]
 
 
+# A request written on the link by hand, as comm_link.h lays it out, from
+# the descriptor the program's environment names: no forbidden symbol but
+# read and write. Kind 5 asks the side for a communicator's members, which
+# moves nothing between ranks; still, every request made in a case is in
+# its account, so the case's account differs from the reference's.
+RAW_LINK = r"""
+#include <cstdint>
+namespace {
+struct RawHeader { std::int32_t kind, comm; std::int64_t a, b, c, d, e; std::uint64_t in_bytes; };
+struct RawReply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; };
+void raw_request(std::int32_t kind) {
+  const char* ends = std::getenv("KIT_MPI_LINK");
+  int link = -1, control = -1;
+  if (ends == nullptr || std::sscanf(ends, "%d,%d", &link, &control) != 2) throw std::runtime_error("RAW: no link");
+  RawHeader h{kind, 0, 0, 0, 0, 0, 0, 0};
+  if (::write(link, &h, sizeof h) != static_cast<ssize_t>(sizeof h)) throw std::runtime_error("RAW: write");
+  RawReply r{};
+  if (::read(link, &r, sizeof r) != static_cast<ssize_t>(sizeof r)) throw std::runtime_error("RAW: read");
+  std::vector<char> rest(r.out_bytes);
+  if (!rest.empty() && ::read(link, rest.data(), rest.size()) != static_cast<ssize_t>(rest.size()))
+    throw std::runtime_error("RAW: read");
+}
+}  // namespace
+"""
+
+
+def zero_backward_with_a_raw_request() -> List:
+    text = source("reference", "zero_dp_stage3.cpp")
+    reduce = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);"
+    assert reduce in text, "the reference's backward no longer reduce-scatters grad_w so"
+    text = text.replace(b"#include \"zero_dp_stage3.h\"\n", b"#include \"zero_dp_stage3.h\"\n" + RAW_LINK.encode(), 1)
+    text = text.replace(reduce, reduce + b"\n  raw_request(5);", 1)
+    return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+        ("student/zero_dp_stage3.cpp", b"#include <unistd.h>\n" + PROLOGUE.encode() + text), FEEDBACK]
+
+
 GALLERY: List[Hostile] = [
     Hostile("forged_autolab_line",
             lambda tmp: [HONEST_PART1, zero_file({f: FAKE_SCORE_PRINT for f in ZERO_FUNCS})], 10),
@@ -318,6 +354,10 @@ GALLERY: List[Hostile] = [
     Hostile("zero_backward_allreduces_then_rewrites_its_records",
             lambda tmp: zero_backward_allreducing(b"  rewrite_records();"),
             126.67, scores={"part8_backward": 0, "part9": 6.67}, never=("REWROTE",), static="warn"),
+    Hostile("zero_backward_writes_a_raw_link_request",
+            lambda tmp: zero_backward_with_a_raw_request(),
+            126.67, scores={"part8_backward": 0}, says=("made the kit's request 'members'",), never=("RAW:",),
+            static="warn"),
     Hostile("zero_backward_allreduces_control",
             lambda tmp: zero_backward_allreducing(b""),
             126.67, scores={"part8_backward": 0, "part9": 6.67}, says=("allreduce",), static="warn"),

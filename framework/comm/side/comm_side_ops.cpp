@@ -65,6 +65,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
       a.reply.a = rank;
       a.reply.b = size_of(MPI_COMM_WORLD);
+      kit_request(facts::kRequestHello, 0, a.reply.b);
       return a;
     }
     case Kind::Dup: {
@@ -92,6 +93,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     }
     case Kind::Members: {
       const std::vector<int> members = world_ranks_of(comm(h.comm));
+      kit_request(facts::kRequestMembers, 0, static_cast<int>(members.size()));
       return with(members.data(), members.size());
     }
     case Kind::Allreduce:
