@@ -116,6 +116,9 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
         if expected is not None and (wanted is not None or case in expected.values or case in expected.traffic):
             judged = judge.judge_case(case, job.records.values.get(case, {}), expected,
                                       job.records.doubled.get(case, 0))
+            if case in expected.traffic:  # first: code under test ended the case early, so its account is short
+                judged = traffic.after_problems(case, job.traffic, sorted(expected.traffic[case]), ok,
+                                                job_ended=job.stopped is None) + judged
             judged += traffic.judge_case(case, job.traffic, expected.traffic)
             if judged and ok:
                 failures, ok = judged, False

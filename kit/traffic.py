@@ -59,6 +59,7 @@ UNREAD_KIB = facts.SIDE_UNREAD_KIB  # a memory figure the side could not read
 @dataclass
 class Traffic:
     accounts: Dict[str, Dict[int, Account]] = field(default_factory=dict)  # case -> rank -> account
+    after: Dict[str, Dict[int, Account]] = field(default_factory=dict)  # case -> rank -> what followed it
     doubled: Dict[str, int] = field(default_factory=dict)  # case -> accounts past the first, per rank
     malformed: int = 0
 
@@ -73,7 +74,7 @@ def _account(record, rank: int) -> Optional[Account]:
     calls, case = record.get("calls"), record.get("case")
     if not isinstance(case, str) or not isinstance(calls, list) or len(calls) > MAX_CALLS:
         return None
-    if not _whole(record.get("overflow")):
+    if not _whole(record.get("overflow")) or record.get("section", "case") not in ("case", "after"):
         return None
     out: Account = {}
     for c in calls:
@@ -97,7 +98,8 @@ def parse(lines) -> Traffic:
         if account is None:
             out.malformed += 1
             continue
-        mine = out.accounts.setdefault(record["case"], {})
+        kept = out.after if record.get("section") == "after" else out.accounts
+        mine = kept.setdefault(record["case"], {})
         if rank in mine:
             out.doubled[record["case"]] = out.doubled.get(record["case"], 0) + 1
         mine[rank] = account
@@ -127,7 +129,7 @@ def _call_text(call: Call, times: int) -> str:
     where = f" on {ranks} rank{'s' if ranks != 1 else ''}" if ranks else ""  # a wait or a test names no communicator
     if op in facts.KIT_REQUESTS:  # the kit's own: named as the kit calls them
         size = f" of {count} {'bytes' if op == 'gather_text' else 'elements'}" if count else ""
-        return f"the kit's request {op!r}{size}{where}{again}"
+        return f"{op!r} request{size}{where}{again}"
     what = op.replace("_", "-") if op != "iallreduce" else "iallreduce"
     size = f" of {count} element{'s' if count != 1 else ''}" if op not in ("barrier", "split", "wait") else ""
     return f"{what}{size}{where}{again}"
@@ -140,9 +142,10 @@ def differences(got: Account, want: Account) -> List[str]:
     # The communicator's calls first: the kit's own requests follow them
     # (an agreement precedes each collective), so they are named last.
     order = lambda item: (item[0][0] in facts.KIT_REQUESTS, item[0])  # noqa: E731
-    out = [f"made {_call_text(c, n)}, which the reference doesn't"
+    made = lambda c: "made a kit" if c[0] in facts.KIT_REQUESTS else "made"  # noqa: E731
+    out = [f"{made(c)} {_call_text(c, n)}, which the reference doesn't"
            for c, n in sorted((got_calls - want_calls).items(), key=order)]
-    out += [f"made no {_call_text(c, n)}, which the reference makes"
+    out += [f"made no {'kit ' if c[0] in facts.KIT_REQUESTS else ''}{_call_text(c, n)}, which the reference makes"
             for c, n in sorted((want_calls - got_calls).items(), key=order)]
     if got_sent != want_sent:
         out.append(f"sent {got_sent} elements in messages, where the reference sends {want_sent}")
@@ -243,10 +246,37 @@ def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Accoun
     return failures
 
 
+def after_problems(case: str, traffic: Traffic, ranks: List[int], passed: bool, job_ended: bool) -> List[Dict]:
+    """The failures in what the sides carried after a case ended, until the
+    next began ({"rank", "message"}): only the harness's own requests belong
+    there (facts.BETWEEN_CASES, and after a failure facts.AFTER_A_FAILURE).
+    Code under test that ends its case's account early, and then makes a
+    call, makes it here. A side that gave no such account was stopped
+    before it could, which only a job the runner stopped excuses."""
+    allowed = dict(facts.BETWEEN_CASES, **({} if passed else facts.AFTER_A_FAILURE))
+    got = traffic.after.get(case, {})
+    failures: List[Dict] = []
+    for rank in ranks:
+        if rank not in got:
+            if job_ended:
+                failures.append({"rank": rank, "message": "integrity: its MPI side gave no account of what followed "
+                                                          "this case (the case was ended twice, or never?)"})
+            continue
+        extra = [(call, n) for call, n in got[rank].items()
+                 if call[0] not in facts.UNJUDGED_REQUESTS and n > allowed.get(call[0], 0)]
+        if extra:
+            shown = "; ".join(("a kit " if c[0] in facts.KIT_REQUESTS else "") + _call_text(c, n)
+                              for c, n in sorted(extra)[:SHOWN])
+            failures.append({"rank": rank, "message": f"integrity: its MPI side carried calls after this case had "
+                                                      f"ended, before the next began, which only code under test "
+                                                      f"makes: {shown}"})
+    return failures
+
+
 def unplanned(traffic: Traffic, plan: List[str]) -> List[str]:
     """Cases with an account that the job never planned (a side writes only the names its program gives)."""
     planned = set(plan)
-    return sorted(c for c in traffic.accounts if c not in planned)
+    return sorted(c for c in set(traffic.accounts) | set(traffic.after) if c not in planned)
 
 
 # In the expected values' files (kit/judge.py), one line per rank of a case:

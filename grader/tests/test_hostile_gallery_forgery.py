@@ -276,12 +276,12 @@ void raw_request(std::int32_t kind) {
 """
 
 
-def zero_backward_with_a_raw_request() -> List:
+def zero_backward_with_a_raw_request(after: bytes = b"\n  raw_request(5);") -> List:
     text = source("reference", "zero_dp_stage3.cpp")
     reduce = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);"
     assert reduce in text, "the reference's backward no longer reduce-scatters grad_w so"
     text = text.replace(b"#include \"zero_dp_stage3.h\"\n", b"#include \"zero_dp_stage3.h\"\n" + RAW_LINK.encode(), 1)
-    text = text.replace(reduce, reduce + b"\n  raw_request(5);", 1)
+    text = text.replace(reduce, reduce + after, 1)
     return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
         ("student/zero_dp_stage3.cpp", b"#include <unistd.h>\n" + PROLOGUE.encode() + text), FEEDBACK]
 
@@ -356,7 +356,15 @@ GALLERY: List[Hostile] = [
             126.67, scores={"part8_backward": 0, "part9": 6.67}, never=("REWROTE",), static="warn"),
     Hostile("zero_backward_writes_a_raw_link_request",
             lambda tmp: zero_backward_with_a_raw_request(),
-            126.67, scores={"part8_backward": 0}, says=("made the kit's request 'members'",), never=("RAW:",),
+            126.67, scores={"part8_backward": 0}, says=("made a kit 'members' request",), never=("RAW:",),
+            static="warn"),
+    # Kind 20 with no name ends the case's account, as the harness does when
+    # the case is over; a request after it lands in what followed the case,
+    # where only the harness's own requests belong. (An allreduce made in the
+    # open is caught by the rank's own ledger first; this one goes round it.)
+    Hostile("zero_backward_ends_its_account_early_then_asks_its_side",
+            lambda tmp: zero_backward_with_a_raw_request(b"\n  raw_request(20);\n  raw_request(5);"),
+            126.67, scores={"part8_backward": 0}, says=("carried calls after this case had ended",), never=("RAW:",),
             static="warn"),
     Hostile("zero_backward_allreduces_control",
             lambda tmp: zero_backward_allreducing(b""),

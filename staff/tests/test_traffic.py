@@ -208,7 +208,7 @@ def test_the_kits_own_requests_are_judged_as_the_calls_are():
     want = traffic.parse([(0, line("A.B", 0, honest))]).accounts
     got = traffic.parse([(0, line("A.B", 0, honest + [["gather_text", 9408, 4, 1]]))])
     [failure] = traffic.judge_case("A.B", got, want)
-    assert "made the kit's request 'gather_text' of 9408 bytes on 4 ranks, which the reference doesn't" \
+    assert "made a kit 'gather_text' request of 9408 bytes on 4 ranks, which the reference doesn't" \
         in failure["message"]
     # A count the machine's pace decides is not compared: how often a running request was tested.
     polled = traffic.parse([(0, line("A.B", 0, honest + [["test", 0, 0, 17]]))])
@@ -230,3 +230,29 @@ def test_the_fullest_account_a_side_writes_is_read_and_one_past_it_is_not():
     assert full.malformed == 0 and full.accounts["Z.K"][0][("overflow", 0, 0)] == 5
     past = traffic.parse([(0, line("Z.K", 0, calls + [["allgather", 1, 4, 1]] * 3))])
     assert past.malformed == 1
+
+
+def after(case, rank, calls):
+    return line(case, rank, calls, section="after")
+
+
+def test_what_follows_a_case_holds_only_the_harnesss_own_requests():
+    honest = [["max", 0, 4, 1], ["free", 0, 4, 1], ["rendezvous", 0, 4, 1], ["dup", 0, 4, 1]]
+    t = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD)), (0, after("A.B", 0, honest))])
+    assert t.malformed == 0 and traffic.after_problems("A.B", t, [0], passed=True, job_ended=True) == []
+    # A case ended early by code under test: the calls it made then are here.
+    early = traffic.parse([(0, after("A.B", 0, honest + [["allreduce", 24, 4, 1], ["agree", 0, 4, 1]]))])
+    [failure] = traffic.after_problems("A.B", early, [0], passed=True, job_ended=True)
+    assert failure["rank"] == 0 and "after this case had ended" in failure["message"]
+    assert "allreduce of 24 elements on 4 ranks" in failure["message"]
+    # The messages of a failed case are gathered there; of a passed one, never.
+    gathered = traffic.parse([(0, after("A.B", 0, honest + [["gather_text", 120, 4, 1]]))])
+    assert traffic.after_problems("A.B", gathered, [0], passed=False, job_ended=True) == []
+    assert traffic.after_problems("A.B", gathered, [0], passed=True, job_ended=True)
+
+
+def test_a_side_that_gave_no_account_of_what_followed_fails_unless_the_job_was_stopped():
+    t = traffic.parse([(0, line("A.B", 0, ZERO_BACKWARD))])
+    [failure] = traffic.after_problems("A.B", t, [0], passed=True, job_ended=True)
+    assert "gave no account of what followed this case" in failure["message"]
+    assert traffic.after_problems("A.B", t, [0], passed=True, job_ended=False) == []

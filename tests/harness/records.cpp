@@ -36,13 +36,15 @@ std::string plan(int ranks, const std::vector<std::string>& cases, const std::st
          "],\"syscall_filter\":" + json_string(syscall_filter) + "}";
 }
 
-std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow) {
+std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow,
+                    bool after) {
   std::string list;
   for (const auto& c : calls)
     list += std::string(list.empty() ? "" : ",") + "[" + json_string(c.op) + "," + std::to_string(c.count) + "," +
             std::to_string(c.ranks) + "," + std::to_string(c.times) + "]";
   return "{\"event\":\"traffic\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) +
-         ",\"calls\":[" + list + "],\"overflow\":" + std::to_string(overflow) + "}";
+         ",\"calls\":[" + list + "],\"overflow\":" + std::to_string(overflow) +
+         (after ? ",\"section\":\"after\"}" : "}");
 }
 
 std::string result(const std::string& name, bool passed, double seconds,

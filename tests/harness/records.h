@@ -82,7 +82,10 @@ struct TrafficCall {
   int ranks;
   long times;
 };
-std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow);
+// `after`: what the side carried from the case's end until the next case
+// began (or the program ended), not the case itself (kit/traffic.py).
+std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow,
+                    bool after = false);
 
 // An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
 // text without quotes, backslashes or control characters.

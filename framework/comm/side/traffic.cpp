@@ -68,10 +68,18 @@ long resident_kib(int fd) {
 }
 
 void Traffic::begin_case(const std::string& name) {
-  flush();
   const std::lock_guard<std::mutex> lock(mu_);
+  if (name.empty()) {  // the case ends; what follows is its after account
+    if (in_case_) {
+      flush_case();
+      after_ = true;
+    }
+    return;
+  }
+  flush_case();  // a case begun over an open one: both accounts go out as they are
+  flush_after();
   case_ = name;
-  in_case_ = !name.empty();
+  in_case_ = true;
   ddp_where_ = 0;
   tests_here_.clear();
   if (in_case_ && baseline_kib_ < 0) baseline_kib_ = resident_kib(status_fd_);
@@ -80,7 +88,10 @@ void Traffic::begin_case(const std::string& name) {
 void Traffic::checkpoint() {
   const long now = resident_kib(status_fd_);
   const std::lock_guard<std::mutex> lock(mu_);
-  if (!in_case_) return;
+  if (!in_case_) {
+    add("checkpoint", 0, 0);  // after a case's end: no call of the case returns there
+    return;
+  }
   if (emulated_ < 0) emulated_ = emulated(child_pid_) ? 1 : 0;
   ++checkpoints_;
   // A figure the side can't read counts as unbounded: the judge then fails
@@ -120,23 +131,34 @@ void Traffic::tested_running(long id) {
 }
 
 void Traffic::add(const std::string& op, long count, int ranks) {
-  if (!in_case_) return;  // the harness's own traffic before the first case
+  if (!in_case_ && !after_) return;  // the harness's own traffic before the first case
+  Calls& calls = in_case_ ? calls_ : after_calls_;
   const auto key = std::make_tuple(op, count, ranks);
-  const auto at = calls_.find(key);
-  if (at != calls_.end()) {
+  const auto at = calls.find(key);
+  if (at != calls.end()) {
     ++at->second;
-  } else if (calls_.size() < kMostKinds) {
-    calls_.emplace(key, 1);
+  } else if (calls.size() < kMostKinds) {
+    calls.emplace(key, 1);
   } else {
-    ++overflow_;
+    ++(in_case_ ? overflow_ : after_overflow_);
   }
+}
+
+static std::vector<records::TrafficCall> listed(const std::map<std::tuple<std::string, long, int>, long>& calls) {
+  std::vector<records::TrafficCall> out;
+  for (const auto& [key, times] : calls) out.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), times});
+  return out;
 }
 
 void Traffic::flush() {
   const std::lock_guard<std::mutex> lock(mu_);
+  flush_case();
+  flush_after();
+}
+
+void Traffic::flush_case() {
   if (!in_case_) return;
-  std::vector<records::TrafficCall> calls;
-  for (const auto& [key, times] : calls_) calls.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), times});
+  std::vector<records::TrafficCall> calls = listed(calls_);
   if (checkpoints_ > 0) {
     calls.push_back({"checkpoint", 0, 0, checkpoints_});
     calls.push_back({emulated_ == 1 ? "emulated" : "held", emulated_ == 1 ? 0 : held_kib_, 0, 1});
@@ -146,6 +168,19 @@ void Traffic::flush() {
   overflow_ = 0;
   checkpoints_ = held_kib_ = 0;
   in_case_ = false;
+  write(line);
+}
+
+void Traffic::flush_after() {
+  if (!after_) return;
+  const std::string line = records::traffic(case_, rank_, listed(after_calls_), after_overflow_, true) + "\n";
+  after_calls_.clear();
+  after_overflow_ = 0;
+  after_ = false;
+  write(line);
+}
+
+void Traffic::write(const std::string& line) {
   if (fd_ < 0) return;
   for (std::size_t done = 0; done < line.size();) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);

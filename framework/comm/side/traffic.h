@@ -40,7 +40,10 @@ class Traffic {
  public:
   // fd: the channel, write-only; -1: keep no record (a run outside the runner).
   void open(int fd, int rank);
-  // The case the child now runs ("": none); the account of the one before it goes out.
+  // The case the child now runs; "" ends it. The case's account goes out at
+  // its end; what the side carries after it, until the next case begins or
+  // the program ends, goes out then as the case's "after" account, so that
+  // no request of a case's code escapes every account by ending it early.
   void begin_case(const std::string& name);
   // One operation carried: `op` as the ledger names it, `count` its elements
   // (as LedgerEntry::count), `ranks` its communicator's size.
@@ -56,7 +59,7 @@ class Traffic {
   void started(long count);
   void waited();
   void tested_running(long id);
-  // The account of the case now running goes out (at the end, or before an abort).
+  // Every account still held goes out (at the end, or before an abort).
   void flush();
 
  private:
@@ -64,8 +67,10 @@ class Traffic {
   int fd_ = -1, rank_ = 0;
   std::string case_;
   bool in_case_ = false;
-  std::map<std::tuple<std::string, long, int>, long> calls_;  // (op, count, ranks) -> how many
-  long overflow_ = 0;  // calls past the record's cap, counted only
+  bool after_ = false;  // case_ has ended and no other has begun: calls go into its after account
+  using Calls = std::map<std::tuple<std::string, long, int>, long>;  // (op, count, ranks) -> how many
+  Calls calls_, after_calls_;
+  long overflow_ = 0, after_overflow_ = 0;  // calls past a record's cap, counted only
   int child_pid_ = -1;
   int emulated_ = -1;       // under an emulator, whose memory is no figure of the child's (-1: not known yet)
   int status_fd_ = -1;     // the child's /proc/PID/status
@@ -75,6 +80,9 @@ class Traffic {
   std::map<long, long> tests_here_;  // request -> tests that found it running, in this grad_ready call
 
   void add(const std::string& op, long count, int ranks);  // with mu_ held
+  void flush_case();   // with mu_ held
+  void flush_after();  // with mu_ held
+  void write(const std::string& line);
 };
 
 // The memory a process's status file (/proc/PID/status, read from `fd`)
