@@ -30,6 +30,13 @@ between calls is more (kit/facts.py). Under an emulator, whose memory the
 kernel counts, the side writes ("emulated", 0, 0) instead of a figure, and
 the memory rule is judged in the rank alone (docs/internals.md).
 
+Every other request the side carried in the case is in the account too,
+the kit's own (facts.KIT_REQUESTS): any request can move data. And what it
+carried after the case ended, until the next case began or the program
+ended, is the case's "after" account, where only the harness's own
+requests belong (after_problems): a case's code that ends its account
+early still has its calls counted.
+
     traffic = parse(side_lines)              # [(rank, line), ...] from kit/channels.py
     failures = judge_case(case, traffic, expected.traffic)
 """

@@ -3,8 +3,11 @@
 // for the child, by operation, element count and communicator size. The
 // child names the cases (link::Kind::Case); it can name them wrongly, but
 // it cannot leave a call out of the account, nor add one: the side writes
-// what it did. Each case's account leaves the side once, as a record on a
-// channel of its own (kit/launch.py reads it; records.h has the format).
+// what it did. Every other request it carried goes in too, the kit's own
+// (kit/facts.py, KIT_REQUESTS), and what it carried after the case ended,
+// until the next began, is the case's "after" account. Each account leaves
+// the side once, as a record on a channel of its own (kit/launch.py reads
+// it; records.h has the format).
 //
 // The account also holds what the child's memory was, as the kernel counts
 // it, each time a call the rules watch returned (link::Kind::Checkpoint):
