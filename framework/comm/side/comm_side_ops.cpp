@@ -80,7 +80,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       if (h.a < 0 || h.a > INT_MAX || h.b < INT_MIN || h.b > INT_MAX) bad_request("split: color or key out of range");
       MPI_Comm part = MPI_COMM_NULL;
       check_mpi(MPI_Comm_split(from, static_cast<int>(h.a), static_cast<int>(h.b), &part), "MPI_Comm_split");
-      traffic_.note("split", 0, size_of(from));
+      traffic_.note(facts::kSplit, 0, size_of(from));
       return new_comm(part, world_ranks_of(part));
     }
     case Kind::Free: {
@@ -107,7 +107,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       if (static_cast<Idle>(h.a) == Idle::Sleep)
         kit_request(facts::kRequestRendezvous, 0, size_of(c));  // the harness's, between cases
       else
-        traffic_.note("barrier", 0, size_of(c));
+        traffic_.note(facts::kBarrier, 0, size_of(c));
       return {};
     }
     case Kind::Agree: {
@@ -180,7 +180,7 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
     run_collective("MPI_Allreduce", "MPI_Iallreduce",
                    [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c); },
                    [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c, r); });
-    traffic_.note("allreduce", count, n);
+    traffic_.note(facts::kAllreduce, count, n);
     a.data = std::move(in);
     return a;
   }
@@ -190,7 +190,7 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
     run_collective("MPI_Allgather", "MPI_Iallgather",
                    [&] { return MPI_Allgather(src, count, MPI_DOUBLE, dst, count, MPI_DOUBLE, c); },
                    [&](MPI_Request* r) { return MPI_Iallgather(src, count, MPI_DOUBLE, dst, count, MPI_DOUBLE, c, r); });
-    traffic_.note("allgather", count, n);
+    traffic_.note(facts::kAllgather, count, n);
     return a;
   }
   const MPI_Op op = to_mpi(h.b);
@@ -199,7 +199,7 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
   run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
                  [&] { return MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c); },
                  [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c, r); });
-  traffic_.note("reduce_scatter", count, n);
+  traffic_.note(facts::kReduceScatter, count, n);
   in.resize(static_cast<std::size_t>(count) * sizeof(double));
   a.data = std::move(in);
   return a;

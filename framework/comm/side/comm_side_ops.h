@@ -48,7 +48,7 @@ class Ops {
   Answer text(const link::Header& h, const std::vector<char>& in);
   Answer clock_offset(const link::Header& h);
   // Any request can move data, so the kit's own go into the case's account too.
-  void kit_request(facts::KitRequest r, long count, int ranks) { traffic_.note(facts::kKitRequestNames[r], count, ranks); }
+  void kit_request(facts::KitRequest r, long count, int ranks) { traffic_.request(r, count, ranks); }
 
   Traffic& traffic_;
   std::vector<MPI_Comm> comms_;  // by number; 0 is MPI's world

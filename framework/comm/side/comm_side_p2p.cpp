@@ -32,7 +32,7 @@ Answer Ops::point_to_point(const Header& h, const std::vector<char>& in) {
     }
     check_mpi(MPI_Isend(src, count_of(count, "send"), MPI_DOUBLE, peer, payload_tag(tag), c, &r[0]), "MPI_Isend");
     finish(r, 1, "send");
-    traffic_.note("send", count, n);
+    traffic_.note(facts::kSend, count, n);
     return a;
   }
   const int count = count_of(h.c, "recv");
@@ -50,7 +50,7 @@ Answer Ops::point_to_point(const Header& h, const std::vector<char>& in) {
   check_mpi(MPI_Irecv(doubles_of(a, static_cast<std::size_t>(count)), count, MPI_DOUBLE, peer, payload_tag(tag), c,
                       &r[0]), "MPI_Irecv");
   finish(r, 1, "recv");
-  traffic_.note("recv", count, n);
+  traffic_.note(facts::kRecv, count, n);
   return a;
 }
 
@@ -103,7 +103,7 @@ Answer Ops::sendrecv(const Header& h, const std::vector<char>& in) {
       },
       Idle::YieldThenSleep);
   if (out_ok && in_ok)
-    traffic_.note("sendrecv", ns, n);
+    traffic_.note(facts::kSendrecv, ns, n);
   else
     kit_request(facts::kRequestRefused, out_ok ? nr : ns, n);
   if (!in_ok) a.data.clear();
@@ -122,7 +122,7 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
     f.src = in;
     double* dst = doubles_of(f.result, static_cast<std::size_t>(count));
     check_mpi(MPI_Iallreduce(f.src.data(), dst, count, MPI_DOUBLE, op, c, &f.mpi), "MPI_Iallreduce");
-    traffic_.note("iallreduce", count, size_of(c));
+    traffic_.note(facts::kIallreduce, count, size_of(c));
     traffic_.started(count);
     Answer a;
     a.reply.a = next_request_++;
@@ -138,7 +138,7 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
   }
   // A peer may still be computing its backward: sleep between polls after a while.
   if (h.kind == Kind::Wait) {
-    traffic_.note(facts::kOpNames[facts::kWait], 0, 0);
+    traffic_.note(facts::kWait, 0, 0);
     traffic_.waited();
     wait_polling(f.mpi, "MPI_Wait", Idle::YieldThenSleep);
   }

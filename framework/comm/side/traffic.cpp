@@ -10,7 +10,6 @@
 #include <cstring>
 #include <vector>
 
-#include "kit_facts.h"  // generated from kit/facts.py
 #include "records.h"
 
 namespace dtrain::side {
@@ -100,9 +99,14 @@ void Traffic::checkpoint() {
   held_kib_ = std::max(held_kib_, held);
 }
 
-void Traffic::note(const char* op, long count, int ranks) {
+void Traffic::note(facts::OpCode op, long count, int ranks) {
   const std::lock_guard<std::mutex> lock(mu_);
-  add(op, count, ranks);
+  add(facts::kOpNames[op], count, ranks);
+}
+
+void Traffic::request(facts::KitRequest r, long count, int ranks) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  add(facts::kKitRequestNames[r], count, ranks);
 }
 
 void Traffic::ddp_call(long call, long param) {

@@ -37,6 +37,8 @@
 #include <string>
 #include <tuple>
 
+#include "kit_facts.h"  // generated from kit/facts.py
+
 namespace dtrain::side {
 
 class Traffic {
@@ -48,9 +50,10 @@ class Traffic {
   // the program ends, goes out then as the case's "after" account, so that
   // no request of a case's code escapes every account by ending it early.
   void begin_case(const std::string& name);
-  // One operation carried: `op` as the ledger names it, `count` its elements
-  // (as LedgerEntry::count), `ranks` its communicator's size.
-  void note(const char* op, long count, int ranks);
+  // One operation carried: `count` its elements (as LedgerEntry::count),
+  // `ranks` its communicator's size; or one of the kit's own requests.
+  void note(facts::OpCode op, long count, int ranks);
+  void request(facts::KitRequest r, long count, int ranks);
   // The child whose memory checkpoint() measures; called right after the
   // fork, while its pid can't name another process.
   void watch(int child_pid);
