@@ -49,7 +49,7 @@ bool available() { return ends().link >= 0; }
 Reply call(const Header& request, const void* in, void* out, std::size_t out_capacity, std::string* text) {
   if (!available())
     throw std::runtime_error(
-        "this program was not started by the kit's MPI side: start it with tools/kitrun (make test, make run-...)");
+        "this program was not started by the kit's MPI side: start it with tools/kitrun (make train, make test, ...)");
   // One request at a time: a thread's answer is read before another's request goes out.
   static std::mutex& mu = *new std::mutex;  // never destroyed: the watchdog may call at exit
   const std::lock_guard<std::mutex> lock(mu);

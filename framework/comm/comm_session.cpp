@@ -2,6 +2,7 @@
 // MPI (MpiSession), and the framework's own operations beside the student's
 // collectives (CommAccess), comm_runtime.h. None of them is counted in
 // bytes_transferred() or checked by the ledger.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -23,12 +24,20 @@ namespace {
 bool g_finalized = false;
 }  // namespace
 
+// Started without its MPI side (by hand, or by a bare mpirun or mpiexec):
+// one line saying how to start it, from one rank, and exit status 2. What
+// the launcher adds after it is the launcher's.
+[[noreturn]] static void say_how_to_start(const char* program) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank == nullptr) rank = std::getenv("PMI_RANK");  // MPICH's Hydra
+  if (rank == nullptr || std::strcmp(rank, "0") == 0)
+    std::fprintf(stderr, "%s: start the kit's programs with tools/kitrun (tools/kitrun -n 4 %s ...), which starts "
+                 "each rank's MPI side, or with a make target (make train, make test, ...)\n", program, program);
+  std::exit(2);
+}
+
 MpiSession::MpiSession(int& argc, char**& argv) {
-  (void)argc;
-  (void)argv;
-  if (!link::available())
-    throw std::runtime_error(
-        "this program was not started by the kit's MPI side (build/kit_mpi_side): start it with tools/kitrun");
+  if (!link::available()) say_how_to_start(argc > 0 && argv[0] != nullptr ? argv[0] : "this program");
 }
 
 MpiSession::~MpiSession() {

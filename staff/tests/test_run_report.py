@@ -28,3 +28,18 @@ def test_a_data_path_with_quotes_and_backslashes_gives_valid_json(tmp_path):
     got = json.loads(report.read_text())
     assert got["data_dir"] == str(data)
     assert got["train_rows"] == 120 and got["test_rows"] == 60 and got["strategy"] == "dp"
+
+
+def test_a_program_started_without_its_side_says_how_to_start_it_in_one_line():
+    # By hand, and the usual MPI way (a bare mpirun of two ranks): one line
+    # from the program, from one rank, and exit status 2. What Open MPI's
+    # mpirun adds after it is mpirun's own.
+    program = os.path.join(build_dir(), "reference", "unified_train")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for launch in ([], ["mpirun.openmpi", "--oversubscribe", "-n", "2"]):
+        proc = subprocess.run(launch + [program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env, timeout=60)
+        mine = [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith(program + ":")]
+        assert proc.returncode == 2, (launch, proc.returncode, proc.stderr)
+        assert len(mine) == 1 and "tools/kitrun -n 4 " + program in mine[0], (launch, proc.stdout + proc.stderr)
+        assert "terminate called" not in proc.stderr
