@@ -47,10 +47,15 @@ def run_shown(binary: str, chosen: List[table.Part], label: str, launch_args: Op
     shown = " and ".join(map(str, counts)) if len(counts) < 4 else f"1 to {ranks}"
     print(f"== {', '.join(p.key for p in chosen)}: cases on {shown} rank{'s' if ranks > 1 else ''} ({label})",
           flush=True)
-    ran = run_parts(binary, chosen, launch_args=dict(launch_args or {}, capture=False),
+    tally = JobTally()
+    ran = run_parts(binary, chosen, launch_args=dict(launch_args or {}, capture=False), tally=tally,
                     on_outcome=lambda o: show_job_death(o, None if verbose else 12))
     if ran.error:
         print(f"!! {ran.error}", flush=True)
+    if tally.lingered:
+        print(f"!! {tally.lingered} test job(s) still ran {table.EXIT_SECONDS:g} s after their last case and were "
+              "stopped: code that runs after the cases (a static object's destructor?) must end; the grader "
+              "stops it too, and the time is yours", flush=True)
     return ran
 
 
