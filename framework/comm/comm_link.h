@@ -58,6 +58,10 @@ enum class DdpCall : std::int32_t { Returned = 0, GradReady = 1, Finish = 2 };
 enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };
 
 inline constexpr int kAgreeFields = 6;
+// c of an Allreduce, Allgather or ReduceScatter on a one-rank communicator:
+// no data either way (the result is the input, copied by the child); the
+// side checks the size and counts the call.
+inline constexpr std::int64_t kOneRank = 1;
 
 struct Header {
   Kind kind;

@@ -174,6 +174,14 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
   const int count = count_of(h.a, "collective");
   if (static_cast<long>(count) * n > INT_MAX) bad_request("collective: count times ranks beyond MPI's int");
   Answer a;
+  if (h.c == link::kOneRank) {  // the child copies: nothing moves, the call is counted
+    if (n != 1 || !in.empty()) bad_request("collective: a one-rank call on " + std::to_string(n) + " ranks");
+    if (kind != Kind::Allgather) to_mpi(h.b);
+    traffic_.note(kind == Kind::Allreduce ? facts::kAllreduce : kind == Kind::Allgather ? facts::kAllgather
+                                                                                         : facts::kReduceScatter,
+                  count, 1);
+    return a;
+  }
   if (kind == Kind::Allreduce) {
     const MPI_Op op = to_mpi(h.b);
     double* buf = const_cast<double*>(data_of<double>(in, count, "allreduce"));
