@@ -231,7 +231,8 @@ class Job:
     anomalies: List[str] = field(default_factory=list)  # what no honest job writes: each fails its every case
 
 
-def _anomalies(records: rec.Records, traffic: side_traffic.Traffic, channels: Channels) -> List[str]:
+def _anomalies(records: rec.Records, traffic: side_traffic.Traffic, channels: Channels,
+               stopped: Optional[str] = None) -> List[str]:
     """What the job wrote that no job of the kit writes: lines that are no
     record, accounts of cases it never planned, more than a job writes.
     Only code under test writes them, so each fails every case of the job.
@@ -241,7 +242,8 @@ def _anomalies(records: rec.Records, traffic: side_traffic.Traffic, channels: Ch
     out = []
     if traffic.malformed:
         out.append(f"{traffic.malformed} line(s) on the MPI sides' channels were no account of theirs")
-    stray = side_traffic.unplanned(traffic, [c for p in records.plans for c in p["cases"]])
+    planned = [c for p in records.plans for c in p["cases"]]
+    stray = side_traffic.unplanned(traffic, planned)
     if stray:
         out.append(f"the MPI sides gave accounts of {len(stray)} case(s) the job never planned (the side names the "
                    "cases its program tells it of)")
@@ -250,7 +252,16 @@ def _anomalies(records: rec.Records, traffic: side_traffic.Traffic, channels: Ch
                    "writes at most")
     if records.malformed:
         out.append(f"{records.malformed} line(s) the ranks wrote were no record of the kit's format")
+    plan = records.plan or []
+    ranks_of = {case: run.ranks for case in planned for run in table.all_runs() if table.matches(run.filter, case)}
+    out += side_traffic.job_problems(traffic, plan, ranks_of, complete=stopped is None and reported_all(records))
     return out
+
+
+def reported_all(records: rec.Records) -> bool:
+    """Whether every case of the job's plan has a result."""
+    reported = {r["case"] for r in records.results}
+    return records.plan is not None and all(c in reported for c in records.plan)
 
 
 def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
@@ -291,7 +302,7 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         if tally.observed is not None:
             for case, values in records.values.items():
                 tally.observed.setdefault(case, {}).update(values)
-        anomalies = _anomalies(records, traffic, channels)
+        anomalies = _anomalies(records, traffic, channels, stopped)
         tally.integrity += anomalies
         for plan in records.plans:  # the harness's word, for the report: a job without the filter is noted
             state = str(plan.get("syscall_filter", "off: the test program does not say"))

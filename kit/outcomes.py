@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 from kit import judge
 from kit import traffic
 from kit.diagnosis import rank_label, roll_call
-from kit.launch import Job
+from kit.launch import Job, reported_all
 
 
 @dataclass
@@ -118,7 +118,7 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
                                       job.records.doubled.get(case, 0))
             if case in expected.traffic:  # first: code under test ended the case early, so its account is short
                 judged = traffic.after_problems(case, job.traffic, sorted(expected.traffic[case]), ok,
-                                                job_ended=job.stopped is None) + judged
+                                                job_ended=job.stopped is None and reported_all(job.records)) + judged
             judged += traffic.judge_case(case, job.traffic, expected.traffic)
             if judged and ok:
                 failures, ok = judged, False

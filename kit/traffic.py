@@ -68,6 +68,7 @@ class Traffic:
     accounts: Dict[str, Dict[int, Account]] = field(default_factory=dict)  # case -> rank -> account
     after: Dict[str, Dict[int, Account]] = field(default_factory=dict)  # case -> rank -> what followed it
     doubled: Dict[str, int] = field(default_factory=dict)  # case -> accounts past the first, per rank
+    doubled_after: Dict[str, int] = field(default_factory=dict)  # the same, of the after accounts
     malformed: int = 0
 
 
@@ -105,10 +106,11 @@ def parse(lines) -> Traffic:
         if account is None:
             out.malformed += 1
             continue
-        kept = out.after if record.get("section") == "after" else out.accounts
-        mine = kept.setdefault(record["case"], {})
+        after = record.get("section") == "after"
+        mine = (out.after if after else out.accounts).setdefault(record["case"], {})
         if rank in mine:
-            out.doubled[record["case"]] = out.doubled.get(record["case"], 0) + 1
+            doubled = out.doubled_after if after else out.doubled
+            doubled[record["case"]] = doubled.get(record["case"], 0) + 1
         mine[rank] = account
     return out
 
@@ -133,6 +135,8 @@ def _call_text(call: Call, times: int) -> str:
     if op == "overflow":
         return f"{times} calls past what one account holds"
     again = f" ({times} times)" if times > 1 else ""
+    if op in MEASURES or op in ORDER:  # a mark of the framework's, not a call
+        return f"a {op.replace('_', ' ')} mark{again}"
     where = f" on {ranks} rank{'s' if ranks != 1 else ''}" if ranks else ""  # a wait or a test names no communicator
     if op in facts.KIT_REQUESTS:  # the kit's own: named as the kit calls them
         size = f" of {count} {'bytes' if op == 'gather_text' else 'elements'}" if count else ""
@@ -253,6 +257,51 @@ def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Accoun
     return failures
 
 
+def _beyond(account: Account, allowed: Dict[str, int]) -> List[Tuple[Call, int]]:
+    """The calls of an after account past what the harness makes there, by operation."""
+    times: Counter = Counter()
+    for (op, _count, _ranks), n in account.items():
+        times[op] += n
+    return [(call, n) for call, n in account.items()
+            if call[0] not in facts.UNJUDGED_REQUESTS and times[call[0]] > allowed.get(call[0], 0)]
+
+
+def job_problems(traffic: Traffic, plan: List[str], ranks_of: Dict[str, int], complete: bool) -> List[str]:
+    """What in a job's accounts no honest job's sides write, whatever the
+    case's part: only code under test that speaks for the harness on the
+    link makes a side write them, so each fails every case of the job. The
+    words count; they never name a case (its name may be what the code wrote).
+      - a second account of a case (or of what followed it) from one rank;
+      - an account from a rank the case's group does not hold (ranks 0 to n-1);
+      - after a case, requests the harness never makes there;
+      - no account of a case, or of what followed it, from a rank of its
+        group, in a job that reported every case of its plan and ended by
+        itself (each side writes them at the case's end, and at the next
+        case or the program's end)."""
+    out = []
+    doubled = sum(traffic.doubled.values()) + sum(traffic.doubled_after.values())
+    if doubled:
+        out.append(f"{doubled} account(s) of a case's traffic given twice by one rank's MPI side")
+    outside = sum(1 for kept in (traffic.accounts, traffic.after) for case, by_rank in kept.items()
+                  if case in ranks_of for rank in by_rank if rank >= ranks_of[case])
+    if outside:
+        out.append(f"{outside} account(s) of traffic from ranks outside their case's group")
+    allowed = dict(facts.BETWEEN_CASES, **facts.AFTER_A_FAILURE)
+    beyond = sum(1 for by_rank in traffic.after.values() for account in by_rank.values() if _beyond(account, allowed))
+    if beyond:
+        out.append(f"{beyond} MPI side(s) carried calls between two cases that the harness never makes there")
+    if complete:
+        unaccounted = sum(1 for case in plan for rank in range(ranks_of.get(case, 0))
+                          if rank not in traffic.accounts.get(case, {}))
+        if unaccounted:
+            out.append(f"{unaccounted} MPI side(s) gave no account of a case their rank ran")
+        missing = sum(1 for case in plan for rank in traffic.accounts.get(case, {})
+                      if rank not in traffic.after.get(case, {}))
+        if missing:
+            out.append(f"{missing} MPI side(s) gave no account of what followed a case")
+    return out
+
+
 def after_problems(case: str, traffic: Traffic, ranks: List[int], passed: bool, job_ended: bool) -> List[Dict]:
     """The failures in what the sides carried after a case ended, until the
     next began ({"rank", "message"}): only the harness's own requests belong
@@ -269,8 +318,7 @@ def after_problems(case: str, traffic: Traffic, ranks: List[int], passed: bool, 
                 failures.append({"rank": rank, "message": "integrity: its MPI side gave no account of what followed "
                                                           "this case (the case was ended twice, or never?)"})
             continue
-        extra = [(call, n) for call, n in got[rank].items()
-                 if call[0] not in facts.UNJUDGED_REQUESTS and n > allowed.get(call[0], 0)]
+        extra = _beyond(got[rank], allowed)
         if extra:
             shown = "; ".join(("a kit " if c[0] in facts.KIT_REQUESTS else "") + _call_text(c, n)
                               for c, n in sorted(extra)[:SHOWN])

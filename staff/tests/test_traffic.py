@@ -256,3 +256,33 @@ def test_a_side_that_gave_no_account_of_what_followed_fails_unless_the_job_was_s
     [failure] = traffic.after_problems("A.B", t, [0], passed=True, job_ended=True)
     assert "gave no account of what followed this case" in failure["message"]
     assert traffic.after_problems("A.B", t, [0], passed=True, job_ended=False) == []
+
+
+HARNESS_AFTER = [["max", 0, 4, 1], ["free", 0, 4, 1], ["rendezvous", 0, 4, 1], ["dup", 0, 4, 1]]
+
+
+def test_a_job_whose_sides_were_spoken_for_fails_whatever_the_cases_part():
+    # The fourth red team's handin hooked the harness's own link calls: each
+    # ZeRO-3 case's calls went to the account of a Part 1 case already run
+    # (a stand-in no rule judges), and the case's own account was replayed
+    # with zeros. One rank's side then gives the stand-in two accounts.
+    ranks = {"P1.A": 4, "Z.K": 4}
+    honest = [(0, line("P1.A", 0, [])), (0, after("P1.A", 0, HARNESS_AFTER)),
+              (0, line("Z.K", 0, ZERO_BACKWARD)), (0, after("Z.K", 0, HARNESS_AFTER))]
+    assert traffic.job_problems(traffic.parse(honest), ["P1.A", "Z.K"], {"P1.A": 1, "Z.K": 1}, True) == []
+    stand_in = honest + [(0, line("P1.A", 0, [["allreduce", 24, 4, 1]]))]
+    [problem] = traffic.job_problems(traffic.parse(stand_in), ["P1.A", "Z.K"], {"P1.A": 1, "Z.K": 1}, True)
+    assert "given twice" in problem and "P1.A" not in problem
+    # An account from a rank outside the case's group, calls between cases
+    # the harness never makes there, and a rank's case with no account.
+    outside = traffic.parse(honest + [(3, line("P1.A", 3, [])), (3, after("P1.A", 3, HARNESS_AFTER))])
+    assert any("outside their case's group" in p for p in traffic.job_problems(outside, ["P1.A"], {"P1.A": 1}, True))
+    between = traffic.parse([(0, line("P1.A", 0, [])), (0, after("P1.A", 0, HARNESS_AFTER + [["allreduce", 9, 4, 1]]))])
+    assert any("between two cases" in p for p in traffic.job_problems(between, ["P1.A"], ranks, True))
+    silent = traffic.parse([(0, line("P1.A", 0, [])), (0, after("P1.A", 0, HARNESS_AFTER))])
+    assert any("no account of a case their rank ran" in p for p in traffic.job_problems(silent, ["P1.A"], ranks, True))
+    # A job that did not report every case, or was stopped, owes no account of what followed.
+    unfinished = traffic.parse([(0, line("P1.A", 0, []))])
+    assert traffic.job_problems(unfinished, ["P1.A"], {"P1.A": 1}, False) == []
+    assert traffic.job_problems(unfinished, ["P1.A"], {"P1.A": 1}, True) == [
+        "1 MPI side(s) gave no account of what followed a case"]
