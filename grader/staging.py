@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Tuple
 from grader.grades import NOT_A_HANDIN, Grade, not_readable_sentence
 from grader.sandbox import Sandbox
 from kit import calibration, exec_guard, host_limits, judge
-from kit.build import ResourceFailure, build
+from kit.build import ResourceFailure, build, public_twin
 from kit.handin_reader import read_handin
 from kit import parts as table
 from kit.launch import JobTally
@@ -167,7 +167,7 @@ def compile_files(g: Grading) -> bool:
     try:
         report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.sandbox.compile,
                        obj_dir=g.sandbox.own_dir("objs"), refused=g.refused, pch=g.pch,
-                       workers=host_limits.compile_workers(), headers=headers)
+                       workers=host_limits.compile_workers(), headers=headers, twin=True)
     except ResourceFailure as e:
         g.sandbox.clean_up()
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; nothing was "
@@ -217,7 +217,8 @@ def compile_files(g: Grading) -> bool:
                      lines[0] if lines else "the linker gave no message")
         g.broken = "the files did not link together: " + first.split(": ", 1)[-1] if ": " in first else first
         return True
-    os.chmod(g.binary, 0o711)  # run, not read: it holds the hidden cases
+    for exe in (g.binary, public_twin(g.binary)):
+        os.chmod(exe, 0o711)  # run, not read: the first holds the hidden cases
     return True
 
 

@@ -182,10 +182,20 @@ def place_side(build_dir: str, output: str) -> bool:
     return True
 
 
+HIDDEN_OBJECTS = os.sep + os.path.join("grader", "hidden") + os.sep  # in the path of a hidden case file's object
+
+
+def public_twin(binary: str) -> str:
+    """The binary the public cases run in when grading: the same, without
+    the hidden cases, whose names and code then never run beside a public
+    case whose messages students read."""
+    return binary + "_public"
+
+
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
           workers: Optional[int] = None, headers: Optional[str] = None,
-          enforce: Optional[bool] = None, compiler_cache: bool = False) -> Dict:
+          enforce: Optional[bool] = None, compiler_cache: bool = False, twin: bool = False) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
     `pch`: whether the compiler may use the precompiled header (default:
@@ -196,7 +206,8 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     whether that refused it ("link_refused"; KIT_STATIC_CHECKS=warn, or
     `enforce=False`, only reports), and what its compile took ("cpu",
     "ran_past": compile_one), against its limit on this machine
-    (kit/calibration.py). `compiler_cache`: compile_one's."""
+    (kit/calibration.py). `compiler_cache`: compile_one's. `twin`: also link
+    public_twin(output), without the hidden cases (a grading's)."""
     enforce = link_check.enforced() if enforce is None else enforce
     how = recipe(build_dir)
     limits = calibration.limits(build_dir)
@@ -252,12 +263,16 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     if unsafe:
         report["link_errors"] = "not regular files, not linked: " + ", ".join(unsafe)
     elif len(objects) == len(files):
-        cmd = [how["compiler"]] + shlex.split(how["link_flags"]) + \
-            [i for i in how["link_inputs"] if i.endswith(".o")] + objects + \
-            [i for i in how["link_inputs"] if not i.endswith(".o")] + ["-o", output]
+        def link(out: str, hidden: bool) -> subprocess.CompletedProcess:
+            inputs = [i for i in how["link_inputs"] if i.endswith(".o") and (hidden or HIDDEN_OBJECTS not in i)]
+            cmd = [how["compiler"]] + shlex.split(how["link_flags"]) + inputs + objects + \
+                [i for i in how["link_inputs"] if not i.endswith(".o")] + ["-o", out]
+            return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         oom_before = host_limits.oom_kills()
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+            proc = link(output, True)
+            if proc.returncode == 0 and twin:
+                proc = link(public_twin(output), False)
         except subprocess.TimeoutExpired:
             report["link_errors"] = "the linker did not finish within 600 s"
             return report

@@ -157,7 +157,8 @@ class PartsRun:
 def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launch_args: Optional[Dict] = None,
               tally: Optional[JobTally] = None,
               on_outcome: Optional[Callable[[CaseOutcome], None]] = None,
-              settled: Optional[Callable[[str, Dict[str, CaseOutcome]], bool]] = None) -> PartsRun:
+              settled: Optional[Callable[[str, Dict[str, CaseOutcome]], bool]] = None,
+              public_binary: Optional[str] = None) -> PartsRun:
     """Runs the chosen parts' public cases in one job with as many ranks as
     the largest case needs, then, if asked, their hidden cases in jobs of
     their own: no process that ran a hidden case runs a public one, so
@@ -168,7 +169,9 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     platform's time limit, one part's hangs never cost the other parts their
     turn, and cost its own the same time everywhere. Without hidden cases,
     a put-off case for which `settled(case, outcomes so far)` holds is not
-    run: the known-bug checks stop a part whose verdict is already certain."""
+    run: the known-bug checks stop a part whose verdict is already certain.
+    `public_binary`: the binary without the hidden cases (kit/build.py,
+    public_twin), for the public jobs."""
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
 
@@ -181,7 +184,8 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
         salt = expected.salt if expected is not None and all(r.hidden for r in runs) else None
         # A run's job limit grows with its cases' limits on this machine.
         limits = (launch_args or {}).get("limits") or calibration.limits()
-        launch = Launch(binary, max(r.ranks for r in runs),
+        exe = binary if public_binary is None or all(r.hidden for r in runs) else public_binary
+        launch = Launch(exe, max(r.ranks for r in runs),
                         timeout=sum(r.job_seconds * limits.case_factor(r) for r in runs),
                         **{"capture": on_outcome is None, "case_share": share, "hidden_salt": salt, "limits": limits,
                            **(launch_args or {})})

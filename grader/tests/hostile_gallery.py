@@ -111,6 +111,7 @@ class Hostile:
     total: float
     says: Tuple[str, ...] = ()         # the report must contain each
     never: Tuple[str, ...] = ()        # ... and none of these
+    unseen: Tuple[str, ...] = ()       # none of these in what students see (the human report; the JSON is staff's)
     static: str = "enforce"            # KIT_STATIC_CHECKS
     budget: float = 90.0               # seconds, the whole grading
     scores: Dict[str, float] = field(default_factory=dict)  # parts that must score exactly this
@@ -155,6 +156,8 @@ def run_hostile(case: Hostile, tmp_path) -> None:
         assert text in everything, f"{case.name}: the report does not say {text!r}\n{proc.stdout[-3000:]}"
     for text in case.never:
         assert text not in everything, f"{case.name}: the report leaks {text!r}"
+    for text in case.unseen:
+        assert text not in proc.stdout, f"{case.name}: the human report shows {text!r}"
     budget = on_this_machine(case.budget)
     assert seconds <= budget, f"{case.name}: graded in {seconds:.0f} s, over its {budget:.0f} s budget"
     uid = report["sandbox"]["uid"] if report.get("sandbox") else None

@@ -276,6 +276,14 @@ void raw_request(std::int32_t kind) {
 """
 
 
+def reference_with_prologue(name: str, prologue: str, find: str, replace: str) -> bytes:
+    """The reference's file with code after its includes and one text replaced."""
+    text = source("reference", name).decode()
+    include = f'#include "{name[:-4]}.h"\n'
+    assert include in text and find in text, f"the reference's {name} changed"
+    return (PROLOGUE + text.replace(include, include + prologue, 1).replace(find, replace, 1)).encode()
+
+
 def zero_backward_with_a_raw_request(after: bytes = b"\n  raw_request(5);") -> List:
     text = source("reference", "zero_dp_stage3.cpp")
     reduce = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);"
@@ -284,6 +292,30 @@ def zero_backward_with_a_raw_request(after: bytes = b"\n  raw_request(5);") -> L
     text = text.replace(reduce, reduce + after, 1)
     return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
         ("student/zero_dp_stage3.cpp", b"#include <unistd.h>\n" + PROLOGUE.encode() + text), FEEDBACK]
+
+
+# Lists the cases its test binary registers whose names say they are
+# hidden, and throws the list from split_data: in a public case, whose
+# messages students read, that would show them (the fourth red team did).
+LIST_HIDDEN_CASES = r"""
+#include <gtest/gtest.h>
+namespace {
+std::string hidden_names() {
+  std::string out;
+  auto* unit = ::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit->total_test_suite_count(); ++i)
+    for (int j = 0; j < unit->GetTestSuite(i)->total_test_count(); ++j) {
+      const std::string name = unit->GetTestSuite(i)->GetTestInfo(j)->test_suite_name();
+      if (name.find("Hidden") != std::string::npos) out += " " + name;
+    }
+  return out;
+}
+void throw_hidden_names() {
+  const std::string names = hidden_names();
+  if (!names.empty()) throw std::runtime_error("LISTED" + names);
+}
+}  // namespace
+"""
 
 
 GALLERY: List[Hostile] = [
@@ -367,6 +399,16 @@ GALLERY: List[Hostile] = [
             lambda tmp: zero_backward_with_a_raw_request(b"\n  raw_request(20);\n  raw_request(5);"),
             0, says=("carried calls after this case had ended", "carried calls between two cases"),
             never=("RAW:",), static="warn"),
+    # The public cases run in a binary without the hidden ones: they pass;
+    # the hidden job's list fails its own Part 1 cases, whose messages only
+    # staff read.
+    Hostile("lists_the_hidden_cases_in_a_public_message",
+            lambda tmp: [("student/data_parallel_preprocess.cpp",
+                          reference_with_prologue("data_parallel_preprocess.cpp", LIST_HIDDEN_CASES,
+                                                  "int rank) {", "int rank) {\n  throw_hidden_names();")),
+                         ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
+                         ("student/zero_dp_stage3.cpp", source("reference", "zero_dp_stage3.cpp")), FEEDBACK],
+            140, scores={"part1": 0}, unseen=("LISTED", "Hidden"), static="warn"),
     Hostile("zero_backward_allreduces_control",
             lambda tmp: zero_backward_allreducing(b""),
             126.67, scores={"part8_backward": 0, "part9": 6.67}, says=("allreduce",), static="warn"),
