@@ -1,0 +1,116 @@
+"""The hostile gallery's attacks on the link between a rank's program and
+its MPI side, and on what the public job's binary holds: requests written
+on the link by hand, a case's account ended early, and the hidden cases'
+names listed from the test registry. Each scores exactly what the rules
+leave it, and shows students nothing of the hidden cases.
+
+  python3 -m pytest grader/tests/test_hostile_gallery_link.py     (as root: the sandbox needs it)
+
+The gallery's other attacks, and what every case must show, are in
+hostile_gallery.py.
+"""
+from typing import List
+
+import pytest
+
+from conftest import IMPL_FILES, source
+from hostile_gallery import FEEDBACK, PROLOGUE, Hostile, grade_hostile
+
+# A request written on the link by hand, as comm_link.h lays it out, from
+# the descriptor the program's environment names: no forbidden symbol but
+# read and write. Kind 5 asks the side for a communicator's members, which
+# moves nothing between ranks; still, every request made in a case is in
+# its account, so the case's account differs from the reference's.
+RAW_LINK = r"""
+#include <cstdint>
+namespace {
+struct RawHeader { std::int32_t kind, comm; std::int64_t a, b, c, d, e; std::uint64_t in_bytes; };
+struct RawReply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; };
+void raw_request(std::int32_t kind) {
+  const char* ends = std::getenv("KIT_MPI_LINK");
+  int link = -1, control = -1;
+  if (ends == nullptr || std::sscanf(ends, "%d,%d", &link, &control) != 2) throw std::runtime_error("RAW: no link");
+  RawHeader h{kind, 0, 0, 0, 0, 0, 0, 0};
+  if (::write(link, &h, sizeof h) != static_cast<ssize_t>(sizeof h)) throw std::runtime_error("RAW: write");
+  RawReply r{};
+  if (::read(link, &r, sizeof r) != static_cast<ssize_t>(sizeof r)) throw std::runtime_error("RAW: read");
+  std::vector<char> rest(r.out_bytes);
+  if (!rest.empty() && ::read(link, rest.data(), rest.size()) != static_cast<ssize_t>(rest.size()))
+    throw std::runtime_error("RAW: read");
+}
+}  // namespace
+"""
+
+
+def reference_with_prologue(name: str, prologue: str, find: str, replace: str) -> bytes:
+    """The reference's file with code after its includes and one text replaced."""
+    text = source("reference", name).decode()
+    include = f'#include "{name[:-4]}.h"\n'
+    assert include in text and find in text, f"the reference's {name} changed"
+    return (PROLOGUE + text.replace(include, include + prologue, 1).replace(find, replace, 1)).encode()
+
+
+def zero_backward_with_a_raw_request(after: bytes = b"\n  raw_request(5);") -> List:
+    text = source("reference", "zero_dp_stage3.cpp")
+    reduce = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Sum);"
+    assert reduce in text, "the reference's backward no longer reduce-scatters grad_w so"
+    text = text.replace(b"#include \"zero_dp_stage3.h\"\n", b"#include \"zero_dp_stage3.h\"\n" + RAW_LINK.encode(), 1)
+    text = text.replace(reduce, reduce + after, 1)
+    return [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
+        ("student/zero_dp_stage3.cpp", b"#include <unistd.h>\n" + PROLOGUE.encode() + text), FEEDBACK]
+
+
+# Lists the cases its test binary registers whose names say they are
+# hidden, and throws the list from split_data: in a public case, whose
+# messages students read, that would show them (the fourth red team did).
+LIST_HIDDEN_CASES = r"""
+#include <gtest/gtest.h>
+namespace {
+std::string hidden_names() {
+  std::string out;
+  auto* unit = ::testing::UnitTest::GetInstance();
+  for (int i = 0; i < unit->total_test_suite_count(); ++i)
+    for (int j = 0; j < unit->GetTestSuite(i)->total_test_count(); ++j) {
+      const std::string name = unit->GetTestSuite(i)->GetTestInfo(j)->test_suite_name();
+      if (name.find("Hidden") != std::string::npos) out += " " + name;
+    }
+  return out;
+}
+void throw_hidden_names() {
+  const std::string names = hidden_names();
+  if (!names.empty()) throw std::runtime_error("LISTED" + names);
+}
+}  // namespace
+"""
+
+
+GALLERY: List[Hostile] = [
+    Hostile("zero_backward_writes_a_raw_link_request",
+            lambda tmp: zero_backward_with_a_raw_request(),
+            126.67, scores={"part8_backward": 0}, says=("made a kit 'members' request",), never=("RAW:",),
+            static="warn"),
+    # Kind 20 with no name ends the case's account, as the harness does when
+    # the case is over; a request after it lands in what followed the case,
+    # where only the harness's own requests belong. (An allreduce made in the
+    # open is caught by the rank's own ledger first; this one goes round it.)
+    Hostile("zero_backward_ends_its_account_early_then_asks_its_side",
+            # Every job it runs in fails: its sides carried calls between cases.
+            lambda tmp: zero_backward_with_a_raw_request(b"\n  raw_request(20);\n  raw_request(5);"),
+            0, says=("carried calls after this case had ended", "carried calls between two cases"),
+            never=("RAW:",), static="warn"),
+    # The public cases run in a binary without the hidden ones: they pass;
+    # the hidden job's list fails its own Part 1 cases, whose messages only
+    # staff read.
+    Hostile("lists_the_hidden_cases_in_a_public_message",
+            lambda tmp: [("student/data_parallel_preprocess.cpp",
+                          reference_with_prologue("data_parallel_preprocess.cpp", LIST_HIDDEN_CASES,
+                                                  "int rank) {", "int rank) {\n  throw_hidden_names();")),
+                         ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
+                         ("student/zero_dp_stage3.cpp", source("reference", "zero_dp_stage3.cpp")), FEEDBACK],
+            140, scores={"part1": 0}, unseen=("LISTED", "Hidden"), static="warn"),
+]
+
+
+@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
+    grade_hostile(case, tmp_path)
