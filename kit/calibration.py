@@ -289,9 +289,10 @@ def limits(build_dir: Optional[str] = None, strict: bool = True) -> Limits:
         except (OSError, ValueError, KeyError) as e:
             _LIMITS[build_dir] = Limits(1.0, Figures({}, {}, {}), f"no recorded figures ({e}): the table's limits")
             return _LIMITS[build_dir]
+        from kit.recipe import NotBuilt
         try:
             seconds, kind, how = pace_here(build_dir)
-        except RuntimeError as e:
+        except (RuntimeError, OSError, NotBuilt) as e:
             if strict:
                 raise
             _LIMITS[build_dir] = Limits(1.0, figures, "the table's limits: " + str(e).splitlines()[0])

@@ -51,13 +51,13 @@ COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "
 # The kit's own requests a rank's MPI side carries (framework/comm/comm_link.h):
 # every one made while a case runs goes into the case's account, as the
 # collectives do, because any request can move data. The judge compares
-# them with the reference's, all but "test", whose count is how often a
-# running request was found still running: the machine's pace, not the
-# code's (kit/traffic.py). "refused": a message whose sizes its two ends
+# them with the reference's, all but "test" and "wait": how often a running
+# request was found still running is the machine's pace, and whether a
+# request completes in a wait or a test is the code's choice (kit/traffic.py). "refused": a message whose sizes its two ends
 # disagreed on, which still carried the sender's count.
 KIT_REQUESTS = ("hello", "dup", "free", "members", "agree", "max", "gather_text", "clock_offset", "rendezvous",
                 "refused", "test")
-UNJUDGED_REQUESTS = ("test",)
+UNJUDGED_REQUESTS = ("test", "wait")  # how a request completes (a wait, or a test that finds it done) is the code's choice
 # What the harness asks of the side between one case's end and the next
 # case's start (or the program's end), at most: the ranks' verdict (max),
 # communicators freed (the case's, and at the end the groups': a free moves

@@ -142,7 +142,7 @@ def _call_text(call: Call, times: int) -> str:
         size = f" of {count} {'bytes' if op == 'gather_text' else 'elements'}" if count else ""
         return f"{op!r} request{size}{where}{again}"
     what = op.replace("_", "-") if op != "iallreduce" else "iallreduce"
-    size = f" of {count} element{'s' if count != 1 else ''}" if op not in ("barrier", "split", "wait") else ""
+    size = f" of {count} element{'s' if count != 1 else ''}" if count else ""  # a barrier, split or wait moves none
     return f"{what}{size}{where}{again}"
 
 
