@@ -169,9 +169,16 @@ def run_hostile(case: Hostile, tmp_path) -> None:
     for escape in case.gone:
         assert not os.path.exists(escape), f"{case.name}: {escape} is there after grading"
     if uid is not None:
-        owned = [p for top in SHARED_TMP for p in glob.glob(os.path.join(top, "*"))
-                 if os.lstat(p).st_uid == uid]
+        owned = [p for top in SHARED_TMP for p in glob.glob(os.path.join(top, "*")) if owner(p) == uid]
         assert not owned, f"{case.name}: the sandbox user's files are left in the shared temporary places: {owned}"
+
+
+def owner(path: str) -> Optional[int]:
+    """The uid that owns a path; None if it is gone (another worker's grading removed it meanwhile)."""
+    try:
+        return os.lstat(path).st_uid
+    except FileNotFoundError:
+        return None
 
 
 def grade_hostile(case: Hostile, tmp_path) -> None:
