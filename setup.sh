@@ -19,10 +19,11 @@ if [ "${1:-}" = --list ]; then
   exit 0
 fi
 # A copy that holds the kit's self-test (staff/) also needs sim_c++, which
-# grader/grade --similar runs and make check tests; the images and roots
-# built from the list above never run it.
+# grader/grade --similar runs and make check tests, and strace, with which
+# make check counts the MPI side's direct copies; the images and roots
+# built from the list above never run either.
 if [ -d "$(dirname "$0")/staff" ]; then
-  PACKAGES="$PACKAGES similarity-tester"
+  PACKAGES="$PACKAGES similarity-tester strace"
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

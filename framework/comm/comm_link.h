@@ -11,6 +11,16 @@
 // buffer, or, when status is not Ok, the error's text). Communicators and
 // requests are numbers the side gave out; the side checks every number and
 // size it is sent before using it.
+//
+// A large buffer need not cross the socket: a request may name where its
+// data lies in the child (`in_at`) and where the answer's goes (`out_at`,
+// at most `out_capacity` bytes), and the side copies them itself with
+// process_vm_readv and process_vm_writev: one copy each way, with no
+// chunks through the socket's buffer and no wakeup per chunk. The side may
+// do this to its own child (its descendant, whose user it is); the child
+// can't do it back (the side is not dumpable). Where the system refuses it
+// (a container's filter, an emulator), the side answers Resend once and
+// the child sends its data inline from then on.
 #pragma once
 
 #include <sys/uio.h>
@@ -68,16 +78,28 @@ struct Header {
   std::int32_t comm;
   std::int64_t a, b, c, d, e;
   std::uint64_t in_bytes;
+  std::uint64_t in_at;         // the data's address in the child, or 0: inline after the header
+  std::uint64_t out_at;        // where the answer's data may go in the child, or 0: inline after the reply
+  std::uint64_t out_capacity;  // the bytes there
 };
 
-enum class Status : std::int32_t { Ok = 0, Failed = 1, BadArgument = 2 };
+// Resend: the side can't copy from or to the child's memory here; the same
+// request goes again with its data inline (it was not carried out).
+enum class Status : std::int32_t { Ok = 0, Failed = 1, BadArgument = 2, Resend = 3 };
 
 struct Reply {
   Status status;
   std::int32_t comm;
   std::int64_t a, b;
   std::uint64_t out_bytes;
+  std::int32_t placed;  // 1: the side wrote the out_bytes at the request's out_at; none follow the reply
+  std::int32_t unused;
 };
+
+// Buffers from this size on are copied by the side (above); smaller ones
+// ride in the same write as their header, which costs less than a system
+// call of their own.
+inline constexpr std::size_t kDirectBytes = 16 << 10;
 
 // The side's file descriptors for the link and the control pipe, as the
 // child's environment names them.

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,10 +54,28 @@ Reply call(const Header& request, const void* in, void* out, std::size_t out_cap
   // One request at a time: a thread's answer is read before another's request goes out.
   static std::mutex& mu = *new std::mutex;  // never destroyed: the watchdog may call at exit
   const std::lock_guard<std::mutex> lock(mu);
-  if (!send_both(ends().link, &request, sizeof request, in, request.in_bytes))
-    side_gone("writing a request");
+  static bool direct = true;  // until the side says it can't copy here (comm_link.h)
+  Header h = request;
+  h.in_at = h.out_at = h.out_capacity = 0;
+  if (direct && h.in_bytes >= kDirectBytes) h.in_at = reinterpret_cast<std::uintptr_t>(in);
+  if (direct && text == nullptr && out_capacity >= kDirectBytes) {
+    h.out_at = reinterpret_cast<std::uintptr_t>(out);
+    h.out_capacity = out_capacity;
+  }
   Reply reply{};
-  read_all(ends().link, &reply, sizeof reply);
+  for (;;) {
+    if (!send_both(ends().link, &h, sizeof h, in, h.in_at != 0 ? 0 : h.in_bytes)) side_gone("writing a request");
+    read_all(ends().link, &reply, sizeof reply);
+    if (reply.status != Status::Resend) break;
+    if (!direct) side_gone("a second refusal of direct copies");
+    direct = false;
+    h.in_at = h.out_at = h.out_capacity = 0;
+  }
+  if (reply.placed != 0) {
+    if (h.out_at == 0 || reply.status != Status::Ok || reply.out_bytes > out_capacity)
+      side_gone("an answer placed where none was asked for");
+    return reply;
+  }
   if (reply.status != Status::Ok || text != nullptr) {
     std::string data(reply.out_bytes, '\0');
     if (!data.empty()) read_all(ends().link, data.data(), data.size());

@@ -24,13 +24,15 @@ from hostile_gallery import FEEDBACK, PROLOGUE, Hostile, grade_hostile
 RAW_LINK = r"""
 #include <cstdint>
 namespace {
-struct RawHeader { std::int32_t kind, comm; std::int64_t a, b, c, d, e; std::uint64_t in_bytes; };
-struct RawReply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; };
-void raw_request(std::int32_t kind) {
+struct RawHeader { std::int32_t kind, comm; std::int64_t a, b, c, d, e;
+                   std::uint64_t in_bytes, in_at, out_at, out_capacity; };
+struct RawReply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; std::int32_t placed, unused; };
+// `at`: where the request says its data lies (and its answer goes), for the side to copy itself.
+void raw_request(std::int32_t kind, std::uint64_t bytes = 0, std::uint64_t at = 0) {
   const char* ends = std::getenv("KIT_MPI_LINK");
   int link = -1, control = -1;
   if (ends == nullptr || std::sscanf(ends, "%d,%d", &link, &control) != 2) throw std::runtime_error("RAW: no link");
-  RawHeader h{kind, 0, 0, 0, 0, 0, 0, 0};
+  RawHeader h{kind, 0, std::int64_t(bytes / 8), 0, 0, 0, 0, bytes, at, at, bytes};
   if (::write(link, &h, sizeof h) != static_cast<ssize_t>(sizeof h)) throw std::runtime_error("RAW: write");
   RawReply r{};
   if (::read(link, &r, sizeof r) != static_cast<ssize_t>(sizeof r)) throw std::runtime_error("RAW: read");
@@ -87,6 +89,13 @@ void throw_hidden_names() {
 GALLERY: List[Hostile] = [
     Hostile("zero_backward_writes_a_raw_link_request",
             lambda tmp: zero_backward_with_a_raw_request(),
+            126.67, scores={"part8_backward": 0}, says=("made a kit 'members' request",), never=("RAW:",),
+            static="warn"),
+    # An allreduce whose data, by its header, lies at an address the program
+    # has not mapped: the side's own copy fails, it refuses the request and
+    # serves the next, a members request, which the case's account holds.
+    Hostile("zero_backward_names_data_outside_its_memory",
+            lambda tmp: zero_backward_with_a_raw_request(b"\n  raw_request(6, 32768, 16);\n  raw_request(5);"),
             126.67, scores={"part8_backward": 0}, says=("made a kit 'members' request",), never=("RAW:",),
             static="warn"),
     # Kind 20 with no name ends the case's account, as the harness does when

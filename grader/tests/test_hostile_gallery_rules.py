@@ -199,10 +199,11 @@ BEHIND_THE_LEDGER = b"""#include <unistd.h>
 #include <cstdint>
 namespace {
 dtrain::Vector allreduce_behind_the_ledger(dtrain::Communicator& comm, const dtrain::Vector& v) {
-  struct Header { std::int32_t kind, comm; std::int64_t a, b, c, d, e; std::uint64_t in_bytes; };
-  struct Reply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; };
+  struct Header { std::int32_t kind, comm; std::int64_t a, b, c, d, e;
+                  std::uint64_t in_bytes, in_at, out_at, out_capacity; };
+  struct Reply { std::int32_t status, comm; std::int64_t a, b; std::uint64_t out_bytes; std::int32_t placed, unused; };
   const long n = v.size();
-  Header h{6, **reinterpret_cast<std::int32_t* const*>(&comm), n, 0, 0, 0, 0, std::uint64_t(n) * 8};
+  Header h{6, **reinterpret_cast<std::int32_t* const*>(&comm), n, 0, 0, 0, 0, std::uint64_t(n) * 8, 0, 0, 0};
   dtrain::Vector summed(n);
   Reply r{};
   auto out = [](const void* p, std::size_t k) {
