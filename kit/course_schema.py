@@ -92,7 +92,7 @@ KEYS: Tuple[Key, ...] = (
     *(Key("time_budget", p, "seconds", s, BUDGET_RANGE, f"budgets:{p}", f"the seconds {n} gives one grading{more}")
       for p, s, n, more in (("autolab", 55, "Autolab", " (its job timeout must be more)"),
                             ("gradescope", 540, "Gradescope", ""),
-                            ("prairielearn", 27, "PrairieLearn", " (its question's timeout is 3 s more)"))),
+                            ("prairielearn", 87, "PrairieLearn", " (its question's timeout is 3 s more)"))),
     Key("time_limit", PER_PART, "seconds", {}, LIMIT_RANGE, "time_limits",
         "the seconds each case of a part may take (the table's: `python3 -m kit course` prints them)",
         "part9 = 150"),

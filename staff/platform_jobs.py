@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List
 
 from kit.calibration import PLATFORM_CPUS
+from kit.parts import COURSE
 from kit.paths import KIT_DIR
+from staff.bundles import PRAIRIELEARN_START_SECONDS
 from staff.container import LIMITS, PODMAN, image_exists, run
 from staff.student_loop_as_user import StepFailed
 
@@ -230,6 +232,8 @@ PLATFORMS = [
              autolab_build, autolab_grade),
     Platform("gradescope", "localhost/dtrain-gradescope:check", 600, 60, "0.5 CPU, 768 MiB",
              gradescope_build, gradescope_grade),
-    Platform("prairielearn", "localhost/dtrain-prairielearn:check", 30, 30, "0.9 CPU, 2 GiB, 1024 pids, no network",
+    # PrairieLearn's own limit is the question's timeout, which make autograder writes from the course's budget.
+    Platform("prairielearn", "localhost/dtrain-prairielearn:check",
+             COURSE.budget("prairielearn") + PRAIRIELEARN_START_SECONDS, 30, "0.9 CPU, 2 GiB, 1024 pids, no network",
              prairielearn_build, prairielearn_grade),
 ]

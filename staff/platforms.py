@@ -22,7 +22,7 @@ The handins, and what each platform must give them:
              loses part1 alone on every platform, as on the host (its other cases run last, each at a
              fifth of its limit, and a platform's time cut spends only them)
 
-Then the reference and spin again in each image with its CPUs halved
+Then the reference and spin (with --halve-all, every handin) again in each image with its CPUs halved
 (Autolab's Tango, which sets none, at half the machine's): a slower machine
 must give the same grades, or, where an honest grading no longer fits the
 platform's time budget there (kit/calibration.py's estimate), a grader
@@ -37,7 +37,7 @@ the memory setting; and on PrairieLearn an upload that is no tar archive:
 `gradable: false`, so it costs no attempt. The table shows platform, handin, score, status and
 seconds. Each platform's image and job are staff/platform_jobs.py's.
 
-  python3 -m staff.platforms [--platform NAME ...] [--handin NAME ...] [--keep DIR]
+  python3 -m staff.platforms [--platform NAME ...] [--handin NAME ...] [--keep DIR] [--halve-all]
 """
 import argparse
 import io
@@ -168,6 +168,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--handin", action="append", choices=list(EXPECT))
     ap.add_argument("--keep", help="keep each job's folder (results, output) here")
     ap.add_argument("--reuse-images", action="store_true", help="grade with the images an earlier run built")
+    ap.add_argument("--halve-all", action="store_true",
+                    help=f"grade every handin again at half the CPUs, not only {' and '.join(HALVED)} (CI's)")
     args = ap.parse_args(argv)
     require_podman("check-platforms")
     platforms = [p for p in PLATFORMS if not args.platform or p.name in args.platform]
@@ -205,7 +207,7 @@ def main(argv: List[str]) -> int:
             # where an honest grading can't fit the budget, a grader error.
             half = p.default_cpus() / 2
             fits = limits.fits(table.COURSE.budget(p.name), half)
-            for h in [h for h in handins if h in HALVED]:
+            for h in [h for h in handins if args.halve_all or h in HALVED]:
                 job = os.path.join(work, p.name, h + "-halved")
                 r = p.grade(p, tars[h], job, cpus=half)
                 problems = verdict(h, p, r, fits, stretch=2.0)
