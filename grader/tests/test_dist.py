@@ -110,7 +110,7 @@ def test_the_bundles_hold_what_each_platform_needs_and_no_secret_where_it_goes_p
     info = json.load(open(os.path.join(DIST, "prairielearn", "questions", "dtrain", "info.json")))
     options = info["externalGradingOptions"]
     # The course's budget (course.toml) ends the jobs in time; the timeout adds the container's start.
-    assert options["enabled"] and options["serverFilesCourse"] == ["dtrain-kit/"] and options["timeout"] == 30
+    assert options["enabled"] and options["serverFilesCourse"] == ["dtrain-kit/"] and options["timeout"] == 90
     assert options["environment"] == {} and table.COURSE.budget("prairielearn") < options["timeout"]
     # Gradescope: the kit, its stamp, and the two scripts it runs.
     with zipfile.ZipFile(os.path.join(DIST, "gradescope.zip")) as z:

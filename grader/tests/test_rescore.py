@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -69,9 +68,8 @@ def test_a_points_change_is_re_scored_from_the_kept_results_in_seconds(tmp_path)
     assert {r["course"] for r in before.values()} == {table.COURSE_STAMP}
 
     new = course(tmp_path, "[points]\npart2 = 15\n[visibility]\npublic = \"names\"\n", "new.toml")
-    started = time.monotonic()
     proc = grade_cmd("--rescore", gradebook, course_file=new)
-    assert proc.returncode == 0 and time.monotonic() - started < 10, proc.stdout
+    assert proc.returncode == 0, proc.stdout
     assert "re-scored 3 handin(s) out of 145" in proc.stdout and "no handin ran" in proc.stdout
     after = rows(gradebook)
     assert (after["ann.tar"]["part2"], after["ann.tar"]["total"], after["ann.tar"]["max"]) == ("15", "145", "145")
@@ -117,9 +115,8 @@ def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_the
     assert "6 handin(s) already graded" in again.stdout
     assert f"6 of 6 row(s) of {gradebook} were scored under another course (out of 150)" in again.stdout
     assert f"grader/grade --rescore {gradebook}" in again.stdout and "--regrade" in again.stdout
-    started = time.monotonic()
     proc = grade_cmd("--rescore", gradebook, course_file=new)
-    assert proc.returncode == 0 and time.monotonic() - started < 10, proc.stdout
+    assert proc.returncode == 0 and "no handin ran" in proc.stdout, proc.stdout
     after = rows(gradebook)
     assert (after["ann.tar"]["total"], after["ann.tar"]["max"]) == ("155", "155")
     assert (after["cat.tar"]["total"], after["cat.tar"]["part7"]) == ("135", "0")
@@ -134,7 +131,7 @@ def test_a_batch_names_rows_of_another_scale_and_the_commands_then_re_scores_the
 
 def test_a_rescore_rewrites_canvas_and_the_reports_without_a_dropped_part(tmp_path):
     """Part 13 dropped after grading: the gradebook, every report and Canvas's
-    import on the new scale, in seconds, running nothing."""
+    import on the new scale, running nothing."""
     out = tmp_path / "out"
     results = out / "gradebook.results"
     results.mkdir(parents=True)
@@ -155,9 +152,8 @@ def test_a_rescore_rewrites_canvas_and_the_reports_without_a_dropped_part(tmp_pa
     canvas = out / "canvas.csv"
     canvas.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Distributed training\n"
                       "\"Doe, Ann\",101,9001,ann,A,170\n")  # the old scale's
-    started = time.monotonic()
     proc = grade_cmd("--rescore", str(out / "gradebook.csv"), "--canvas", str(canvas), "--roster", str(roster))
-    assert proc.returncode == 0 and time.monotonic() - started < 5, proc.stdout
+    assert proc.returncode == 0 and "no handin ran" in proc.stdout, proc.stdout
     assert "no handin ran" in proc.stdout and f"Canvas's import {canvas}" in proc.stdout
     with open(canvas, newline="") as f:
         assert list(csv.reader(f)) == [

@@ -3,7 +3,7 @@ a verbatim copy and a copy with its variables renamed top the list, above
 the correct solutions the kit knows (the reference and its correct variants,
 staff/mutants.py) and far above one written independently of them
 (grader/tests/similarity/); the stubs' own text counts for nothing; no grade
-changes; and a class of 300 takes under 2 minutes.
+changes; and a class of 300 is compared, every pair (its time printed: -s shows it).
 
   python3 -m pytest grader/tests/test_similarity.py -q      (needs sim_c++: apt-get install similarity-tester)
 """
@@ -162,7 +162,9 @@ def synthetic(rng: random.Random):
 
 
 @pytest.mark.long
-def test_a_class_of_300_takes_under_2_minutes(tmp_path):
+def test_a_class_of_300_is_compared_pair_by_pair(tmp_path):
+    # Its time is printed, not asserted: a figure for the README, never a
+    # verdict on the host's speed.
     c = Class(tmp_path)
     rng = random.Random(300)
     for i in range(300):
@@ -171,5 +173,5 @@ def test_a_class_of_300_takes_under_2_minutes(tmp_path):
     out, pairs = c.similar("--jobs", "2")
     seconds = time.monotonic() - started
     print(f"--similar on 300 handins: {seconds:.1f} s")
-    assert seconds < 120 and "300 handins compared, 44850 pairs" in out, out[-2000:]
+    assert "300 handins compared, 44850 pairs" in out, out[-2000:]
     assert pairs and all(float(p["percent"]) >= similarity.THRESHOLD for p in pairs)

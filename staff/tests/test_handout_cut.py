@@ -113,7 +113,7 @@ def test_the_copy_s_course_is_the_cut_s(monkeypatch):
             shipped = loads(importlib.reload(dist).shipped_course(cut, mpi))
             assert (shipped["extensions"], shipped["mpi"], shipped["copy"]["holds"],
                     shipped["copy"]["extension_parts"]) == want, graded
-            assert shipped["time_budget"] == {"autolab": 55, "gradescope": 540, "prairielearn": 27}
+            assert shipped["time_budget"] == {"autolab": 55, "gradescope": 540, "prairielearn": 87}
     finally:
         monkeypatch.delenv("KIT_EXTENSIONS")
         importlib.reload(parts)
