@@ -138,7 +138,7 @@ void watch_control(int fd) {
 // Whether this side copies its child's buffers itself (comm_link.h): on
 // until the system refuses, once; never where a copy of the side's own
 // memory does not come back as it is (an emulator that passes the call on
-// without its address translation).
+// without its address translation), nor for a child under an emulator.
 bool g_direct = true;
 
 enum class Copied { Done, Refused, Outside };
@@ -200,6 +200,13 @@ std::string no_room(std::uint64_t bytes) {
       }
     }
     if (inline_data && !in.empty() && !read_all(fd, in.data(), in.size())) for (;;) pause();
+    // An emulated child's addresses are the emulator's to translate, each
+    // process its own way: asked once, when the child (by then started) first names one.
+    static bool asked_emulator = false;
+    if ((!inline_data || h.out_at != 0) && !asked_emulator) {
+      asked_emulator = true;
+      if (emulated(g_child)) g_direct = false;
+    }
     const Copied fetched = inline_data || !room || !g_direct ? Copied::Done : copy_child(false, h.in_at, in.data(), in.size());
     Answer answer;
     if (!room) {

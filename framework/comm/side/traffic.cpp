@@ -32,11 +32,11 @@ void Traffic::watch(int child_pid) {
   child_pid_ = child_pid;
 }
 
-// Under an emulator (qemu's user mode, as the kit's arm64 check runs), the
-// kernel counts the emulator's memory, its translated code included, which
-// grows as new code runs: no figure of the program's own. The kernel names
-// the emulator as the process's executable, whatever the program does.
-static bool emulated(int pid) {
+// Under an emulator the kernel counts the emulator's memory, its translated
+// code included, which grows as new code runs: no figure of the program's
+// own. The kernel names the emulator as the process's executable, whatever
+// the program does.
+bool emulated(int pid) {
   char target[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";
   const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);

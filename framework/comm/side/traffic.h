@@ -41,6 +41,10 @@
 
 namespace dtrain::side {
 
+// Whether process `pid` runs under an emulator (qemu's user mode, as the
+// kit's arm64 check runs it), by the executable the kernel names for it.
+bool emulated(int pid);
+
 class Traffic {
  public:
   // fd: the channel, write-only; -1: keep no record (a run outside the runner).
