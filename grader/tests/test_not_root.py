@@ -21,6 +21,7 @@ import pytest
 from conftest import BUILD, GRADE, make_tar
 from grader.leftovers import remove_mqueues, sysv_objects
 from hostile_gallery import MQUEUES, reference_calling
+from test_hostile_gallery_link import GALLERY as LINK_GALLERY
 from test_hostile_gallery_rules import GALLERY
 
 USER = "kit-notroot"
@@ -109,13 +110,18 @@ def test_without_the_namespaces_they_would_stay(grader_user):
 # The rules judged from each rank's MPI side hold for a grader that is not
 # root too, where the side and the program share the grader's user id: the
 # side is not dumpable and the program's filter refuses ptrace. Each attack
-# scores its control's, as in the gallery (graded as root there).
+# scores its control's, as in the gallery (graded as root there), and so do
+# the requests written on the link by hand (the side copies a buffer a
+# request names from its program as that same user).
 @pytest.mark.xdist_group("not_root_user")
 @pytest.mark.parametrize("name", ["backward_all_reduces_behind_the_ledger",
-                                  "full_weight_kept_in_a_block_made_by_partition"])
+                                  "full_weight_kept_in_a_block_made_by_partition",
+                                  "zero_backward_writes_a_raw_link_request",
+                                  "zero_backward_ends_its_account_early_then_asks_its_side",
+                                  "zero_backward_names_data_outside_its_memory"])
 def test_the_sides_rules_hold_when_the_grader_is_not_root(grader_user, name):
     user, home = grader_user
-    case = next(h for h in GALLERY if h.name == name)
+    case = next(h for h in GALLERY + LINK_GALLERY if h.name == name)
     handin = make_tar(os.path.join(home, name + ".tar"), case.members(home))
     os.chown(handin, user.pw_uid, user.pw_gid)
     report = grade_as(user, home, handin, KIT_SYSCALL_FILTER="on")
