@@ -166,6 +166,23 @@ Answer refusal(link::Status status, const std::string& why) {
   return a;
 }
 
+// Writes an Ok answer's data where the request asked, if it asked and it
+// fits: then `placed`, and no data follows the reply on the socket.
+void place_answer(const link::Header& h, Answer& answer) {
+  answer.reply.out_bytes = answer.data.size();
+  if (answer.reply.status != link::Status::Ok || h.out_at == 0 || !g_direct || answer.data.empty() ||
+      answer.data.size() > h.out_capacity)
+    return;
+  const Copied placed = copy_child(true, h.out_at, answer.data.data(), answer.data.size());
+  if (placed == Copied::Done) answer.reply.placed = 1;
+  if (placed == Copied::Refused) g_direct = false;  // this answer, and all after it, inline
+  if (placed == Copied::Outside) {
+    answer = refusal(link::Status::BadArgument, "the kit's MPI side could not place an answer: its buffer is not "
+                                                "all in the program's memory");
+    answer.reply.out_bytes = answer.data.size();
+  }
+}
+
 std::string no_room(std::uint64_t bytes) {
   return "the rank's MPI side has no room for a call of " + std::to_string(bytes) + " bytes (it holds at most " +
          std::to_string(harness::kSideDataLimitBytes >> 20) + " MiB: a call of the assignment's moves a few MiB)";
@@ -233,17 +250,7 @@ std::string no_room(std::uint64_t bytes) {
         answer = refusal(link::Status::Failed, e.what());
       }
     }
-    answer.reply.out_bytes = answer.data.size();
-    if (answer.reply.status == link::Status::Ok && h.out_at != 0 && g_direct && !answer.data.empty() &&
-        answer.data.size() <= h.out_capacity) {
-      const Copied placed = copy_child(true, h.out_at, answer.data.data(), answer.data.size());
-      if (placed == Copied::Done) answer.reply.placed = 1;
-      if (placed == Copied::Refused) g_direct = false;  // this answer, and all after it, inline
-      if (placed == Copied::Outside)
-        answer = refusal(link::Status::BadArgument, "the kit's MPI side could not place an answer: its buffer is "
-                                                    "not all in the program's memory");
-      answer.reply.out_bytes = answer.data.size();
-    }
+    place_answer(h, answer);
     const std::size_t trailing = answer.reply.placed != 0 ? 0 : answer.data.size();
     if (!link::send_both(fd, &answer.reply, sizeof answer.reply, answer.data.data(), trailing)) for (;;) pause();
     if (h.kind == link::Kind::Finalize) {
