@@ -29,21 +29,34 @@ VALUE_BYTES = 8
 OPERATIONS = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "send", "recv", "sendrecv",
               "iallreduce", "wait")
 POINT_TO_POINT = ("send", "recv", "sendrecv")
-# How much more memory than the reference's a program may hold when a
-# ZeRO-3 call returns, beyond what it held when its job's first case began,
-# as its MPI side reads the kernel's count (kit/traffic.py): room for other
-# allocation patterns and for what earlier parts' code keeps, half the 4 MiB
-# weight of the layer Part 8 keeps no full weight of.
-HELD_SLACK_KIB = 2048
-# Part 13: more test() calls than this on one request within one grad_ready
-# call, each finding it still running, are a loop that waits for it.
-DDP_MOST_TESTS_IN_ONE_CALL = 2
 # How an MPI side's account of a case writes what it could not read of the
-# program's memory (more than any rank may hold), and where a Part 13
-# iallreduce began: finish, or grad_ready(p) as DDP_IN_GRAD_READY + p (0:
-# neither). framework/comm/side/traffic.h writes them, kit/traffic.py reads them.
+# program's memory (more than any rank may hold). framework/comm/side/traffic.h
+# writes it, kit/traffic.py reads it.
 SIDE_UNREAD_KIB = 1 << 30
-DDP_IN_FINISH, DDP_IN_GRAD_READY = 1, 2
+# The marks an MPI side writes of the student calls the framework tells it
+# of, as MARK@FUNCTION entries of a case's account (framework/comm/side/traffic.h):
+# each return, the most memory held at the returns, and where each
+# iallreduce, wait and test was made. FUNCTION is the framework's name, "::"
+# written "."; requests outside every student call are NO_CALL's. A return
+# with no call open, a call nested past MOST_OPEN_CALLS or a name that
+# breaks the rules is UNPAIRED, which no reference's account holds. A part's
+# rules read the marks (kit/rules/); the judge compares the returns.
+MARK_RETURNED, MARK_HELD, MARK_STARTED_IN, MARK_WAITED_IN, MARK_TESTED_RUNNING_IN = (
+    "returned", "held", "started_in", "waited_in", "tested_running_in")
+CALL_MARKS = (MARK_RETURNED, MARK_HELD, MARK_STARTED_IN, MARK_WAITED_IN, MARK_TESTED_RUNNING_IN)
+MARK_SEPARATOR = "@"
+NO_CALL = "framework"
+UNPAIRED = "unpaired"
+EMULATED = "emulated"  # in place of the memory marks, under an emulator (its memory is not the program's)
+MOST_OPEN_CALLS = 32
+MOST_TESTS_COUNTED = 8       # tests of one request in one call past this count as this many
+MOST_CALL_ARGUMENT = 1 << 20  # a call's argument past this is written as this (no reference's)
+
+
+def mark(what: str, function: str) -> str:
+    """A mark's name in an account: returned@ZeroDPAdam.step."""
+    return what + MARK_SEPARATOR + function
+
 # The calls every rank of a communicator makes at the same point of its
 # sequence, which the agreement check compares.
 COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "iallreduce")
@@ -153,6 +166,12 @@ def cpp_text() -> str:
     runs = [r for p in parts.ALL_PARTS for r in p.runs]
     suites = "\n".join(f"#define KIT_SUITES_{stem}(CASES) " + " ".join(f"CASES({s})" for s in names_)
                        for stem, names_ in suites_by_ranks(runs).items())
+    from kit import rules  # each part's rules' numbers, in a namespace of the rules' name (kit/rules/)
+    held = [p for p in parts.ALL_PARTS if not p.extension or p.key in parts.CONFIGURATION.held]
+    rule_facts = "\n".join(
+        f"namespace {name} {{\n" + "".join(f"inline constexpr long {k} = {v};\n" for k, v in facts_.items()) + "}"
+        for name in dict.fromkeys(n for p in held for n in p.rules)
+        for facts_ in [getattr(rules.load(name), "CPP_FACTS", {})] if facts_)
     return f"""// Generated from kit/facts.py when CMake configures; edit kit/facts.py, not this file.
 #pragma once
 
@@ -165,10 +184,17 @@ inline constexpr int kFeatures = {FEATURES}, kHidden = {HIDDEN}, kClasses = {CLA
 inline constexpr int kGlobalBatch = {GLOBAL_BATCH};
 inline constexpr std::uint64_t kValueBytes = {VALUE_BYTES};
 inline constexpr long kMaxValuesPerRecord = {MAX_VALUES_PER_RECORD};
-inline constexpr int kDdpMostTestsInOneCall = {DDP_MOST_TESTS_IN_ONE_CALL};
 inline constexpr long kSideUnreadKib = {SIDE_UNREAD_KIB};
-inline constexpr long kDdpInFinish = {DDP_IN_FINISH}, kDdpInGradReady = {DDP_IN_GRAD_READY};
 inline constexpr std::size_t kAccountMostKinds = {ACCOUNT_MOST_KINDS};
+
+// The marks of student calls in an account (kit/facts.py, CALL_MARKS).
+inline constexpr const char *kMarkReturned = "{MARK_RETURNED}", *kMarkHeld = "{MARK_HELD}",
+                            *kMarkStartedIn = "{MARK_STARTED_IN}", *kMarkWaitedIn = "{MARK_WAITED_IN}",
+                            *kMarkTestedRunningIn = "{MARK_TESTED_RUNNING_IN}";
+inline constexpr const char *kMarkSeparator = "{MARK_SEPARATOR}", *kNoCall = "{NO_CALL}", *kUnpaired = "{UNPAIRED}",
+                            *kEmulated = "{EMULATED}";
+inline constexpr int kMostOpenCalls = {MOST_OPEN_CALLS};
+inline constexpr long kMostTestsCounted = {MOST_TESTS_COUNTED}, kMostCallArgument = {MOST_CALL_ARGUMENT};
 
 // The kit's own requests, as a case's account names them.
 enum KitRequest : int {{ {requests} }};
@@ -181,6 +207,9 @@ inline constexpr bool is_point_to_point(std::int64_t op) {{ return {p2p}; }}
 inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
 
 {CPP_FORMULAS}
+// The numbers of the parts' own rules (kit/rules/).
+{rule_facts}
+
 }}  // namespace dtrain::facts
 
 // The suites of the runs named for their rank count (kit/parts.py): a test

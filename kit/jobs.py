@@ -24,6 +24,7 @@ from typing import Callable, Dict, List, Optional
 
 from kit import calibration, host_limits
 from kit import parts as table
+from kit import rules
 from kit.launch import OUT_OF_TIME, JobTally, Launch, run_job
 from kit.outcomes import CaseOutcome, outcomes_of
 
@@ -55,6 +56,11 @@ def split_off_part(pending: List[str], ended: CaseOutcome) -> tuple:
     if part is None:
         return pending, []
     return [c for c in pending if not part.owns(c)], [c for c in pending if part.owns(c)]
+
+
+def rules_of(case: str):
+    """The rules of the part that owns `case` (kit/rules/), as its row names them."""
+    return rules.modules(next((p.rules for p in table.ALL_PARTS if p.owns(case)), ()))
 
 
 def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = None,
@@ -97,7 +103,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
         if wanted is not None:
             tally.unjudged += [c for c in job.records.plan if c not in set(wanted) and c not in tally.unjudged][:20]
         ended = None
-        for outcome in outcomes_of(job, outcomes, launch.expected, wanted):
+        for outcome in outcomes_of(job, outcomes, launch.expected, wanted, rules_of):
             if outcome.ended_job and job.stopped == OUT_OF_TIME:
                 continue  # not the case's doing: it is listed with the unrun ones below
             outcomes[outcome.case] = outcome

@@ -6,7 +6,8 @@ roll-call (kit/diagnosis.py). A summary of the failures stays bounded
 whatever the code under test printed.
 """
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from types import ModuleType
+from typing import Callable, Dict, List, Optional, Sequence
 
 from kit import judge
 from kit import traffic
@@ -88,11 +89,13 @@ def is_value_dump(line: str) -> bool:
 
 
 def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge.Expected] = None,
-                wanted: Optional[List[str]] = None) -> List[CaseOutcome]:
+                wanted: Optional[List[str]] = None,
+                rules_of: Callable[[str], Sequence[ModuleType]] = lambda case: ()) -> List[CaseOutcome]:
     """The job's records as outcomes of the cases of its plan that `done`
     does not hold yet: its results, then the case it died in, if it did.
     With `expected`, only the judge's cases (`wanted`) count, and a case the
-    ranks' own checks pass must also satisfy the judge."""
+    ranks' own checks pass must also satisfy the judge, its traffic the
+    rules of its part (`rules_of`, kit/rules/) too."""
     plan = job.records.plan or []
     if wanted is not None:
         judged_cases = set(wanted)
@@ -119,7 +122,7 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
             if case in expected.traffic:  # first: code under test ended the case early, so its account is short
                 judged = traffic.after_problems(case, job.traffic, sorted(expected.traffic[case]), ok,
                                                 job_ended=job.stopped is None and reported_all(job.records)) + judged
-            judged += traffic.judge_case(case, job.traffic, expected.traffic)
+            judged += traffic.judge_case(case, job.traffic, expected.traffic, rules_of(case))
             if judged and ok:
                 failures, ok = judged, False
         # The longest a result says: records written by code under test can

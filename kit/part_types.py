@@ -66,8 +66,10 @@ class Part:
     functions: Tuple[str, ...] = ()  # what a student implements, as the handout's parts table names it
     about: str = ""              # an extension part: what its file is for, in the handout's list of files
     # Its rules are about traffic: the judge compares each case's, as the
-    # ranks' MPI sides account it, with the reference's (kit/traffic.py).
+    # ranks' MPI sides account it, with the reference's (kit/traffic.py),
+    # and holds it to the part's own rules besides (kit/rules/NAME.py).
     traffic: bool = False
+    rules: Tuple[str, ...] = ()
 
     def text(self, slot: str) -> Optional[str]:
         """Its handout text for the slot `slot` ("section": handout/parts/KEY.md)."""
@@ -139,12 +141,13 @@ def hidden(run: Run, ranks: int) -> Run:
 
 
 def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None, functions=(),
-         extension=False, about="", traffic=False) -> Part:
+         extension=False, about="", traffic=False, rules=()) -> Part:
     """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one
     per run); an extension part is graded only where the course says so."""
     runs = tuple(runs)
     return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
-                tuple(files), tuple(tests), tuple(gates), extension, adds or Adds(), tuple(functions), about, traffic)
+                tuple(files), tuple(tests), tuple(gates), extension, adds or Adds(), tuple(functions), about, traffic,
+                tuple(rules))
 
 
 def under(folder: str, key: str, *names: str) -> Tuple[str, ...]:

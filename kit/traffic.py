@@ -20,15 +20,12 @@ compares the collectives one by one, and the elements each rank sends in
 messages as a total, since a correct ring may send its blocks with send
 and recv or with sendrecv.
 
-An account also holds the side's reading of its program's memory, as the
-kernel counts it, each time a ZeRO-3 forward or backward returned
-(side/traffic.h): ("checkpoint", 0, 0) times how many, and ("held", KiB, 0),
-the most the program held at any of them beyond what it held when its first
-case began. The checkpoints must be as many as the reference's; the figure
-may pass the reference's by HELD_SLACK_KIB, no more: a full weight kept
-between calls is more (kit/facts.py). Under an emulator, whose memory the
-kernel counts, the side writes ("emulated", 0, 0) instead of a figure, and
-the memory rule is judged in the rank alone (docs/internals.md).
+An account also places the case's requests by the student call that made
+them, and reads the program's memory as each call returns (side/traffic.h,
+facts.CALL_MARKS). The judge compares every function's returns with the
+reference's, whatever the part; a part whose rules read the other marks
+(where an iallreduce began, the memory held at a return) names them in its
+row, and they judge the account too (kit/rules/).
 
 Every other request the side carried in the case is in the account too,
 the kit's own (facts.KIT_REQUESTS): any request can move data. And what it
@@ -41,20 +38,21 @@ early still has its calls counted.
     failures = judge_case(case, traffic, expected.traffic)
 """
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from types import ModuleType
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from kit import facts
 
 EVENT = "traffic"
 Call = Tuple[str, int, int]  # (operation, elements, the communicator's size)
 Account = Dict[Call, int]    # -> how many times
-MEASURES = ("checkpoint", "held", "emulated")  # the side's readings of its program's memory, not calls
-# Part 13's order of events as the side placed it (side/traffic.h): the student calls, where each
-# iallreduce started (elements, where), and the waits in grad_ready.
-ORDER = ("grad_ready", "finish", "started", "waited_in_grad_ready", "test_loop_in_grad_ready")
-OPERATIONS = set(facts.OPERATIONS) | set(facts.KIT_REQUESTS) | set(MEASURES) | set(ORDER)
+# The side's marks of student calls (facts.CALL_MARKS): MARK@FUNCTION, FUNCTION as traffic.cpp writes a name.
+MARK = re.compile(r"(%s)%s[A-Za-z0-9_.~]{1,%d}" % ("|".join(facts.CALL_MARKS), re.escape(facts.MARK_SEPARATOR), 64))
+RETURNED = facts.mark(facts.MARK_RETURNED, "")
+OPERATIONS = set(facts.OPERATIONS) | set(facts.KIT_REQUESTS) | {facts.EMULATED, facts.UNPAIRED}
 POINT_TO_POINT = ("send", "sendrecv")  # the calls that send elements (a recv's are counted by its sender)
 MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in about 10 KB
 MAX_CALLS = facts.ACCOUNT_MOST_KINDS
@@ -72,6 +70,11 @@ class Traffic:
     malformed: int = 0
 
 
+def known(op) -> bool:
+    """An operation, a kit request or a mark, as a side writes them."""
+    return isinstance(op, str) and (op in OPERATIONS or MARK.fullmatch(op) is not None)
+
+
 def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < MAX_INT
 
@@ -86,7 +89,7 @@ def _account(record, rank: int) -> Optional[Account]:
         return None
     out: Account = {}
     for c in calls:
-        if not (isinstance(c, list) and len(c) == 4 and c[0] in OPERATIONS and all(_whole(x) for x in c[1:])):
+        if not (isinstance(c, list) and len(c) == 4 and known(c[0]) and all(_whole(x) for x in c[1:])):
             return None
         out[(c[0], c[1], c[2])] = out.get((c[0], c[1], c[2]), 0) + c[3]
     if record["overflow"]:
@@ -121,8 +124,8 @@ def summary(account: Account) -> Tuple[Counter, int]:
     collectives: Counter = Counter()
     sent = 0
     for (op, count, ranks), times in account.items():
-        if op in MEASURES or op in ORDER or op in facts.UNJUDGED_REQUESTS:
-            continue
+        if op == facts.EMULATED or op in facts.UNJUDGED_REQUESTS or (MARK.fullmatch(op) and not op.startswith(RETURNED)):
+            continue  # the part's rules read the marks (kit/rules/); how a request completes is the code's choice
         if op in POINT_TO_POINT:
             sent += count * times
         elif op != "recv":
@@ -135,8 +138,8 @@ def _call_text(call: Call, times: int) -> str:
     if op == "overflow":
         return f"{times} calls past what one account holds"
     again = f" ({times} times)" if times > 1 else ""
-    if op in MEASURES or op in ORDER:  # a mark of the framework's, not a call
-        return f"a {op.replace('_', ' ')} mark{again}"
+    if op == facts.UNPAIRED:
+        return f"a student call's mark its MPI side could not pair{again}"
     where = f" on {ranks} rank{'s' if ranks != 1 else ''}" if ranks else ""  # a wait or a test names no communicator
     if op in facts.KIT_REQUESTS:  # the kit's own: named as the kit calls them
         size = f" of {count} {'bytes' if op == 'gather_text' else 'elements'}" if count else ""
@@ -154,80 +157,37 @@ def differences(got: Account, want: Account) -> List[str]:
     # (an agreement precedes each collective), so they are named last.
     order = lambda item: (item[0][0] in facts.KIT_REQUESTS, item[0])  # noqa: E731
     made = lambda c: "made a kit" if c[0] in facts.KIT_REQUESTS else "made"  # noqa: E731
+    returns = lambda calls: {c: n for c, n in calls.items() if c[0].startswith(RETURNED)}  # noqa: E731
+    got_returns, want_returns = returns(got_calls), returns(want_calls)
+    calls = lambda counted, mine: Counter({c: n for c, n in counted.items() if c not in mine})  # noqa: E731
+    got_calls, want_calls = calls(got_calls, got_returns), calls(want_calls, want_returns)
     out = [f"{made(c)} {_call_text(c, n)}, which the reference doesn't"
            for c, n in sorted((got_calls - want_calls).items(), key=order)]
     out += [f"made no {'kit ' if c[0] in facts.KIT_REQUESTS else ''}{_call_text(c, n)}, which the reference makes"
             for c, n in sorted((want_calls - got_calls).items(), key=order)]
+    # The functions are named as the reference's account names them: a name
+    # only the program's account holds came through its link, and no message
+    # quotes it.
+    for c in sorted(set(want_returns) | set(got_returns)):
+        g, w = got_returns.get(c, 0), want_returns.get(c, 0)
+        if g != w and c in want_returns:
+            out.append(f"returned from {c[0][len(RETURNED):]} {g} time(s), where the reference returns "
+                       f"{w}: its MPI side is told of each student call (did a call not return, or the "
+                       f"program talk to its side itself?)")
+    strange = sum(n for c, n in got_returns.items() if c not in want_returns)
+    if strange:
+        out.append(f"returned {strange} time(s) from student calls the reference never makes (did the program "
+                   f"talk to its side itself?)")
     if got_sent != want_sent:
         out.append(f"sent {got_sent} elements in messages, where the reference sends {want_sent}")
     return out
 
 
-def _held(account: Account) -> Optional[int]:
-    return next((count for (op, count, _), _times in account.items() if op == "held"), None)
-
-
-def _where(code: int) -> str:
-    if code == facts.DDP_IN_FINISH:
-        return "finish"
-    return f"grad_ready({code - facts.DDP_IN_GRAD_READY})" if code >= facts.DDP_IN_GRAD_READY else "no student call"
-
-
-def _starts(account: Account) -> Counter:
-    return Counter({(count, where): times for (op, count, where), times in account.items() if op == "started"})
-
-
-def order_problems(got: Account, want: Account) -> List[str]:
-    """How one rank's order of events in Part 13 differs from the reference's, in words."""
-    out: List[str] = []
-    calls = [(got.get((c, 0, 0), 0), want.get((c, 0, 0), 0)) for c in ("grad_ready", "finish")]
-    if any(g != w for g, w in calls):
-        (g_ready, w_ready), (g_finish, w_finish) = calls
-        out.append(f"its MPI side was told of {g_ready} grad_ready and {g_finish} finish call(s), where the "
-                   f"reference's is told of {w_ready} and {w_finish} (the framework tells it of each; did the "
-                   f"program talk to its side itself?)")
-    extra, missing = _starts(got) - _starts(want), _starts(want) - _starts(got)
-    for (count, where), n in sorted(extra.items()):
-        wanted = sorted(w for (c, w) in missing if c == count)
-        out.append(f"started an iallreduce of {count} elements in {_where(where)}" +
-                   (f" {n} times" if n > 1 else "") +
-                   (f", where the reference starts it in {_where(wanted[0])}, the call that completes its bucket"
-                    if wanted else ", which the reference doesn't"))
-    for (count, where), n in sorted(missing.items()):
-        if not any(c == count for (c, _w) in extra):
-            out.append(f"started no iallreduce of {count} elements in {_where(where)}, where the reference does")
-    for op, text in (("waited_in_grad_ready", "waited for a request in grad_ready"),
-                     ("test_loop_in_grad_ready", f"tested a running request more than "
-                                                 f"{facts.DDP_MOST_TESTS_IN_ONE_CALL} times in one grad_ready call")):
-        n, w = got.get((op, 0, 0), 0), want.get((op, 0, 0), 0)
-        if n > w:
-            out.append(f"{text} ({n} time{'s' if n != 1 else ''}): backward stops there; wait in finish")
-    return out
-
-
-def memory_problem(got: Account, want: Account) -> Optional[str]:
-    """What one rank's memory, read by its MPI side, breaks of ZeRO-3's rule, in words; None if nothing."""
-    returns, want_returns = got.get(("checkpoint", 0, 0), 0), want.get(("checkpoint", 0, 0), 0)
-    if returns != want_returns:
-        return (f"its MPI side was told of {returns} return(s) from ZeRO-3's forward or backward, where the "
-                f"reference's is told of {want_returns}: the side measures the program's memory at each, so "
-                f"each must reach it (did a call throw, or the program talk to its side itself?)")
-    held, want_held = _held(got), _held(want)
-    if ("emulated", 0, 0) in got:
-        return None
-    if want_held is None or (held is not None and held <= want_held + facts.HELD_SLACK_KIB):
-        return None
-    amount = f"{held} KiB" if held is not None and held < UNREAD_KIB else "memory its MPI side could not read"
-    return (f"when a ZeRO-3 forward or backward returned, the program held {amount} beyond what it held as its "
-            f"first case began, where the reference holds {want_held} KiB ({facts.HELD_SLACK_KIB} KiB more is "
-            f"allowed): a full weight, or a copy as big, kept between calls, which ZeRO-3 never does (its MPI side "
-            f"reads the kernel's count, whatever holds the memory: what other functions keep for good from "
-            f"earlier cases counts too)")
-
-
-def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Account]]) -> List[Dict]:
+def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Account]],
+               rules: Sequence[ModuleType] = ()) -> List[Dict]:
     """The failures in one case's traffic ({"rank", "message"}); none if every
-    rank's account matches the reference's, or none was recorded for it."""
+    rank's account matches the reference's and keeps the part's `rules`
+    (kit/rules/), or none was recorded for it."""
     want = expected.get(case)
     if want is None:
         return []
@@ -246,14 +206,12 @@ def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Accoun
             more = f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
             failures.append({"rank": rank, "message": "its communication differs from the reference's: it "
                                                       + "; it ".join(found[:SHOWN]) + more})
-        memory = memory_problem(got[rank], want[rank])
-        if memory:
-            failures.append({"rank": rank, "message": memory})
-        order = order_problems(got[rank], want[rank])
-        if order:
-            more = f"; and {len(order) - SHOWN} more" if len(order) > SHOWN else ""
-            failures.append({"rank": rank, "message": "its order of events, as its MPI side saw it, differs from "
-                                                      "the reference's: it " + "; it ".join(order[:SHOWN]) + more})
+        for rule in rules:
+            broken = rule.problems(got[rank], want[rank])
+            if broken:
+                more = f"; and {len(broken) - SHOWN} more" if len(broken) > SHOWN else ""
+                heading, joint = getattr(rule, "HEADING", ""), getattr(rule, "JOINT", "; ")
+                failures.append({"rank": rank, "message": heading + joint.join(broken[:SHOWN]) + more})
     return failures
 
 
@@ -349,7 +307,7 @@ def load_line(words: List[str], into: Dict[str, Dict[int, Account]]) -> None:
     account: Account = {}
     for item in words[3:]:
         op, count, ranks, times = item.split(":")
-        if op not in OPERATIONS:
+        if not known(op):
             raise ValueError(f"unknown operation {op!r}")
         account[(op, int(count), int(ranks))] = int(times)
     into.setdefault(words[1], {})[int(words[2])] = account

@@ -63,8 +63,9 @@ std::string function_name(std::int64_t id) {
 }  // namespace ledger
 
 StudentScope::StudentScope(const char* function, Communicator* comm, const char* comm_name,
-                           std::initializer_list<ArgShape> args)
-    : outer_function_(g_function.exchange(function)),
+                           std::initializer_list<ArgShape> args, std::int64_t argument)
+    : function_(function),
+      outer_function_(g_function.exchange(function)),
       exceptions_at_start_(std::uncaught_exceptions()),
       comm_(comm_name ? comm : nullptr) {
   const LibraryAllocations bookkeeping;  // the kit's records, not the student function's
@@ -76,6 +77,7 @@ StudentScope::StudentScope(const char* function, Communicator* comm, const char*
     outer_comm_name_ = CommAccess::name(*comm_);
     CommAccess::set_name(*comm_, comm_name);
   }
+  CommAccess::mark_call(function, argument);
 }
 
 StudentScope::~StudentScope() {
@@ -87,6 +89,10 @@ StudentScope::~StudentScope() {
     if (const std::string args = ledger::arguments_now(); !args.empty()) g_thrown_from += " (called with " + args + ")";
   }
   ledger::student_call_ended();
+  try {
+    CommAccess::mark_return(function_);
+  } catch (...) {  // the side refused: the case's account shows the call unreturned
+  }
   g_function.store(outer_function_);
   g_call_serial.fetch_add(1);
   g_args = std::move(outer_args_);

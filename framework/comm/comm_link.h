@@ -56,13 +56,13 @@ enum class Kind : std::int32_t {
   Wait,            // a: request -> data: dst
   Case,            // data: the name of the case now beginning, or none once it is over (the side's account is per case)
   Finalize,        // the program ends normally
-  Checkpoint,      // a student call the rules watch has returned: the side measures the child's memory (side/traffic.h)
-  DdpCall,         // a: DdpCall, b: the parameter (grad_ready): where Part 13's student code now runs (side/traffic.h)
+  Enter,           // no answer: a student call begins, a: its argument, data: the function's name (side/traffic.h)
+  Return,          // the student call entered last returns, data: its name: the side measures the child's memory
 };
 
-// Part 13's student calls, as the framework tells the side where the
-// child's code is: the side places each iallreduce, wait and test there.
-enum class DdpCall : std::int32_t { Returned = 0, GradReady = 1, Finish = 2 };
+// Whether a request of this kind gets an answer: an Enter rides ahead of
+// the request that follows it, in the same write, and costs no round trip.
+inline constexpr bool answered(Kind k) { return k != Kind::Enter; }
 
 // How a waiting side spends the wait (side/comm_side_mpi.h explains each).
 enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };
@@ -119,24 +119,30 @@ inline bool move_all(bool out, int fd, void* data, std::size_t n) {
   return true;
 }
 
-// Writes a header and its data in one call where the socket takes them: the
-// other end then wakes once for both, not once for each (two context
-// switches a request, on a machine where ranks outnumber cores).
-inline bool send_both(int fd, const void* head, std::size_t head_n, const void* data, std::size_t data_n) {
-  iovec parts[2] = {{const_cast<void*>(head), head_n}, {const_cast<void*>(data), data_n}};
+// Writes `n` parts in as few calls as the socket takes: a header and its
+// data (and any Enter marks ahead of them) wake the other end once, not
+// once each (two context switches a part, on a machine where ranks
+// outnumber cores).
+inline bool send_parts(int fd, iovec* parts, int n) {
   int first = 0;
-  while (first < 2) {
-    const ssize_t k = ::writev(fd, parts + first, 2 - first);
+  while (first < n && parts[first].iov_len == 0) ++first;
+  while (first < n) {
+    const ssize_t k = ::writev(fd, parts + first, n - first);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) return false;
     std::size_t done = static_cast<std::size_t>(k);
-    while (first < 2 && done >= parts[first].iov_len) done -= parts[first++].iov_len;
-    if (first < 2) {
+    while (first < n && done >= parts[first].iov_len) done -= parts[first++].iov_len;
+    if (first < n) {
       parts[first].iov_base = static_cast<char*>(parts[first].iov_base) + done;
       parts[first].iov_len -= done;
     }
   }
   return true;
+}
+
+inline bool send_both(int fd, const void* head, std::size_t head_n, const void* data, std::size_t data_n) {
+  iovec parts[2] = {{const_cast<void*>(head), head_n}, {const_cast<void*>(data), data_n}};
+  return send_parts(fd, parts, 2);
 }
 
 // The child's end (comm_link_client.cpp). False when this process was not
@@ -147,6 +153,10 @@ bool available();
 // takes the data instead. Throws std::runtime_error (Failed) or
 // std::invalid_argument (BadArgument) with the side's text.
 Reply call(const Header& request, const void* in, void* out, std::size_t out_capacity, std::string* text = nullptr);
+// A student call begins (Kind::Enter): the mark waits, and goes out ahead
+// of the next request, in its write. Names longer than kMostNameBytes are cut.
+void enter(const char* function, std::int64_t argument);
+inline constexpr std::size_t kMostNameBytes = 64;
 // Asks the side to end every rank of the job (MPI_Abort) and does not return.
 [[noreturn]] void abort_job(int exit_code);
 

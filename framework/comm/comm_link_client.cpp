@@ -1,6 +1,7 @@
 // comm_link_client.cpp: the child's end of the link to its MPI side (comm_link.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -47,13 +48,37 @@ void read_all(int fd, void* data, std::size_t n) {
 
 bool available() { return ends().link >= 0; }
 
+namespace {
+
+// One request at a time: a thread's answer is read before another's request goes out.
+std::mutex& link_mutex() {
+  static std::mutex& mu = *new std::mutex;  // never destroyed: the watchdog may call at exit
+  return mu;
+}
+
+// Enter marks not sent yet, each a Header and its name (with link_mutex held).
+std::string& pending_marks() {
+  static std::string& marks = *new std::string;
+  return marks;
+}
+
+}  // namespace
+
+void enter(const char* function, std::int64_t argument) {
+  if (!available()) return;
+  Header h{};
+  h.kind = Kind::Enter;
+  h.a = argument;
+  h.in_bytes = std::min(std::strlen(function), kMostNameBytes);
+  const std::lock_guard<std::mutex> lock(link_mutex());
+  pending_marks().append(reinterpret_cast<const char*>(&h), sizeof h).append(function, h.in_bytes);
+}
+
 Reply call(const Header& request, const void* in, void* out, std::size_t out_capacity, std::string* text) {
   if (!available())
     throw std::runtime_error(
         "this program was not started by the kit's MPI side: start it with tools/kitrun (make train, make test, ...)");
-  // One request at a time: a thread's answer is read before another's request goes out.
-  static std::mutex& mu = *new std::mutex;  // never destroyed: the watchdog may call at exit
-  const std::lock_guard<std::mutex> lock(mu);
+  const std::lock_guard<std::mutex> lock(link_mutex());
   static bool direct = true;  // until the side says it can't copy here (comm_link.h)
   Header h = request;
   h.in_at = h.out_at = h.out_capacity = 0;
@@ -64,7 +89,10 @@ Reply call(const Header& request, const void* in, void* out, std::size_t out_cap
   }
   Reply reply{};
   for (;;) {
-    if (!send_both(ends().link, &h, sizeof h, in, h.in_at != 0 ? 0 : h.in_bytes)) side_gone("writing a request");
+    std::string& marks = pending_marks();
+    iovec parts[3] = {{marks.data(), marks.size()}, {&h, sizeof h}, {const_cast<void*>(in), h.in_at != 0 ? 0 : h.in_bytes}};
+    if (!send_parts(ends().link, parts, 3)) side_gone("writing a request");
+    marks.clear();
     read_all(ends().link, &reply, sizeof reply);
     if (reply.status != Status::Resend) break;
     if (!direct) side_gone("a second refusal of direct copies");

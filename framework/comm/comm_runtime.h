@@ -81,16 +81,14 @@ struct CommAccess {
   // Not collective.
   static void account_case(const std::string& name);
 
-  // A student call whose memory is ruled (ZeRO-3's forward and backward) has
-  // returned: the MPI side measures this process's memory as the kernel
-  // counts it and keeps the case's highest figure (side/traffic.h). Not
-  // collective.
-  static void checkpoint();
-
-  // Part 13's student code is now in grad_ready(param) (call 1), in finish
-  // (2), or back in the framework (0): the MPI side places each iallreduce,
-  // wait and test of the case by it (side/traffic.h). Not collective.
-  static void ddp_call(int call, int param);
+  // While a case runs, the MPI side is told where each student call begins
+  // and returns (StudentScope does it): it places every request of the
+  // case by the call that made it, and reads this process's memory at each
+  // return (side/traffic.h). `argument`: the call's key argument, which the
+  // side keeps beside its requests (the index of a parameter, say). Outside a case
+  // neither costs anything. Not collective.
+  static void mark_call(const char* function, std::int64_t argument);
+  static void mark_return(const char* function);
 
   // The name the ledger gives the communicator ("world", "mp_comm", or the
   // split it came from: "split(color 1, key 0) of world").
@@ -104,13 +102,15 @@ struct CommAccess {
 // (mp_comm, dp_comm, comm) while the call lasts.
 class StudentScope {
  public:
+  // `argument`: what the MPI side keeps beside the call's requests (CommAccess::mark_call).
   StudentScope(const char* function, Communicator* comm = nullptr, const char* comm_name = nullptr,
-               std::initializer_list<ArgShape> args = {});
+               std::initializer_list<ArgShape> args = {}, std::int64_t argument = 0);
   ~StudentScope();
   StudentScope(const StudentScope&) = delete;
   StudentScope& operator=(const StudentScope&) = delete;
 
  private:
+  const char* function_;
   const char* outer_function_;
   int exceptions_at_start_;  // to tell an exception leaving the function from a normal return
   Communicator* comm_;

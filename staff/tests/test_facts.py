@@ -180,7 +180,8 @@ PROBE = r"""
 using namespace dtrain::facts;
 int main() {
   std::printf("sizes %d %d %d %d %ld\n", kFeatures, kHidden, kClasses, kGlobalBatch, kMaxValuesPerRecord);
-  std::printf("side %d %ld %ld %ld\n", kDdpMostTestsInOneCall, kSideUnreadKib, kDdpInFinish, kDdpInGradReady);
+  std::printf("side %ld %s %s %s %s %s %s %d %ld %ld\n", kSideUnreadKib, kMarkReturned, kMarkHeld, kMarkStartedIn,
+              kMarkWaitedIn, kMarkTestedRunningIn, kMarkSeparator, kMostOpenCalls, kMostTestsCounted, kMostCallArgument);
   for (int code = 1; code < static_cast<int>(sizeof kOpNames / sizeof *kOpNames); ++code)
     std::printf("op %d %s %d %d\n", code, kOpNames[code], is_point_to_point(code), is_collective(code));
   long lengths[] = {0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960};
@@ -199,8 +200,8 @@ int main() {
 def python_probe():
     lines = [f"sizes {facts.FEATURES} {facts.HIDDEN} {facts.CLASSES} {facts.GLOBAL_BATCH} "
              f"{facts.MAX_VALUES_PER_RECORD}",
-             f"side {facts.DDP_MOST_TESTS_IN_ONE_CALL} {facts.SIDE_UNREAD_KIB} {facts.DDP_IN_FINISH} "
-             f"{facts.DDP_IN_GRAD_READY}"]
+             f"side {facts.SIDE_UNREAD_KIB} {' '.join(facts.CALL_MARKS)} {facts.MARK_SEPARATOR} "
+             f"{facts.MOST_OPEN_CALLS} {facts.MOST_TESTS_COUNTED} {facts.MOST_CALL_ARGUMENT}"]
     lines += [f"op {code} {op} {int(op in facts.POINT_TO_POINT)} {int(op in facts.COLLECTIVES)}"
               for code, op in enumerate(facts.OPERATIONS, 1)]
     for n in (1, 2, 3, 4, 5, 8, 16):

@@ -6,6 +6,7 @@ import json
 
 from kit import facts
 from kit import judge
+from kit import rules
 from kit import traffic
 
 
@@ -101,65 +102,97 @@ def test_the_expected_file_keeps_accounts_line_by_line(tmp_path):
         raise AssertionError("an unknown operation was read")
 
 
-# What a ZeRO-3 case's account holds besides its calls: the returns the side
-# measured memory at, and the most the program held then (KiB).
-def measured(held, checkpoints=2, op="held"):
-    return ZERO_BACKWARD + [["checkpoint", 0, 0, checkpoints], [op, held, 0, 1]]
+# What a ZeRO-3 case's account holds besides its calls: the backward's
+# returns, and the most the program held at them (KiB).
+BACKWARD = "ZeroDPStage3FCLayer.backward"
+ZERO_RULES = [rules.load("zero_memory")]
+
+
+def measured(held, returns=2, op=None):
+    op = op or facts.mark(facts.MARK_HELD, BACKWARD)
+    return ZERO_BACKWARD + [[facts.mark(facts.MARK_RETURNED, BACKWARD), 0, 0, returns], [op, held, 0, 1]]
+
+
+def zero_judged(got, want):
+    return traffic.judge_case("Z.K", got, want, ZERO_RULES)
 
 
 def test_memory_within_the_slack_of_the_references_passes():
     want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
-    near = traffic.parse([(0, line("Z.K", 0, measured(3300 + facts.HELD_SLACK_KIB)))])
-    assert traffic.judge_case("Z.K", near, want) == []
+    near = traffic.parse([(0, line("Z.K", 0, measured(3300 + rules.load("zero_memory").HELD_SLACK_KIB)))])
+    assert zero_judged(near, want) == []
 
 
 def test_a_kept_weight_fails_the_case_naming_both_figures():
     want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
     kept = traffic.parse([(0, line("Z.K", 0, measured(3300 + 4096)))])
-    [failure] = traffic.judge_case("Z.K", kept, want)
+    [failure] = zero_judged(kept, want)
     assert failure["rank"] == 0
-    assert "held 7396 KiB" in failure["message"] and "the reference holds 3300 KiB" in failure["message"]
+    assert "backward returned, the program held 7396 KiB" in failure["message"]
+    assert "the reference holds 3300 KiB" in failure["message"]
     assert "communication" not in failure["message"]  # memory is not traffic
+    # Without the part's rules the figure is no one's business: it is not a call.
+    assert traffic.judge_case("Z.K", kept, want) == []
 
 
 def test_a_figure_the_side_could_not_read_fails():
     want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
     unread = traffic.parse([(0, line("Z.K", 0, measured(traffic.UNREAD_KIB)))])
-    [failure] = traffic.judge_case("Z.K", unread, want)
+    [failure] = zero_judged(unread, want)
     assert "memory its MPI side could not read" in failure["message"]
 
 
 def test_skipped_returns_change_the_account():
     # A program that keeps the side from measuring (it never names a return)
-    # makes fewer checkpoints than the reference, which fails the case.
+    # makes fewer returns than the reference, which fails the case, whatever
+    # the part's rules.
     want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
-    fewer = traffic.parse([(0, line("Z.K", 0, measured(1000, checkpoints=1)))])
+    fewer = traffic.parse([(0, line("Z.K", 0, measured(1000, returns=1)))])
     [failure] = traffic.judge_case("Z.K", fewer, want)
-    assert "told of 1 return(s) from ZeRO-3's forward or backward, where the reference's is told of 2" in failure["message"]
+    assert f"returned from {BACKWARD} 1 time(s), where the reference returns 2" in failure["message"]
     none = traffic.parse([(0, line("Z.K", 0, ZERO_BACKWARD))])
-    assert any("told of 0 return(s)" in f["message"] for f in traffic.judge_case("Z.K", none, want))
+    assert any("0 time(s)" in f["message"] for f in zero_judged(none, want))
+
+
+def test_returns_from_calls_the_reference_never_makes_are_counted_not_quoted():
+    want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
+    named = measured(3300) + [[facts.mark(facts.MARK_RETURNED, "HiddenPart9Adam.Secret"), 0, 0, 1]]
+    [failure] = traffic.judge_case("Z.K", traffic.parse([(0, line("Z.K", 0, named))]), want)
+    assert "returned 1 time(s) from student calls the reference never makes" in failure["message"]
+    assert "Secret" not in failure["message"]
+    unpaired = traffic.parse([(0, line("Z.K", 0, measured(3300) + [[facts.UNPAIRED, 0, 0, 3]]))])
+    [failure] = traffic.judge_case("Z.K", unpaired, want)
+    assert "a student call's mark its MPI side could not pair (3 times)" in failure["message"]
+
+
+def test_a_mark_of_no_shape_the_side_writes_is_malformed():
+    for op in ("returned@", "returned@a b", "held@" + "x" * 65, "landed@ZeroDPAdam.step", "returned@Zero:step"):
+        assert traffic.parse([(0, line("Z.K", 0, [[op, 0, 0, 1]]))]).malformed == 1, op
 
 
 def test_under_an_emulator_memory_is_not_judged():
     want = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts
-    emulated = traffic.parse([(0, line("Z.K", 0, measured(0, op="emulated")))])
-    assert traffic.judge_case("Z.K", emulated, want) == []
+    emulated = traffic.parse([(0, line("Z.K", 0, measured(0, op=facts.EMULATED)))])
+    assert zero_judged(emulated, want) == []
 
 
 def test_memory_lines_round_trip_through_the_expected_file():
     accounts = traffic.parse([(0, line("Z.K", 0, measured(3300)))]).accounts["Z.K"]
     [text] = traffic.dump_lines("Z.K", accounts)
-    assert "checkpoint:0:0:2" in text and "held:3300:0:1" in text
+    assert f"returned@{BACKWARD}:0:0:2" in text and f"held@{BACKWARD}:3300:0:1" in text
     loaded = {}
     traffic.load_line(text.split(), loaded)
     assert loaded == {"Z.K": accounts}
 
 
 # Part 13, one backward of two buckets on 2 ranks: grad_ready(3) .. (0), then
-# finish; bucket {3, 2} of 8 elements completes in grad_ready(2) (where 4),
-# bucket {1, 0} of 36 in grad_ready(0) (where 2).
-DDP_STEP = [["grad_ready", 0, 0, 4], ["finish", 0, 0, 1], ["iallreduce", 8, 2, 1], ["iallreduce", 36, 2, 1],
-            ["started", 8, 4, 1], ["started", 36, 2, 1]]
+# finish; bucket {3, 2} of 8 elements completes in grad_ready(2), bucket
+# {1, 0} of 36 in grad_ready(0).
+READY, FINISH = "GradientBuckets.grad_ready", "GradientBuckets.finish"
+STARTED = facts.mark(facts.MARK_STARTED_IN, READY)
+DDP_STEP = [[facts.mark(facts.MARK_RETURNED, READY), 0, 0, 4], [facts.mark(facts.MARK_RETURNED, FINISH), 0, 0, 1],
+            ["iallreduce", 8, 2, 1], ["iallreduce", 36, 2, 1], [STARTED, 8, 2, 1], [STARTED, 36, 0, 1]]
+DDP_RULES = [rules.load("part13_ddp")]
 
 
 def ddp(*changes):
@@ -173,32 +206,36 @@ def ddp(*changes):
 
 
 def test_the_references_order_passes():
-    assert traffic.judge_case("D.S", ddp(), ddp().accounts) == []
+    assert traffic.judge_case("D.S", ddp(), ddp().accounts, DDP_RULES) == []
 
 
 def test_an_iallreduce_started_in_finish_is_placed_and_named():
-    late = ddp(["started", 8, 4, 0], ["started", 8, 1, 1])
-    [failure] = traffic.judge_case("D.S", late, ddp().accounts)
+    late = ddp([STARTED, 8, 2, 0], [facts.mark(facts.MARK_STARTED_IN, FINISH), 8, 0, 1])
+    [failure] = traffic.judge_case("D.S", late, ddp().accounts, DDP_RULES)
     assert failure["message"].startswith("its order of events, as its MPI side saw it, differs")
     assert ("started an iallreduce of 8 elements in finish, where the reference starts it in grad_ready(2), the "
             "call that completes its bucket") in failure["message"]
 
 
 def test_a_wait_or_a_loop_of_tests_in_grad_ready_is_named():
-    waits = ddp(["waited_in_grad_ready", 0, 0, 2])
-    [failure] = traffic.judge_case("D.S", waits, ddp().accounts)
+    most = rules.load("part13_ddp").MOST_TESTS_IN_ONE_CALL
+    waits = ddp([facts.mark(facts.MARK_WAITED_IN, READY), 0, 0, 2])
+    [failure] = traffic.judge_case("D.S", waits, ddp().accounts, DDP_RULES)
     assert "waited for a request in grad_ready (2 times): backward stops there" in failure["message"]
-    loops = ddp(["test_loop_in_grad_ready", 0, 0, 1])
-    [failure] = traffic.judge_case("D.S", loops, ddp().accounts)
-    assert f"more than {facts.DDP_MOST_TESTS_IN_ONE_CALL} times in one grad_ready call (1 time)" in failure["message"]
+    loops = ddp([facts.mark(facts.MARK_TESTED_RUNNING_IN, READY), most + 1, 0, 1])
+    [failure] = traffic.judge_case("D.S", loops, ddp().accounts, DDP_RULES)
+    assert f"more than {most} times in one grad_ready call (1 time)" in failure["message"]
+    # As often as the rule allows: the machine's pace, not a loop.
+    assert traffic.judge_case("D.S", ddp([facts.mark(facts.MARK_TESTED_RUNNING_IN, READY), most, 0, 3]),
+                              ddp().accounts, DDP_RULES) == []
 
 
 def test_a_grad_ready_the_framework_never_called_changes_the_account():
     # A program that tells its side of a grad_ready of its own, to place a
-    # late iallreduce there, adds a call to the framework's count.
-    forged = ddp(["grad_ready", 0, 0, 5], ["started", 8, 4, 0], ["started", 8, 7, 1])
-    [failure] = traffic.judge_case("D.S", forged, ddp().accounts)
-    assert "told of 5 grad_ready and 1 finish call(s), where the reference's is told of 4 and 1" in failure["message"]
+    # late iallreduce there, adds a return to the framework's count.
+    forged = ddp([facts.mark(facts.MARK_RETURNED, READY), 0, 0, 5], [STARTED, 8, 2, 0], [STARTED, 8, 7, 1])
+    failures = traffic.judge_case("D.S", forged, ddp().accounts, DDP_RULES)
+    assert any(f"returned from {READY} 5 time(s), where the reference returns 4" in f["message"] for f in failures)
 
 
 def test_the_kits_own_requests_are_judged_as_the_calls_are():
@@ -223,12 +260,13 @@ def test_the_calls_are_named_before_the_agreements_that_precede_them():
 
 
 def test_the_fullest_account_a_side_writes_is_read_and_one_past_it_is_not():
-    # framework/comm/side/traffic.cpp keeps kAccountMostKinds - 2 kinds of
-    # call, then the two memory readings: the reader takes every one of them.
-    calls = [["allreduce", n, 4, 1] for n in range(facts.ACCOUNT_MOST_KINDS - 2)]
-    full = traffic.parse([(0, line("Z.K", 0, calls + [["checkpoint", 0, 0, 2], ["held", 100, 0, 1]], overflow=5))])
+    # framework/comm/side/traffic.cpp keeps kAccountMostKinds - MOST_OPEN_CALLS
+    # kinds of call, then a memory reading per function: the reader takes every one of them.
+    calls = [["allreduce", n, 4, 1] for n in range(facts.ACCOUNT_MOST_KINDS - facts.MOST_OPEN_CALLS)]
+    held = [[facts.mark(facts.MARK_HELD, f"F{n}"), 100, 0, 1] for n in range(facts.MOST_OPEN_CALLS)]
+    full = traffic.parse([(0, line("Z.K", 0, calls + held, overflow=5))])
     assert full.malformed == 0 and full.accounts["Z.K"][0][("overflow", 0, 0)] == 5
-    past = traffic.parse([(0, line("Z.K", 0, calls + [["allgather", 1, 4, 1]] * 3))])
+    past = traffic.parse([(0, line("Z.K", 0, calls + held + [["allgather", 1, 4, 1]]))])
     assert past.malformed == 1
 
 

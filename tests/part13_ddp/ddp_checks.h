@@ -84,7 +84,7 @@ inline std::string elements(long n) { return std::to_string(n) + (n == 1 ? " ele
 
 // More test() calls than this on one request within one grad_ready call, all
 // finding it still running, are a loop that waits for it.
-constexpr int kMostTestsInOneCall = dtrain::facts::kDdpMostTestsInOneCall;
+constexpr int kMostTestsInOneCall = dtrain::facts::part13_ddp::kMostTestsInOneCall;  // kit/rules/part13_ddp.py
 // A step's message shows this many problems, then how many more there are.
 constexpr size_t kProblemsShown = 8;
 

@@ -202,6 +202,12 @@ std::string no_room(std::uint64_t bytes) {
       g_traffic.flush();
       MPI_Abort(MPI_COMM_WORLD, 70);
     }
+    if (!link::answered(h.kind)) {  // an Enter mark: no answer, and its name always inline
+      std::string name(h.in_at == 0 ? h.in_bytes : 0, '\0');
+      if (!name.empty() && !read_all(fd, name.data(), name.size())) for (;;) pause();
+      g_traffic.enter(h.in_at == 0 && name.size() <= link::kMostNameBytes ? name : std::string(), h.a);
+      continue;
+    }
     const bool inline_data = h.in_at == 0;
     std::vector<char> in;
     bool room = true;

@@ -155,12 +155,10 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     case Kind::Case:
       traffic_.begin_case(std::string(in.begin(), in.end()));
       return {};
-    case Kind::Checkpoint:
-      traffic_.checkpoint();
+    case Kind::Return:
+      traffic_.returned(std::string(in.begin(), in.end()));
       return {};
-    case Kind::DdpCall:
-      traffic_.ddp_call(h.a, h.b);
-      return {};
+    case Kind::Enter:  // served before it gets here (it has no answer)
     case Kind::Finalize:
       break;
   }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,9 +17,9 @@ namespace dtrain::side {
 
 namespace {
 // Distinct (op, count, ranks) kinds a case's record lists, leaving room for
-// the two memory readings; every call past them is counted. No case of the
-// kit's makes more than a few dozen.
-constexpr std::size_t kMostKinds = facts::kAccountMostKinds - 2;
+// a memory reading per function; every call past them is counted. No case
+// of the kit's makes more than a few dozen.
+constexpr std::size_t kMostKinds = facts::kAccountMostKinds - facts::kMostOpenCalls;
 }  // namespace
 
 void Traffic::open(int fd, int rank) {
@@ -79,24 +80,65 @@ void Traffic::begin_case(const std::string& name) {
   flush_after();
   case_ = name;
   in_case_ = true;
-  ddp_where_ = 0;
-  tests_here_.clear();
+  open_.clear();
   if (in_case_ && baseline_kib_ < 0) baseline_kib_ = resident_kib(status_fd_);
 }
 
-void Traffic::checkpoint() {
-  const long now = resident_kib(status_fd_);
+namespace {
+
+// A function's name as an account writes it: C++'s "::" as ".", and
+// nothing but letters, digits, '_', '.' and '~' ("" for anything else).
+std::string account_name(const std::string& name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == ':' && i + 1 < name.size() && name[i + 1] == ':') {
+      out += '.';
+      ++i;
+    } else if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '~') {
+      out += c;
+    } else {
+      return "";
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Traffic::mark(const char* what, const std::string& function) const {
+  return std::string(what) + facts::kMarkSeparator + function;
+}
+
+void Traffic::enter(const std::string& name, long argument) {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (!in_case_) {
-    add("checkpoint", 0, 0);  // after a case's end: no call of the case returns there
+  const std::string as_written = account_name(name);
+  if (as_written.empty() || open_.size() >= static_cast<std::size_t>(facts::kMostOpenCalls)) {
+    add(facts::kUnpaired, 0, 0);
     return;
   }
+  open_.push_back({as_written, argument, {}});
+}
+
+void Traffic::returned(const std::string& name) {
+  const long now = resident_kib(status_fd_);
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (open_.empty() || open_.back().name != account_name(name)) {
+    add(facts::kUnpaired, 0, 0);
+    return;
+  }
+  const OpenCall call = std::move(open_.back());
+  open_.pop_back();
+  add(mark(facts::kMarkReturned, call.name), 0, 0);
+  for (const auto& [request, tests] : call.tests_running)
+    add(mark(facts::kMarkTestedRunningIn, call.name), std::min(tests, facts::kMostTestsCounted), 0);
+  if (!in_case_) return;
   if (emulated_ < 0) emulated_ = emulated(child_pid_) ? 1 : 0;
-  ++checkpoints_;
-  // A figure the side can't read counts as unbounded: the judge then fails
-  // the case rather than pass a rule it never saw kept.
+  // A figure the side can't read counts as unbounded: a rule then fails
+  // the case rather than pass what it never saw kept.
   const long held = now < 0 || baseline_kib_ < 0 ? facts::kSideUnreadKib : std::max(0L, now - baseline_kib_);
-  held_kib_ = std::max(held_kib_, held);
+  if (held_.count(call.name) != 0 || held_.size() < static_cast<std::size_t>(facts::kMostOpenCalls))
+    held_[call.name] = std::max(held_[call.name], held);
 }
 
 void Traffic::note(facts::OpCode op, long count, int ranks) {
@@ -109,29 +151,24 @@ void Traffic::request(facts::KitRequest r, long count, int ranks) {
   add(facts::kKitRequestNames[r], count, ranks);
 }
 
-void Traffic::ddp_call(long call, long param) {
-  const std::lock_guard<std::mutex> lock(mu_);
-  tests_here_.clear();
-  ddp_where_ = call == 1 && param >= 0 && param < (1L << 20) ? facts::kDdpInGradReady + param
-               : call == 2                                    ? facts::kDdpInFinish
-                                                              : 0;
-  if (call == 1) add("grad_ready", 0, 0);
-  if (call == 2) add("finish", 0, 0);
-}
-
 void Traffic::started(long count) {
   const std::lock_guard<std::mutex> lock(mu_);
-  add("started", count, static_cast<int>(ddp_where_));
+  const bool in_call = !open_.empty();
+  // An argument past any parameter's index is one no reference's account holds.
+  const long argument = in_call ? open_.back().argument : 0;
+  const int where = argument >= 0 && argument < facts::kMostCallArgument ? static_cast<int>(argument)
+                                                                        : static_cast<int>(facts::kMostCallArgument);
+  add(mark(facts::kMarkStartedIn, in_call ? open_.back().name : facts::kNoCall), count, where);
 }
 
 void Traffic::waited() {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (ddp_where_ >= facts::kDdpInGradReady) add("waited_in_grad_ready", 0, 0);
+  add(mark(facts::kMarkWaitedIn, open_.empty() ? facts::kNoCall : open_.back().name), 0, 0);
 }
 
 void Traffic::tested_running(long id) {
   const std::lock_guard<std::mutex> lock(mu_);
-  if (ddp_where_ >= facts::kDdpInGradReady && ++tests_here_[id] == facts::kDdpMostTestsInOneCall + 1) add("test_loop_in_grad_ready", 0, 0);
+  if (!open_.empty()) ++open_.back().tests_running[id];
 }
 
 void Traffic::add(const std::string& op, long count, int ranks) {
@@ -163,14 +200,14 @@ void Traffic::flush() {
 void Traffic::flush_case() {
   if (!in_case_) return;
   std::vector<records::TrafficCall> calls = listed(calls_);
-  if (checkpoints_ > 0) {
-    calls.push_back({"checkpoint", 0, 0, checkpoints_});
-    calls.push_back({emulated_ == 1 ? "emulated" : "held", emulated_ == 1 ? 0 : held_kib_, 0, 1});
-  }
+  if (!held_.empty() && emulated_ == 1) calls.push_back({facts::kEmulated, 0, 0, 1});
+  if (emulated_ != 1)
+    for (const auto& [function, kib] : held_) calls.push_back({mark(facts::kMarkHeld, function), kib, 0, 1});
   const std::string line = records::traffic(case_, rank_, calls, overflow_) + "\n";
   calls_.clear();
   overflow_ = 0;
-  checkpoints_ = held_kib_ = 0;
+  held_.clear();
+  open_.clear();
   in_case_ = false;
   write(line);
 }

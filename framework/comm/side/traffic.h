@@ -9,26 +9,26 @@
 // the side once, as a record on a channel of its own (kit/launch.py reads
 // it; records.h has the format).
 //
-// The account also holds what the child's memory was, as the kernel counts
-// it, each time a call the rules watch returned (link::Kind::Checkpoint):
-// ("checkpoint", 0, 0) times the number of such moments, and ("held", KiB,
-// 0) once, the most the child held at any of them beyond what it held when
-// its first case began. Anonymous and shared pages both count, wherever
-// the child's code put them, so no allocator, address or field of an
-// object decides the figure. kit/traffic.py compares it with the
-// reference's. Under an emulator, ("emulated", 0, 0) stands in its place.
-//
-// And it places Part 13's requests by the student call that made them, as
-// the framework tells the side (link::Kind::DdpCall): ("grad_ready", 0, 0)
-// and ("finish", 0, 0) times each call; ("started", elements, where) per
-// iallreduce, where is kDdpInFinish, kDdpInGradReady + p for
-// grad_ready(p), or 0 for neither (kit/facts.py); ("waited_in_grad_ready", 0, 0) per wait() there, and
-// ("test_loop_in_grad_ready", 0, 0) per request tested more than
-// kDdpMostTestsInOneCall times in one grad_ready call while it ran. The
-// reference's account of a case has the same entries, so its order of
-// events is judged as its traffic is. The child's code could tell the side
-// of a call that isn't there, but not take back one the framework told:
-// the calls are counted.
+// It also places what the child did by the student call it did it in. The
+// framework marks every student call while a case runs (link::Kind::Enter
+// and Return, from StudentScope): the side keeps the calls open, innermost
+// last, and writes, as MARK@FUNCTION entries (kit/facts.py, CALL_MARKS):
+//   ("returned@F", 0, 0)          times each return of F;
+//   ("held@F", KiB, 0)            once: the most the child's memory, as the
+//                                 kernel counts it, stood at any return of
+//                                 F beyond what it held when its first case
+//                                 began (anonymous and shared pages, so no
+//                                 allocator, address or field decides it);
+//                                 under an emulator ("emulated", 0, 0) instead;
+//   ("started_in@F", elements, argument)  per iallreduce begun in F;
+//   ("waited_in@F", 0, 0)         per wait begun in F;
+//   ("tested_running_in@F", n, 0) per request that n tests in one call of F
+//                                 found still running (n at most a cap).
+// Requests outside every call go to F = "framework"; a return with no call
+// open, a call past the deepest nesting or a name that breaks the rules is
+// ("unpaired", 0, 0), which no reference's account holds. The side knows no
+// part: a part's rules (kit/rules/) read the marks they need, and the judge
+// compares the returns with the reference's, whatever their function.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "kit_facts.h"  // generated from kit/facts.py
 
@@ -58,13 +59,14 @@ class Traffic {
   // `ranks` its communicator's size; or one of the kit's own requests.
   void note(facts::OpCode op, long count, int ranks);
   void request(facts::KitRequest r, long count, int ranks);
-  // The child whose memory checkpoint() measures; called right after the
+  // The child whose memory returned() measures; called right after the
   // fork, while its pid can't name another process.
   void watch(int child_pid);
-  // A call the rules watch returned: the child's memory now goes into the case's account.
-  void checkpoint();
-  // Part 13: the child is now in grad_ready(param) (call 1), in finish (2), or neither (0).
-  void ddp_call(long call, long param);
+  // A student call begins: `name` as the framework wrote it ("" if the link's
+  // rules were broken), `argument` its key argument (a parameter's index, say).
+  void enter(const std::string& name, long argument);
+  // The innermost open call returns (`name`, as it was entered): the child's memory now is read.
+  void returned(const std::string& name);
   // An iallreduce of `count` elements began; a wait began; a test found request `id` still running.
   void started(long count);
   void waited();
@@ -85,10 +87,15 @@ class Traffic {
   int emulated_ = -1;       // under an emulator, whose memory is no figure of the child's (-1: not known yet)
   int status_fd_ = -1;     // the child's /proc/PID/status
   long baseline_kib_ = -1;  // its memory when its first case began
-  long checkpoints_ = 0, held_kib_ = 0;
-  long ddp_where_ = 0;               // where Part 13's student code is, coded as in the account
-  std::map<long, long> tests_here_;  // request -> tests that found it running, in this grad_ready call
+  struct OpenCall {
+    std::string name;                    // as the account writes it ("?" when it broke the rules)
+    long argument;
+    std::map<long, long> tests_running;  // request -> tests that found it running, in this call
+  };
+  std::vector<OpenCall> open_;         // the child's student calls now running, innermost last
+  std::map<std::string, long> held_;   // function -> the most held at its returns in this case (KiB)
 
+  std::string mark(const char* what, const std::string& function) const;
   void add(const std::string& op, long count, int ranks);  // with mu_ held
   void flush_case();   // with mu_ held
   void flush_after();  // with mu_ held
