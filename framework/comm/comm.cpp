@@ -34,8 +34,8 @@ std::unique_ptr<Communicator::Handle> new_handle(const link::Reply& made, bool o
   handle->id = owned ? next_id++ : 0;
   handle->name = std::move(name);
   handle->members = std::move(members);
-  handle->rank = static_cast<int>(made.a);
-  handle->size = static_cast<int>(made.b);
+  handle->rank = static_cast<int>(made.answer.made.rank);
+  handle->size = static_cast<int>(made.answer.made.size);
   return handle;
 }
 
@@ -46,16 +46,16 @@ int to_count(long count, const char* call) {
   return static_cast<int>(count);
 }
 
-link::Reply ask(link::Kind kind, std::int32_t comm, std::initializer_list<std::int64_t> args, const void* in,
-                std::size_t in_bytes, void* out, std::size_t out_capacity) {
-  link::Header h{};
-  h.kind = kind;
-  h.comm = comm;
-  std::int64_t* fields[] = {&h.a, &h.b, &h.c, &h.d, &h.e};
-  std::size_t i = 0;
-  for (std::int64_t v : args) *fields[i++] = v;
+link::Reply ask(link::Header h, const void* in, std::size_t in_bytes, void* out, std::size_t out_capacity) {
   h.in_bytes = in_bytes;
   return link::call(h, in, out, out_capacity);
+}
+
+link::Header collective(link::Kind kind, std::int32_t comm, std::int64_t count, std::int64_t reduction,
+                        bool one_rank) {
+  link::Header h = link::request(kind, comm);
+  h.ask.collective = {count, reduction, one_rank ? link::kOneRank : 0};
+  return h;
 }
 
 double steady_seconds() {
@@ -114,14 +114,14 @@ Communicator& Communicator::operator=(Communicator&& other) noexcept {
 Communicator::~Communicator() {
   if (!handle_ || !handle_->owned || MpiSession::finalized()) return;
   try {
-    ask(link::Kind::Free, handle_->comm, {});
+    ask(link::request(link::Kind::Free, handle_->comm));
   } catch (...) {
     // nothing to do with a failure in a destructor
   }
 }
 
 Communicator Communicator::world() {
-  static const link::Reply hello = ask(link::Kind::Hello, 0, {});
+  static const link::Reply hello = ask(link::request(link::Kind::Hello));
   auto handle = new_handle(hello, false, "world", {});
   for (int r = 0; r < handle->size; ++r) handle->members.push_back(r);
   return Communicator(std::move(handle));
@@ -132,7 +132,9 @@ int Communicator::size() const { return live(handle_).size; }
 
 void Communicator::barrier() {
   Call call(live(handle_), kBarrier, 0, kNoReduction, false);
-  ask(link::Kind::Barrier, live(handle_).comm, {static_cast<std::int64_t>(link::Idle::YieldThenSleep)});
+  link::Header h = link::request(link::Kind::Barrier, live(handle_).comm);
+  h.ask.barrier.idle = static_cast<std::int64_t>(link::Idle::YieldThenSleep);
+  ask(h);
   call.done(0);
 }
 
@@ -142,7 +144,7 @@ void Communicator::barrier() {
 static bool one_rank(const Communicator::Handle& h, link::Kind kind, std::int64_t n, std::int64_t reduction,
                      const double* src, double* dst, long values) {
   if (h.size != 1) return false;
-  ask(kind, h.comm, {n, reduction, link::kOneRank});
+  ask(collective(kind, h.comm, n, reduction, true));
   if (values > 0 && dst != src) std::memmove(dst, src, static_cast<std::size_t>(values) * sizeof(double));
   return true;
 }
@@ -153,7 +155,7 @@ void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op
   Call call(live(handle_), kAllreduce, count, reduction, true);
   const std::size_t bytes_in = static_cast<std::size_t>(n) * sizeof(double);
   if (!one_rank(live(handle_), link::Kind::Allreduce, n, reduction, src, dst, n))
-    ask(link::Kind::Allreduce, live(handle_).comm, {n, reduction}, src, bytes_in, dst, bytes_in);
+    ask(collective(link::Kind::Allreduce, live(handle_).comm, n, reduction), src, bytes_in, dst, bytes_in);
   const std::uint64_t bytes = ring_bytes(count, size(), 2);
   bytes_ += bytes;
   call.done(bytes);
@@ -164,8 +166,8 @@ void Communicator::all_gather_raw(const double* src, long count, double* dst) {
   const int all = to_count(count * size(), "allgather");
   Call call(live(handle_), kAllgather, count, kNoReduction, true);
   if (!one_rank(live(handle_), link::Kind::Allgather, n, 0, src, dst, n))
-    ask(link::Kind::Allgather, live(handle_).comm, {n}, src, static_cast<std::size_t>(n) * sizeof(double), dst,
-        static_cast<std::size_t>(all) * sizeof(double));
+    ask(collective(link::Kind::Allgather, live(handle_).comm, n, 0), src, static_cast<std::size_t>(n) * sizeof(double),
+        dst, static_cast<std::size_t>(all) * sizeof(double));
   const std::uint64_t bytes = ring_bytes(count * size(), size(), 1);
   bytes_ += bytes;
   call.done(bytes);
@@ -177,7 +179,7 @@ void Communicator::reduce_scatter_raw(const double* src, double* dst, long block
   const int all = to_count(block * size(), "reduce_scatter");
   Call call(live(handle_), kReduceScatter, block, reduction, true);
   if (!one_rank(live(handle_), link::Kind::ReduceScatter, n, reduction, src, dst, n))
-    ask(link::Kind::ReduceScatter, live(handle_).comm, {n, reduction}, src,
+    ask(collective(link::Kind::ReduceScatter, live(handle_).comm, n, reduction), src,
         static_cast<std::size_t>(all) * sizeof(double), dst, static_cast<std::size_t>(n) * sizeof(double));
   const std::uint64_t bytes = ring_bytes(block * size(), size(), 1);
   bytes_ += bytes;
@@ -210,8 +212,9 @@ Request Communicator::iallreduce(const Vector& src, Vector& dst, Op op) {
   state->start = steady_seconds();
   state->dst = dst.data();
   state->dst_count = n;
-  state->mpi = ask(link::Kind::Istart, live(handle_).comm, {n, reduction}, src.data(),
-                   static_cast<std::size_t>(n) * sizeof(double)).a;
+  link::Header h = link::request(link::Kind::Istart, live(handle_).comm);
+  h.ask.istart = {n, reduction};
+  state->mpi = ask(h, src.data(), static_cast<std::size_t>(n) * sizeof(double)).answer.istart.request;
   state->bytes = ring_bytes(src.size(), size(), 2);
   bytes_ += state->bytes;
   request_started(*state);
@@ -247,11 +250,12 @@ Communicator Communicator::split(int color, int key) {
   link::Reply made{};
   {
     Call call(live(handle_), kSplit, 0, kNoReduction, false);
-    made = ask(link::Kind::Split, handle_->comm, {color, key}, nullptr, 0, members.data(),
-               members.size() * sizeof(int));
+    link::Header h = link::request(link::Kind::Split, handle_->comm);
+    h.ask.split = {color, key};
+    made = ask(h, nullptr, 0, members.data(), members.size() * sizeof(int));
     call.done(0);
   }
-  members.resize(static_cast<std::size_t>(made.b));
+  members.resize(static_cast<std::size_t>(made.answer.made.size));
   return Communicator(new_handle(made, true,
                                  "split(color " + std::to_string(color) + ", key " + std::to_string(key) + ") of " +
                                      handle_->name,

@@ -33,7 +33,7 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   const std::int64_t mine[kFields] = {op, count, reduction, h.calls, ledger::function_id(function), world_rank};
   std::vector<std::int64_t> all(static_cast<size_t>(kFields * h.size));
   // Where a hung case's ranks wait (the side polls, then sleeps: the call after it is made only once all are here).
-  ask(link::Kind::Agree, h.comm, {}, mine, sizeof mine, all.data(), all.size() * sizeof(std::int64_t));
+  ask(link::request(link::Kind::Agree, h.comm), mine, sizeof mine, all.data(), all.size() * sizeof(std::int64_t));
   auto row = [&](int r) { return all.data() + kFields * r; };
   bool same = true;
   for (int r = 1; r < h.size && same; ++r) same = std::equal(row(r), row(r) + 3, row(0));

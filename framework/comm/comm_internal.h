@@ -48,10 +48,13 @@ int to_count(long count, const char* call);
 // Seconds on this host's steady clock (CommAccess::wall_time).
 double steady_seconds();
 
-// One request to the side (comm_link.h): up to five arguments, the data sent,
-// and where the answer's data goes.
-link::Reply ask(link::Kind kind, std::int32_t comm, std::initializer_list<std::int64_t> args, const void* in = nullptr,
-                std::size_t in_bytes = 0, void* out = nullptr, std::size_t out_capacity = 0);
+// One request to the side (comm_link.h, link::request makes `h`), the data
+// sent, and where the answer's data goes.
+link::Reply ask(link::Header h, const void* in = nullptr, std::size_t in_bytes = 0, void* out = nullptr,
+                std::size_t out_capacity = 0);
+// A request of Allreduce, Allgather or ReduceScatter (their fields are one set).
+link::Header collective(link::Kind kind, std::int32_t comm, std::int64_t count, std::int64_t reduction,
+                        bool one_rank = false);
 
 // A request in flight, by the side's number for it (0: none).
 using RawRequest = std::int64_t;

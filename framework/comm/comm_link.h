@@ -8,9 +8,11 @@
 //
 // A request is a Header, then `in_bytes` bytes of data (the source buffer,
 // or text); an answer is a Reply, then `out_bytes` bytes (the destination
-// buffer, or, when status is not Ok, the error's text). Communicators and
-// requests are numbers the side gave out; the side checks every number and
-// size it is sent before using it.
+// buffer, or, when status is not Ok, the error's text). What each kind of
+// request asks, and what its answer says, are named fields (h.ask.split.color,
+// reply.answer.made.rank), defined once in kit/link.py, which CMake writes
+// into link_messages.h. Communicators and requests are numbers the side
+// gave out; the side checks every number and size it is sent before using it.
 //
 // A large buffer need not cross the socket: a request may name where its
 // data lies in the child (`in_at`) and where the answer's goes (`out_at`,
@@ -31,44 +33,15 @@
 #include <cstdint>
 #include <string>
 
+#include "link_messages.h"  // generated from kit/link.py: the kinds, and each one's fields
+
 namespace dtrain::link {
-
-enum class Kind : std::int32_t {
-  Hello = 1,       // -> a: world rank, b: world size
-  Dup,             // comm -> comm: the copy, a: rank, b: size
-  Split,           // comm, a: color, b: key -> comm, a: rank, b: size, data: members (int32, world ranks)
-  Free,            // comm
-  Members,         // comm -> data: members (int32, world ranks)
-  Allreduce,       // comm, a: count, b: reduction, data: src (double) -> data: dst
-  Allgather,       // comm, a: count, data: src -> data: count * size doubles
-  ReduceScatter,   // comm, a: block, b: reduction, data: block * size doubles -> data: block doubles
-  Barrier,         // comm, a: Idle
-  Agree,           // comm, data: kAgreeFields int64 -> data: size * kAgreeFields int64
-  MaxOverRanks,    // comm, a: value -> a: the maximum
-  GatherText,      // comm, a: root, data: text -> data: per rank, int64 length then the text (root only)
-  ClockOffset,     // comm -> data: offset, uncertainty (double), then the processor name
-  Send,            // comm, a: dest, b: tag, data: src -> a: the receiver's count
-  Recv,            // comm, a: source, b: tag, c: count -> a: the sender's count, data: dst when they agree
-  Sendrecv,        // comm, a: dest, b: send tag, c: source, d: recv tag, e: recv count, data: src
-                   // -> a: the receiver's count of ours, b: the sender's count of theirs, data: dst when they agree
-  Istart,          // comm, a: count, b: reduction, data: src -> a: the request's number (an iallreduce)
-  Test,            // a: request -> a: 1 if complete, data: dst when complete
-  Wait,            // a: request -> data: dst
-  Case,            // data: the name of the case now beginning, or none once it is over (the side's account is per case)
-  Finalize,        // the program ends normally
-  Enter,           // no answer: a student call begins, a: its argument, data: the function's name (side/traffic.h)
-  Return,          // the student call entered last returns, data: its name: the side measures the child's memory
-};
-
-// Whether a request of this kind gets an answer: an Enter rides ahead of
-// the request that follows it, in the same write, and costs no round trip.
-inline constexpr bool answered(Kind k) { return k != Kind::Enter; }
 
 // How a waiting side spends the wait (side/comm_side_mpi.h explains each).
 enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };
 
 inline constexpr int kAgreeFields = 6;
-// c of an Allreduce, Allgather or ReduceScatter on a one-rank communicator:
+// one_rank of an Allreduce, Allgather or ReduceScatter on a one-rank communicator:
 // no data either way (the result is the input, copied by the child); the
 // side checks the size and counts the call.
 inline constexpr std::int64_t kOneRank = 1;
@@ -76,7 +49,7 @@ inline constexpr std::int64_t kOneRank = 1;
 struct Header {
   Kind kind;
   std::int32_t comm;
-  std::int64_t a, b, c, d, e;
+  Asked ask;  // the fields the kind asks, by its name (link_messages.h)
   std::uint64_t in_bytes;
   std::uint64_t in_at;         // the data's address in the child, or 0: inline after the header
   std::uint64_t out_at;        // where the answer's data may go in the child, or 0: inline after the reply
@@ -90,7 +63,7 @@ enum class Status : std::int32_t { Ok = 0, Failed = 1, BadArgument = 2, Resend =
 struct Reply {
   Status status;
   std::int32_t comm;
-  std::int64_t a, b;
+  Answered answer;  // the fields the kind's answer says, by its name (link_messages.h)
   std::uint64_t out_bytes;
   std::int32_t placed;  // 1: the side wrote the out_bytes at the request's out_at; none follow the reply
   std::int32_t unused;
@@ -143,6 +116,15 @@ inline bool send_parts(int fd, iovec* parts, int n) {
 inline bool send_both(int fd, const void* head, std::size_t head_n, const void* data, std::size_t data_n) {
   iovec parts[2] = {{const_cast<void*>(head), head_n}, {const_cast<void*>(data), data_n}};
   return send_parts(fd, parts, 2);
+}
+
+// A request of `kind` on `comm`, every field zero: the caller fills those
+// its kind asks (h.ask.split.color, ...).
+inline Header request(Kind kind, std::int32_t comm = 0) {
+  Header h{};
+  h.kind = kind;
+  h.comm = comm;
+  return h;
 }
 
 // The child's end (comm_link_client.cpp). False when this process was not

@@ -66,9 +66,8 @@ std::string& pending_marks() {
 
 void enter(const char* function, std::int64_t argument) {
   if (!available()) return;
-  Header h{};
-  h.kind = Kind::Enter;
-  h.a = argument;
+  Header h = request(Kind::Enter);
+  h.ask.enter.argument = argument;
   h.in_bytes = std::min(std::strlen(function), kMostNameBytes);
   const std::lock_guard<std::mutex> lock(link_mutex());
   pending_marks().append(reinterpret_cast<const char*>(&h), sizeof h).append(function, h.in_bytes);

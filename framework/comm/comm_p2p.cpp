@@ -69,8 +69,10 @@ void Communicator::send_raw(const double* src, long count, int dest, int tag) {
   check_tag("send", tag);
   const int n = to_count(count, "send");
   Call call(h, kSend, count, Peers{dest, -1, tag, -1});
-  const long verdict = static_cast<long>(
-      ask(link::Kind::Send, h.comm, {dest, tag}, src, static_cast<std::size_t>(n) * sizeof(double)).a);
+  link::Header request = link::request(link::Kind::Send, h.comm);
+  request.ask.send = {dest, tag};
+  const long verdict =
+      static_cast<long>(ask(request, src, static_cast<std::size_t>(n) * sizeof(double)).answer.send.receiver_count);
   if (verdict != count) size_disagreement("send", h.rank, dest, tag, count, verdict);
   bytes_ += bytes_of(count);
   call.done(bytes_of(count));
@@ -82,9 +84,10 @@ void Communicator::recv_raw(double* dst, long count, int source, int tag) {
   check_tag("recv", tag);
   const int n = to_count(count, "recv");
   Call call(h, kRecv, count, Peers{-1, source, -1, tag});
+  link::Header request = link::request(link::Kind::Recv, h.comm);
+  request.ask.recv = {source, tag, n};
   const long header = static_cast<long>(
-      ask(link::Kind::Recv, h.comm, {source, tag, n}, nullptr, 0, dst, static_cast<std::size_t>(n) * sizeof(double))
-          .a);
+      ask(request, nullptr, 0, dst, static_cast<std::size_t>(n) * sizeof(double)).answer.recv.sender_count);
   if (header != count) size_disagreement("recv", source, h.rank, tag, header, count);
   call.done(0);
 }
@@ -101,10 +104,12 @@ void Communicator::sendrecv_raw(const double* src, long send_count, int dest, in
   check_tag("sendrecv", recv_tag);
   const int ns = to_count(send_count, "sendrecv"), nr = to_count(recv_count, "sendrecv");
   Call call(h, kSendrecv, send_count, Peers{dest, source, send_tag, recv_tag});
-  const link::Reply answer = ask(link::Kind::Sendrecv, h.comm, {dest, send_tag, source, recv_tag, nr}, src,
-                                 static_cast<std::size_t>(ns) * sizeof(double), dst,
+  link::Header request = link::request(link::Kind::Sendrecv, h.comm);
+  request.ask.sendrecv = {dest, send_tag, source, recv_tag, nr};
+  const link::Reply answer = ask(request, src, static_cast<std::size_t>(ns) * sizeof(double), dst,
                                  static_cast<std::size_t>(nr) * sizeof(double));
-  const long verdict_in = static_cast<long>(answer.a), header_in = static_cast<long>(answer.b);
+  const long verdict_in = static_cast<long>(answer.answer.sendrecv.receiver_count);
+  const long header_in = static_cast<long>(answer.answer.sendrecv.sender_count);
   const bool out_ok = verdict_in == send_count, in_ok = header_in == recv_count;
   if (!out_ok) size_disagreement("sendrecv", h.rank, dest, send_tag, send_count, verdict_in);
   if (!in_ok) size_disagreement("sendrecv", source, h.rank, recv_tag, header_in, recv_count);

@@ -21,13 +21,17 @@ namespace {
 // The side holds the request's buffers; its result reaches the owner's dst
 // only when the kit sees it complete.
 bool test_side(Request::State& s) {
-  const link::Reply r = ask(link::Kind::Test, 0, {s.mpi}, nullptr, 0, s.dst,
+  link::Header h = link::request(link::Kind::Test);
+  h.ask.pending.request = s.mpi;
+  const link::Reply r = ask(h, nullptr, 0, s.dst,
                             static_cast<std::size_t>(s.dst_count) * sizeof(double));
-  return r.a == 1;
+  return r.answer.test.complete == 1;
 }
 
 void wait_side(Request::State& s) {
-  ask(link::Kind::Wait, 0, {s.mpi}, nullptr, 0, s.dst, static_cast<std::size_t>(s.dst_count) * sizeof(double));
+  link::Header h = link::request(link::Kind::Wait);
+  h.ask.pending.request = s.mpi;
+  ask(h, nullptr, 0, s.dst, static_cast<std::size_t>(s.dst_count) * sizeof(double));
 }
 
 // A request dropped unwaited fails the case, and the kit waits for it: its

@@ -45,7 +45,7 @@ MpiSession::~MpiSession() {
   if (g_finalized) return;
   g_finalized = true;
   try {
-    ask(link::Kind::Finalize, 0, {});
+    ask(link::request(link::Kind::Finalize));
   } catch (...) {
     // the side is gone: the job is over already
   }
@@ -69,7 +69,7 @@ Communicator CommAccess::duplicate(Communicator& comm) {
   const Communicator::Handle& from = live(comm.handle_);
   std::vector<int> members(static_cast<std::size_t>(from.size));
   const link::Reply made =
-      ask(link::Kind::Dup, from.comm, {}, nullptr, 0, members.data(), members.size() * sizeof(int));
+      ask(link::request(link::Kind::Dup, from.comm), nullptr, 0, members.data(), members.size() * sizeof(int));
   return Communicator(comm_detail::new_handle(made, true, from.name, std::move(members)));
 }
 
@@ -79,14 +79,14 @@ Communicator CommAccess::duplicate_world() {
 }
 
 void CommAccess::rendezvous(Communicator& comm) {
-  ask(link::Kind::Barrier, live(comm.handle_).comm, {static_cast<std::int64_t>(link::Idle::Sleep)});
+  link::Header h = link::request(link::Kind::Barrier, live(comm.handle_).comm);
+  h.ask.barrier.idle = static_cast<std::int64_t>(link::Idle::Sleep);
+  ask(h);
 }
 
 std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::string& mine, int root) {
-  link::Header h{};
-  h.kind = link::Kind::GatherText;
-  h.comm = live(comm.handle_).comm;
-  h.a = root;
+  link::Header h = link::request(link::Kind::GatherText, live(comm.handle_).comm);
+  h.ask.gather_text.root = root;
   h.in_bytes = mine.size();
   std::string all;
   link::call(h, mine.data(), nullptr, 0, &all);
@@ -104,15 +104,15 @@ std::vector<std::string> CommAccess::gather_text(Communicator& comm, const std::
 }
 
 long CommAccess::max_over_ranks(Communicator& comm, long value) {
-  return static_cast<long>(ask(link::Kind::MaxOverRanks, live(comm.handle_).comm, {value}).a);
+  link::Header h = link::request(link::Kind::MaxOverRanks, live(comm.handle_).comm);
+  h.ask.max_over_ranks.value = value;
+  return static_cast<long>(ask(h).answer.max_over_ranks.maximum);
 }
 
 double CommAccess::wall_time() { return steady_seconds(); }
 
 CommAccess::ClockOffset CommAccess::clock_offset(Communicator& comm) {
-  link::Header h{};
-  h.kind = link::Kind::ClockOffset;
-  h.comm = live(comm.handle_).comm;
+  link::Header h = link::request(link::Kind::ClockOffset, live(comm.handle_).comm);
   std::string answer;
   link::call(h, nullptr, nullptr, 0, &answer);
   double values[2] = {0, 0};
@@ -126,8 +126,7 @@ bool g_case_open = false;  // the MPI side keeps a case's account now: student c
 }
 
 void CommAccess::account_case(const std::string& name) {
-  link::Header h{};
-  h.kind = link::Kind::Case;
+  link::Header h = link::request(link::Kind::Case);
   h.in_bytes = name.size();
   link::call(h, name.data(), nullptr, 0);
   g_case_open = !name.empty();
@@ -139,8 +138,7 @@ void CommAccess::mark_call(const char* function, std::int64_t argument) {
 
 void CommAccess::mark_return(const char* function) {
   if (!g_case_open) return;
-  link::Header h{};
-  h.kind = link::Kind::Return;
+  link::Header h = link::request(link::Kind::Return);
   h.in_bytes = std::min(std::strlen(function), link::kMostNameBytes);
   link::call(h, function, nullptr, 0);
 }

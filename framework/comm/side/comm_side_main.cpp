@@ -205,7 +205,8 @@ std::string no_room(std::uint64_t bytes) {
     if (!link::answered(h.kind)) {  // an Enter mark: no answer, and its name always inline
       std::string name(h.in_at == 0 ? h.in_bytes : 0, '\0');
       if (!name.empty() && !read_all(fd, name.data(), name.size())) for (;;) pause();
-      g_traffic.enter(h.in_at == 0 && name.size() <= link::kMostNameBytes ? name : std::string(), h.a);
+      g_traffic.enter(h.in_at == 0 && name.size() <= link::kMostNameBytes ? name : std::string(),
+                      h.ask.enter.argument);
       continue;
     }
     const bool inline_data = h.in_at == 0;

@@ -38,8 +38,7 @@ Answer Ops::new_comm(MPI_Comm c, std::vector<int> members) {
   a.reply.comm = add(c);
   int rank = 0;
   check_mpi(MPI_Comm_rank(c, &rank), "MPI_Comm_rank");
-  a.reply.a = rank;
-  a.reply.b = size_of(c);
+  a.reply.answer.made = {rank, size_of(c)};
   return a;
 }
 
@@ -63,9 +62,8 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       Answer a;
       int rank = 0;
       check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "MPI_Comm_rank");
-      a.reply.a = rank;
-      a.reply.b = size_of(MPI_COMM_WORLD);
-      kit_request(facts::kRequestHello, 0, a.reply.b);
+      a.reply.answer.made = {rank, size_of(MPI_COMM_WORLD)};
+      kit_request(facts::kRequestHello, 0, size_of(MPI_COMM_WORLD));
       return a;
     }
     case Kind::Dup: {
@@ -77,9 +75,11 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     }
     case Kind::Split: {
       const MPI_Comm from = comm(h.comm);
-      if (h.a < 0 || h.a > INT_MAX || h.b < INT_MIN || h.b > INT_MAX) bad_request("split: color or key out of range");
+      const link::ask::Split& f = h.ask.split;
+      if (f.color < 0 || f.color > INT_MAX || f.key < INT_MIN || f.key > INT_MAX)
+        bad_request("split: color or key out of range");
       MPI_Comm part = MPI_COMM_NULL;
-      check_mpi(MPI_Comm_split(from, static_cast<int>(h.a), static_cast<int>(h.b), &part), "MPI_Comm_split");
+      check_mpi(MPI_Comm_split(from, static_cast<int>(f.color), static_cast<int>(f.key), &part), "MPI_Comm_split");
       traffic_.note(facts::kSplit, 0, size_of(from));
       return new_comm(part, world_ranks_of(part));
     }
@@ -102,9 +102,10 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       return reduce(h, in, h.kind);
     case Kind::Barrier: {
       const MPI_Comm c = comm(h.comm);
-      if (h.a < 0 || h.a > 2) bad_request("barrier: no such way to wait");
-      run_polled("MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(c, r); }, static_cast<Idle>(h.a));
-      if (static_cast<Idle>(h.a) == Idle::Sleep)
+      const std::int64_t idle = h.ask.barrier.idle;
+      if (idle < 0 || idle > 2) bad_request("barrier: no such way to wait");
+      run_polled("MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(c, r); }, static_cast<Idle>(idle));
+      if (static_cast<Idle>(idle) == Idle::Sleep)
         kit_request(facts::kRequestRendezvous, 0, size_of(c));  // the harness's, between cases
       else
         traffic_.note(facts::kBarrier, 0, size_of(c));
@@ -127,14 +128,14 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     }
     case Kind::MaxOverRanks: {
       const MPI_Comm c = comm(h.comm);
-      long value = static_cast<long>(h.a), result = 0;
+      long value = static_cast<long>(h.ask.max_over_ranks.value), result = 0;
       // The test harness's end of a case: the ranks done with it wait here for the rest, however long.
       run_polled(
           "MPI_Iallreduce", [&](MPI_Request* r) { return MPI_Iallreduce(&value, &result, 1, MPI_LONG, MPI_MAX, c, r); },
           Idle::YieldThenSleep);
       kit_request(facts::kRequestMax, 0, size_of(c));
       Answer a;
-      a.reply.a = result;
+      a.reply.answer.max_over_ranks.maximum = result;
       return a;
     }
     case Kind::GatherText:
@@ -169,19 +170,20 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
 Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
   const MPI_Comm c = comm(h.comm);
   const int n = size_of(c);
-  const int count = count_of(h.a, "collective");
+  const link::ask::Collective& f = h.ask.collective;
+  const int count = count_of(f.count, "collective");
   if (static_cast<long>(count) * n > INT_MAX) bad_request("collective: count times ranks beyond MPI's int");
   Answer a;
-  if (h.c == link::kOneRank) {  // the child copies: nothing moves, the call is counted
+  if (f.one_rank == link::kOneRank) {  // the child copies: nothing moves, the call is counted
     if (n != 1 || !in.empty()) bad_request("collective: a one-rank call on " + std::to_string(n) + " ranks");
-    if (kind != Kind::Allgather) to_mpi(h.b);
+    if (kind != Kind::Allgather) to_mpi(f.reduction);
     traffic_.note(kind == Kind::Allreduce ? facts::kAllreduce : kind == Kind::Allgather ? facts::kAllgather
                                                                                          : facts::kReduceScatter,
                   count, 1);
     return a;
   }
   if (kind == Kind::Allreduce) {
-    const MPI_Op op = to_mpi(h.b);
+    const MPI_Op op = to_mpi(f.reduction);
     double* buf = const_cast<double*>(data_of<double>(in, count, "allreduce"));
     run_collective("MPI_Allreduce", "MPI_Iallreduce",
                    [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c); },
@@ -199,7 +201,7 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
     traffic_.note(facts::kAllgather, count, n);
     return a;
   }
-  const MPI_Op op = to_mpi(h.b);
+  const MPI_Op op = to_mpi(f.reduction);
   // In place: this rank's block of the result is the buffer's first.
   double* buf = const_cast<double*>(data_of<double>(in, static_cast<long>(count) * n, "reduce_scatter"));
   run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",

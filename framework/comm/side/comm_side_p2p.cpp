@@ -14,8 +14,9 @@ using link::Kind;
 Answer Ops::point_to_point(const Header& h, const std::vector<char>& in) {
   const MPI_Comm c = comm(h.comm);
   const int n = size_of(c);
-  if (h.a < 0 || h.a >= n) bad_request("point-to-point: peer " + std::to_string(h.a) + " out of range");
-  const int peer = static_cast<int>(h.a), tag = tag_of(h.b);
+  const std::int64_t other = h.kind == Kind::Send ? h.ask.send.dest : h.ask.recv.source;
+  if (other < 0 || other >= n) bad_request("point-to-point: peer " + std::to_string(other) + " out of range");
+  const int peer = static_cast<int>(other), tag = tag_of(h.kind == Kind::Send ? h.ask.send.tag : h.ask.recv.tag);
   Answer a;
   if (h.kind == Kind::Send) {
     const long count = static_cast<long>(in.size() / sizeof(double));
@@ -25,7 +26,7 @@ Answer Ops::point_to_point(const Header& h, const std::vector<char>& in) {
     check_mpi(MPI_Issend(&header, 1, MPI_INT64_T, peer, header_tag(tag), c, &r[0]), "MPI_Issend");
     check_mpi(MPI_Irecv(&verdict, 1, MPI_INT64_T, peer, verdict_tag(tag), c, &r[1]), "MPI_Irecv");
     finish(r, 2, "send");
-    a.reply.a = verdict;
+    a.reply.answer.send.receiver_count = verdict;
     if (verdict != header) {
       kit_request(facts::kRequestRefused, count, n);  // the count still went across
       return a;
@@ -35,14 +36,14 @@ Answer Ops::point_to_point(const Header& h, const std::vector<char>& in) {
     traffic_.note(facts::kSend, count, n);
     return a;
   }
-  const int count = count_of(h.c, "recv");
+  const int count = count_of(h.ask.recv.count, "recv");
   std::int64_t header = 0, verdict = count;
   MPI_Request r[1] = {MPI_REQUEST_NULL};
   check_mpi(MPI_Irecv(&header, 1, MPI_INT64_T, peer, header_tag(tag), c, &r[0]), "MPI_Irecv");
   finish(r, 1, "recv");
   check_mpi(MPI_Isend(&verdict, 1, MPI_INT64_T, peer, verdict_tag(tag), c, &r[0]), "MPI_Isend");
   finish(r, 1, "recv");
-  a.reply.a = header;
+  a.reply.answer.recv.sender_count = header;
   if (header != verdict) {
     kit_request(facts::kRequestRefused, count, n);
     return a;
@@ -62,12 +63,13 @@ Answer Ops::point_to_point(const Header& h, const std::vector<char>& in) {
 Answer Ops::sendrecv(const Header& h, const std::vector<char>& in) {
   const MPI_Comm c = comm(h.comm);
   const int n = size_of(c);
-  if (h.a < 0 || h.a >= n || h.c < 0 || h.c >= n) bad_request("sendrecv: peer out of range");
-  const int dest = static_cast<int>(h.a), source = static_cast<int>(h.c);
-  const int send_tag = tag_of(h.b), recv_tag = tag_of(h.d);
+  const link::ask::Sendrecv& f = h.ask.sendrecv;
+  if (f.dest < 0 || f.dest >= n || f.source < 0 || f.source >= n) bad_request("sendrecv: peer out of range");
+  const int dest = static_cast<int>(f.dest), source = static_cast<int>(f.source);
+  const int send_tag = tag_of(f.send_tag), recv_tag = tag_of(f.recv_tag);
   const long send_count = static_cast<long>(in.size() / sizeof(double));
   const double* src = data_of<double>(in, send_count, "sendrecv");
-  const int ns = count_of(send_count, "sendrecv"), nr = count_of(h.e, "sendrecv");
+  const int ns = count_of(send_count, "sendrecv"), nr = count_of(f.recv_count, "sendrecv");
   Answer a;
   double* dst = doubles_of(a, static_cast<std::size_t>(nr));
   std::int64_t header_out = ns, header_in = 0, verdict_out = nr, verdict_in = 0;
@@ -107,16 +109,15 @@ Answer Ops::sendrecv(const Header& h, const std::vector<char>& in) {
   else
     kit_request(facts::kRequestRefused, out_ok ? nr : ns, n);
   if (!in_ok) a.data.clear();
-  a.reply.a = verdict_in;
-  a.reply.b = header_in;
+  a.reply.answer.sendrecv = {verdict_in, header_in};
   return a;
 }
 
 Answer Ops::request(const Header& h, const std::vector<char>& in) {
   if (h.kind == Kind::Istart) {
     const MPI_Comm c = comm(h.comm);
-    const int count = count_of(h.a, "iallreduce");
-    const MPI_Op op = to_mpi(h.b);
+    const int count = count_of(h.ask.istart.count, "iallreduce");
+    const MPI_Op op = to_mpi(h.ask.istart.reduction);
     data_of<double>(in, count, "iallreduce");
     InFlight& f = requests_[next_request_];
     f.src = in;
@@ -125,15 +126,16 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
     traffic_.note(facts::kIallreduce, count, size_of(c));
     traffic_.started(count);
     Answer a;
-    a.reply.a = next_request_++;
+    a.reply.answer.istart.request = next_request_++;
     return a;
   }
-  const auto at = requests_.find(h.a);
-  if (at == requests_.end()) bad_request("no request " + std::to_string(h.a));
+  const std::int64_t id = h.ask.pending.request;
+  const auto at = requests_.find(id);
+  if (at == requests_.end()) bad_request("no request " + std::to_string(id));
   InFlight& f = at->second;
   if (h.kind == Kind::Test) kit_request(facts::kRequestTest, 0, 0);
   if (h.kind == Kind::Test && !request_done(f.mpi, "MPI_Test")) {
-    traffic_.tested_running(h.a);
+    traffic_.tested_running(id);
     return {};
   }
   // A peer may still be computing its backward: sleep between polls after a while.
@@ -143,7 +145,7 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
     wait_polling(f.mpi, "MPI_Wait", Idle::YieldThenSleep);
   }
   Answer a = std::move(f.result);
-  a.reply.a = 1;
+  if (h.kind == Kind::Test) a.reply.answer.test.complete = 1;
   requests_.erase(at);
   return a;
 }

@@ -13,8 +13,8 @@ namespace dtrain::side {
 Answer Ops::text(const link::Header& h, const std::vector<char>& in) {
   const MPI_Comm c = comm(h.comm);
   const int n = size_of(c);
-  if (h.a < 0 || h.a >= n) bad_request("gather_text: root out of range");
-  const int root = static_cast<int>(h.a);
+  if (h.ask.gather_text.root < 0 || h.ask.gather_text.root >= n) bad_request("gather_text: root out of range");
+  const int root = static_cast<int>(h.ask.gather_text.root);
   if (in.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) bad_request("gather_text: too long");
   int my_length = static_cast<int>(in.size());
   std::vector<int> lengths(static_cast<size_t>(n), 0);

@@ -1,0 +1,158 @@
+"""The messages between a rank's program and its MPI side, defined once.
+
+framework/comm/comm_link.h carries each request as a Header and each answer
+as a Reply (the bytes that follow, and who copies what, are its business).
+What a request of each kind asks, and what its answer says, are named
+fields, defined here and nowhere else; CMake writes them into a C++ header
+when it configures, and both ends (the program's framework/comm/ and the
+side's framework/comm/side/) read the same names:
+
+  python3 -m kit.link --cpp build/generated/link_messages.h
+
+A kind's fields are whole numbers (int64). Kinds that ask the same (the
+three collectives) share one set of fields. staff/tests/test_link.py checks
+that the header fits the link's fixed places and compiles.
+"""
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+# The most fields a request asks, and an answer says: the Header's and the
+# Reply's fixed room for them (comm_link.h).
+ASK_ROOM, ANSWER_ROOM = 5, 2
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str                      # CamelCase: the enum's name and, in snake_case, its fields' union member's
+    about: str                     # what it asks, and what comes back besides the fields
+    ask: Tuple[str, ...] = ()      # the request's fields, in order
+    answer: Tuple[str, ...] = ()   # the answer's fields, in order
+    # A name for fields several kinds ask (or answer) alike: their struct's,
+    # and, in snake_case, the one union member they share.
+    ask_type: str = ""
+    answer_type: str = ""
+    answered: bool = True          # False: no answer (the side reads it and goes on)
+
+
+_COLLECTIVE = ("count", "reduction", "one_rank")
+_MADE = ("rank", "size")
+
+# In the order of their codes, from 1.
+KINDS: List[Kind] = [
+    Kind("Hello", "the program's first request; the world's rank and size come back", answer=_MADE,
+         answer_type="Made"),
+    Kind("Dup", "a copy of comm; data back: its members (int32, world ranks)", answer=_MADE, answer_type="Made"),
+    Kind("Split", "comm split by color and key; data back: the new one's members (int32, world ranks)",
+         ask=("color", "key"), answer=_MADE, answer_type="Made"),
+    Kind("Free", "comm is no longer used"),
+    Kind("Members", "data back: comm's members (int32, world ranks)"),
+    Kind("Allreduce", "data: src (double); data back: dst", _COLLECTIVE, ask_type="Collective"),
+    Kind("Allgather", "data: count doubles; data back: count * size doubles", _COLLECTIVE, ask_type="Collective"),
+    Kind("ReduceScatter", "data: count * size doubles; data back: count doubles (count: the block)", _COLLECTIVE,
+         ask_type="Collective"),
+    Kind("Barrier", "every rank of comm arrives; idle: how a waiting side spends the wait (link::Idle)",
+         ask=("idle",)),
+    Kind("Agree", "data: kAgreeFields int64; data back: size * kAgreeFields int64"),
+    Kind("MaxOverRanks", "the largest value of comm's ranks", ask=("value",), answer=("maximum",)),
+    Kind("GatherText", "data: text; data back, at root: per rank, an int64 length then the text", ask=("root",)),
+    Kind("ClockOffset", "data back: offset and uncertainty (double), then the processor name"),
+    Kind("Send", "data: src; the receiver's count of elements comes back", ask=("dest", "tag"),
+         answer=("receiver_count",)),
+    Kind("Recv", "data back: dst, when the two counts agree", ask=("source", "tag", "count"),
+         answer=("sender_count",)),
+    Kind("Sendrecv", "data: src; data back: dst, when the counts agree",
+         ask=("dest", "send_tag", "source", "recv_tag", "recv_count"), answer=("receiver_count", "sender_count")),
+    Kind("Istart", "an iallreduce begins; data: src", ask=("count", "reduction"), answer=("request",)),
+    Kind("Test", "data back: dst, when complete", ask=("request",), answer=("complete",), ask_type="Pending"),
+    Kind("Wait", "data back: dst", ask=("request",), ask_type="Pending"),
+    Kind("Case", "data: the name of the case now beginning, or none once it is over"),
+    Kind("Finalize", "the program ends normally"),
+    Kind("Enter", "a student call begins; data: the function's name", ask=("argument",), answered=False),
+    Kind("Return", "the student call entered last returns; data: its name"),
+]
+
+
+def snake(name: str) -> str:
+    """ReduceScatter -> reduce_scatter."""
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+def _struct(name: str, fields: Sequence[str]) -> str:
+    return f"struct {name} {{ std::int64_t {', '.join(fields)}; }};"
+
+
+def cpp_text() -> str:
+    for k in KINDS:
+        if len(k.ask) > ASK_ROOM or len(k.answer) > ANSWER_ROOM:
+            raise SystemExit(f"kit/link.py: {k.name} has more fields than the link has room for")
+    kinds = "\n".join(f"  {k.name}{' = 1' if i == 0 else ''},  // {k.about}" for i, k in enumerate(KINDS))
+    asked, answered, ask_types, answer_types = {}, {}, {}, {}
+    for k in KINDS:
+        if k.ask:
+            type_name = k.ask_type or k.name
+            if ask_types.setdefault(type_name, k.ask) != k.ask:
+                raise SystemExit(f"kit/link.py: {k.name} asks other fields than {type_name}'s")
+            asked.setdefault(type_name, f"  ask::{type_name} {snake(type_name)};")
+        if k.answer:
+            type_name = k.answer_type or k.name
+            if answer_types.setdefault(type_name, k.answer) != k.answer:
+                raise SystemExit(f"kit/link.py: {k.name} answers other fields than {type_name}'s")
+            answered.setdefault(type_name, f"  answer::{type_name} {snake(type_name)};")
+    unanswered = " || ".join(f"k == Kind::{k.name}" for k in KINDS if not k.answered) or "false"
+    return f"""// Generated from kit/link.py when CMake configures; edit kit/link.py, not this file.
+// What each request of the link asks and what its answer says (comm_link.h).
+#pragma once
+
+#include <cstdint>
+
+namespace dtrain::link {{
+
+enum class Kind : std::int32_t {{
+{kinds}
+}};
+
+namespace ask {{
+{chr(10).join(_struct(n, f) for n, f in ask_types.items())}
+}}  // namespace ask
+
+namespace answer {{
+{chr(10).join(_struct(n, f) for n, f in answer_types.items())}
+}}  // namespace answer
+
+// A request's fields, by its kind's name (or the name of fields kinds share).
+union Asked {{
+  std::int64_t room[{ASK_ROOM}];
+{chr(10).join(asked.values())}
+}};
+
+// An answer's fields, by its request's kind's name (or the shared name).
+union Answered {{
+  std::int64_t room[{ANSWER_ROOM}];
+{chr(10).join(answered.values())}
+}};
+
+static_assert(sizeof(Asked) == {ASK_ROOM} * sizeof(std::int64_t) && sizeof(Answered) == {ANSWER_ROOM} * sizeof(std::int64_t));
+
+// Whether a request of this kind gets an answer.
+inline constexpr bool answered(Kind k) {{ return !({unanswered}); }}
+
+}}  // namespace dtrain::link
+"""
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cpp", metavar="FILE", help="write the C++ header of the messages")
+    args = ap.parse_args(argv)
+    if args.cpp:
+        from kit.build_lists import write_if_changed
+        write_if_changed(args.cpp, cpp_text())
+    else:
+        sys.stdout.write(cpp_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
