@@ -163,10 +163,10 @@ TEST(KitPointToPoint, TheLedgerRecordsEachCallWithItsOtherEnd) {
   }
   const auto calls = log.take();
   ASSERT_EQ(calls.size(), 2u);
-  EXPECT_EQ(calls[0].kind, "sendrecv");
+  EXPECT_EQ(calls[0].op, dtrain::facts::kSendrecv);
   EXPECT_EQ(calls[0].dest, right);
   EXPECT_EQ(calls[0].source, left);
-  EXPECT_EQ(calls[1].kind, r % 2 == 0 ? "send" : "recv");
+  EXPECT_EQ(calls[1].op, r % 2 == 0 ? dtrain::facts::kSend : dtrain::facts::kRecv);
   EXPECT_EQ(calls[1].count, 4);
   EXPECT_EQ(r % 2 == 0 ? calls[1].dest : calls[1].source, r ^ 1);
   EXPECT_EQ(dtrain::ledger::state(), "after 2 point-to-point calls on world");

@@ -15,6 +15,7 @@
 
 using namespace kit;
 using dtrain::Request;
+using Event = dtrain::ledger::LoggedCall::Event;
 
 namespace {
 
@@ -80,8 +81,9 @@ TEST(KitRequests, TestReturnsTrueOnceAndTheLedgerLogsStartAndEnd) {
   EXPECT_VECTOR_NEAR(dst, signed_by(comm.size() - 1, 3));
   const auto calls = log.take();
   ASSERT_EQ(calls.size(), 2u);
-  EXPECT_EQ(calls[0].kind, "iallreduce");
-  EXPECT_EQ(calls[1].kind, "tested");
+  EXPECT_EQ(calls[0].event, Event::Call);
+  EXPECT_EQ(calls[0].op, dtrain::facts::kIallreduce);
+  EXPECT_EQ(calls[1].event, Event::Tested);
   EXPECT_EQ(calls[0].request, calls[1].request);
   EXPECT_GT(calls[0].request, 0);
 }
@@ -118,14 +120,14 @@ TEST(KitRequests, TestsThatFindARequestRunningAreCountedPerStudentCall) {
     request.wait();
   }
   EXPECT_VECTOR_NEAR(dst, summed(2, 3));
-  std::vector<std::pair<std::string, int>> got;
+  using Seen = std::vector<std::pair<Event, int>>;  // the iallreduce's own call, then its ends
+  Seen got;
   for (const auto& call : log.take())
-    if (call.request != 0) got.emplace_back(call.kind, call.failed_tests);
-  using Seen = std::vector<std::pair<std::string, int>>;
+    if (call.request != 0) got.emplace_back(call.event, call.failed_tests);
   if (rank() == 0)
-    EXPECT_EQ(got, (Seen{{"iallreduce", 0}, {"tested_running", 3}, {"waited", 0}}));
+    EXPECT_EQ(got, (Seen{{Event::Call, 0}, {Event::TestedRunning, 3}, {Event::Waited, 0}}));
   else
-    EXPECT_EQ(got, (Seen{{"iallreduce", 0}, {"waited", 0}}));
+    EXPECT_EQ(got, (Seen{{Event::Call, 0}, {Event::Waited, 0}}));
 }
 
 TEST(KitRequests, TheRollCallNamesARequestNobodyWaitsFor) {

@@ -89,7 +89,7 @@ void Request::wait() {
     wait_side(s);
     request_completed(s, "wait");
   }
-  request_claimed(s, "waited");
+  request_claimed(s, ledger::LoggedCall::Event::Waited);
 }
 
 bool Request::test() {
@@ -102,7 +102,7 @@ bool Request::test() {
     }
     request_completed(s, "test");
   }
-  request_claimed(s, "tested");
+  request_claimed(s, ledger::LoggedCall::Event::Tested);
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "call_context.h"  // which student function runs (StudentScope sets it)
+#include "kit_facts.h"     // the ledger's operations (facts::OpCode), generated from kit/facts.py
 #include "comm.h"
 
 namespace dtrain {
@@ -124,9 +125,10 @@ std::string rank_list(const std::vector<int>& ranks);
 
 // One recorded call of the ledger (kept while tracing) or a phase span.
 struct LedgerEntry {
-  std::string kind;      // "allreduce", "allgather", "reduce_scatter", "split", "barrier", "send", "recv",
-                         // "sendrecv", "iallreduce" (a request, from its start to its completion), "wait"
-                         // (the time a rank was blocked in Request::wait), or a phase
+  // The call: kIallreduce is a request, from its start to its completion;
+  // kWait the time a rank was blocked in Request::wait. None (0) for a phase.
+  facts::OpCode op{};
+  std::string phase;     // a phase span's name ("forward", "backward", ...), or "" for a call
   bool collective = true;
   long seq = 0;          // position in its communicator's sequence, from 1
   long count = 0;        // elements: allreduce's src, allgather's src, reduce_scatter's dst, what a send sends
@@ -169,26 +171,29 @@ std::string state();
 // their rank in MPI's world, -1 where the call has no such end (a
 // collective, or Request::wait, has none). False if it waits in no call.
 struct WaitingCall {
-  std::string op;  // "send", "recv", "sendrecv", a collective ("allreduce", ...), or "wait" (a request)
+  facts::OpCode op{};  // a point-to-point call, a collective, or kWait (a request)
   int to = -1, send_tag = -1, from = -1, recv_tag = -1;
 };
 bool waiting_call(WaitingCall& out);
 // A collective as a CallLog keeps it.
 struct LoggedCall {
-  std::string kind;  // as LedgerEntry::kind, or a request's end: "waited" (wait() saw it complete) or
-                     // "tested" (a test() returned true)
+  // A call of the communicator (op), or a request's end: Waited (wait() saw
+  // it complete), Tested (a test() returned true), TestedRunning (below).
+  enum class Event { Call, Waited, Tested, TestedRunning };
+  Event event;
+  facts::OpCode op;  // the call's operation; a request's end: the request's (kIallreduce)
   long count;        // as LedgerEntry::count; a point-to-point call's: the elements it sends (a recv's: receives)
   std::string comm;  // the communicator's name at the time
   int dest = -1, source = -1;  // point-to-point: the other ends, by rank on comm
-  long request = 0;  // "iallreduce", "waited", "tested", "tested_running": the request's id (LedgerEntry::request)
-  // "waited", "tested": the test() calls that found the request still running
-  // in the student call that saw it complete. "tested_running" (a request that
+  long request = 0;  // a kIallreduce call and a request's ends: the request's id (LedgerEntry::request)
+  // Waited, Tested: the test() calls that found the request still running
+  // in the student call that saw it complete. TestedRunning (a request that
   // test() found running, logged when the student call ends): those calls.
   int failed_tests = 0;
 };
 // StudentScope's, as a student call ends: each request that test() found
 // still running in that call, and that did not complete in it, goes to the
-// open CallLogs as one "tested_running" entry.
+// open CallLogs as one TestedRunning entry.
 void student_call_ended();
 // While one lives, every collective this process makes is appended to it:
 // the tests check a call's traffic with it (ZeRO-3 moves exactly what stage

@@ -51,13 +51,14 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   else
     slot.collectives = h.calls;
   ++l.recorded;
-  for (auto* log : l.logs) log->push_back({kOpNames[op], count, h.name, peers.dest, peers.source, l.request});
+  for (auto* log : l.logs)
+    log->push_back({ledger::LoggedCall::Event::Call, op, count, h.name, peers.dest, peers.source, l.request});
 }
 
 // The call in flight as an entry; the caller holds the ledger's lock.
 LedgerEntry entry_of(const Ledger& l, double start, double end) {
   LedgerEntry e;
-  e.kind = kOpNames[l.op];
+  e.op = l.op;
   e.collective = l.op != kWait;
   e.seq = l.seq;
   e.count = l.count;
@@ -99,8 +100,8 @@ void note_refused(const char* why) {
 }
 
 // The open CallLogs get one more event; the caller holds the ledger's lock.
-void log_event(Ledger& l, const char* kind, const Request::State& s, int failed_tests) {
-  for (auto* log : l.logs) log->push_back({kind, s.count, s.comm, -1, -1, s.id, failed_tests});
+void log_event(Ledger& l, ledger::LoggedCall::Event event, const Request::State& s, int failed_tests) {
+  for (auto* log : l.logs) log->push_back({event, s.op, s.count, s.comm, -1, -1, s.id, failed_tests});
 }
 
 // s's failed tests leave the count: those of the student call running now
@@ -112,7 +113,7 @@ int take_failed_tests(Ledger& l, Request::State& s) {
   l.tested_running.erase(listed);
   const int failed = std::exchange(s.failed_tests, 0);
   if (s.tests_serial == ledger::student_call_serial()) return failed;
-  log_event(l, "tested_running", s, failed);
+  log_event(l, ledger::LoggedCall::Event::TestedRunning, s, failed);
   return 0;
 }
 
@@ -146,7 +147,7 @@ void request_completed(Request::State& s, const char* by) {
   l.pending.erase(std::remove(l.pending.begin(), l.pending.end(), &s), l.pending.end());
   if (!l.tracing) return;
   LedgerEntry e;
-  e.kind = kOpNames[s.op];
+  e.op = s.op;
   e.seq = s.seq;
   e.count = s.count;
   e.reduction = s.reduction == kNoReduction ? "" : kReductionNames[s.reduction];
@@ -161,7 +162,7 @@ void request_completed(Request::State& s, const char* by) {
   l.kept.push_back(std::move(e));
 }
 
-void request_claimed(Request::State& s, const char* how) {
+void request_claimed(Request::State& s, ledger::LoggedCall::Event how) {
   const LibraryAllocations library;
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
@@ -306,7 +307,7 @@ void student_call_ended() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   for (Request::State* s : l.tested_running)
-    comm_detail::log_event(l, "tested_running", *s, std::exchange(s->failed_tests, 0));
+    comm_detail::log_event(l, LoggedCall::Event::TestedRunning, *s, std::exchange(s->failed_tests, 0));
   l.tested_running.clear();
 }
 
@@ -361,7 +362,7 @@ Phase::~Phase() {
   Ledger& l = the_ledger();
   if (!l.tracing) return;
   LedgerEntry e;
-  e.kind = name_;
+  e.phase = name_;
   e.collective = false;
   e.function = function_now();
   e.start = start_;

@@ -148,7 +148,7 @@ void request_started(Request::State& s);
 void request_completed(Request::State& s, const char* by);
 // Its owner saw it complete (wait, or a test that returned true): to the open
 // CallLogs, with the test() calls of this student call that found it running.
-void request_claimed(Request::State& s, const char* how);
+void request_claimed(Request::State& s, ledger::LoggedCall::Event how);  // Waited or Tested
 // A test() found s still running: counted for the student call now running.
 void request_tested_running(Request::State& s);
 // s goes away (its Request is destroyed): the ledger forgets it.

@@ -83,7 +83,7 @@ bool waiting_call(WaitingCall& out) {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
   if (!l.active) return false;
-  out.op = comm_detail::kOpNames[l.op];
+  out.op = l.op;
   if (l.peers.dest >= 0) out.to = comm_detail::world_rank(l, l.peers.dest), out.send_tag = l.peers.send_tag;
   if (l.peers.source >= 0) out.from = comm_detail::world_rank(l, l.peers.source), out.recv_tag = l.peers.recv_tag;
   return true;

@@ -52,13 +52,13 @@ nlohmann::json events_of(const std::vector<LedgerEntry>& entries, int rank) {
   FlowIds sent, received;
   for (const LedgerEntry& e : entries) {
     nlohmann::json args = {{"function", e.function}};
-    std::string name = e.kind;
+    std::string name = e.op != 0 ? facts::kOpNames[e.op] : e.phase;
     const double start_us = (e.start - g_clock.seconds) * 1e6, end_us = (e.end - g_clock.seconds) * 1e6;
     // A request runs beside the rank's other spans (it overlaps them): its own track, tid 1.
-    const bool request = e.request != 0 && e.collective, waiting = e.kind == "wait";
+    const bool request = e.request != 0 && e.collective, waiting = e.op == facts::kWait;
     const bool p2p = point_to_point(e), call = p2p || e.collective || waiting;
     if (call) {
-      args["op"] = e.kind;
+      args["op"] = facts::kOpNames[e.op];
       args["bytes"] = e.bytes;
       args["elements"] = e.count;
       args["communicator"] = e.comm;

@@ -12,13 +12,13 @@ namespace dtrain {
 namespace {
 
 struct Needed {
-  const char* kind;
+  facts::OpCode op;
   long count;
   const char* what;
 };
 
-std::string in_words(const std::string& kind) {
-  return kind == "allgather" ? "all-gather" : kind == "reduce_scatter" ? "reduce-scatter" : kind;
+std::string in_words(facts::OpCode op) {
+  return op == facts::kAllgather ? "all-gather" : op == facts::kReduceScatter ? "reduce-scatter" : facts::kOpNames[op];
 }
 
 std::string elements(long n) { return std::to_string(n) + (n == 1 ? " element" : " elements"); }
@@ -32,28 +32,29 @@ std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage
   const std::string pass = forward ? "forward" : "backward";
   const long w = layer.w_shard_size, b = layer.b_shard_size;
   std::vector<Needed> needed =
-      forward ? std::vector<Needed>{{"allgather", w, "the weight's shards"}, {"allgather", b, "the bias's shards"}}
-              : std::vector<Needed>{{"allgather", w, "the weight's shards, for grad_x"},
-                                    {"reduce_scatter", w, "the weight gradient"},
-                                    {"reduce_scatter", b, "the bias gradient"}};
+      forward ? std::vector<Needed>{{facts::kAllgather, w, "the weight's shards"},
+                                    {facts::kAllgather, b, "the bias's shards"}}
+              : std::vector<Needed>{{facts::kAllgather, w, "the weight's shards, for grad_x"},
+                                    {facts::kReduceScatter, w, "the weight gradient"},
+                                    {facts::kReduceScatter, b, "the bias gradient"}};
   std::vector<std::string> problems;
   for (const auto& call : calls) {
     const auto match = std::find_if(needed.begin(), needed.end(),
-                                    [&](const Needed& n) { return call.kind == n.kind && call.count == n.count; });
+                                    [&](const Needed& n) { return call.op == n.op && call.count == n.count; });
     if (match != needed.end()) {
       needed.erase(match);
       continue;
     }
-    std::string why = pass + ": " + in_words(call.kind) + " of " + elements(call.count) + " on " + call.comm +
+    std::string why = pass + ": " + in_words(call.op) + " of " + elements(call.count) + " on " + call.comm +
                       " that ZeRO-3's " + pass + " doesn't need";
-    if (!forward && call.kind == "allgather" && call.count == b)
+    if (!forward && call.op == facts::kAllgather && call.count == b)
       why += " (the bias isn't used to compute gradients)";
-    else if (call.kind == "allreduce")
+    else if (call.op == facts::kAllreduce)
       why += " (an allreduce leaves every rank the whole tensor: ZeRO-3 reduce-scatters gradients)";
     problems.push_back(why);
   }
   for (const Needed& n : needed)
-    problems.push_back(pass + ": no " + in_words(n.kind) + " of " + elements(n.count) + " (" + n.what +
+    problems.push_back(pass + ": no " + in_words(n.op) + " of " + elements(n.count) + " (" + n.what +
                        "), which ZeRO-3's " + pass + " makes");
   return problems;
 }

@@ -101,8 +101,8 @@ Bubble measure_bubble(PipelineStage& stage, Communicator& world, Schedule schedu
   double forward = 0, backward = 0, first = 0, last = 0;
   long forwards = 0, backwards = 0;
   for (const LedgerEntry& e : ledger::take_entries()) {
-    const bool f = e.kind == "forward";
-    if (!f && e.kind != "backward") continue;
+    const bool f = e.phase == "forward";
+    if (!f && e.phase != "backward") continue;
     (f ? forward : backward) += e.end - e.start;
     (f ? forwards : backwards) += 1;
     first = forwards + backwards == 1 ? e.start : std::min(first, e.start);

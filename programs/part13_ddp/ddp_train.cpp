@@ -93,10 +93,10 @@ double median(std::vector<double> v) {
 Figures figures_of(const std::vector<LedgerEntry>& entries) {
   std::vector<const LedgerEntry*> computing, comm, finishing, step_spans;
   for (const LedgerEntry& e : entries) {
-    if (e.kind == "backward") computing.push_back(&e);
-    if (e.kind == "finish") finishing.push_back(&e);
-    if (e.kind == "step") step_spans.push_back(&e);
-    if (e.kind == "allreduce" || (e.kind == "iallreduce" && e.request != 0)) comm.push_back(&e);
+    if (e.phase == "backward") computing.push_back(&e);
+    if (e.phase == "finish") finishing.push_back(&e);
+    if (e.phase == "step") step_spans.push_back(&e);
+    if (e.op == facts::kAllreduce || (e.op == facts::kIallreduce && e.request != 0)) comm.push_back(&e);
   }
   std::vector<double> step, comm_time, finish, calls;  // per step
   std::vector<std::vector<double>> starts, ends, shares;  // per bucket, per step
@@ -116,7 +116,7 @@ Figures figures_of(const std::vector<LedgerEntry>& entries) {
       for (const LedgerEntry* b : computing) overlapped += inside(c->start, c->end, b->start, b->end);
       in_comm += c->end - c->start;
       overlapped_total += overlapped;
-      if (c->kind != "iallreduce") continue;
+      if (c->op != facts::kIallreduce) continue;
       if (starts.size() <= k) starts.emplace_back(), ends.emplace_back(), shares.emplace_back();
       starts[k].push_back(c->start - s->start);
       ends[k].push_back(c->end - s->start);

@@ -155,7 +155,8 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
   dtrain::ledger::WaitingCall wait;
   std::string wait_json;
   if (!failed_ && !body_done_ && dtrain::ledger::waiting_call(wait))
-    wait_json = records::rollcall_wait(wait.op, wait.to, wait.send_tag, wait.from, wait.recv_tag);
+    wait_json = records::rollcall_wait(dtrain::facts::kOpNames[wait.op], wait.to, wait.send_tag, wait.from,
+                                       wait.recv_tag);
   const char* phase = failed_ ? "failed" : body_done_ ? "finished" : "running";
   write_record(records::rollcall(case_, rank, mine, elapsed, wait_json, phase));
   if (job().board != nullptr && rank < kBoardSlots) __atomic_store_n(&job().board[rank], board_tag(case_), __ATOMIC_RELEASE);

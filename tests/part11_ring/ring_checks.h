@@ -44,7 +44,7 @@ inline Vector run(Kind kind, const Vector& src, Communicator& comm, Traffic& tra
   Vector out = kind == Kind::Naive ? dtrain::student::naive_allreduce(src, comm)
                                    : dtrain::student::ring_allreduce(src, comm);
   for (const auto& call : log.take()) {
-    traffic.kinds.insert(call.kind);
+    traffic.kinds.insert(dtrain::facts::kOpNames[call.op]);
     if (call.dest >= 0) {
       traffic.to.insert(call.dest);
       ++traffic.messages;

@@ -67,6 +67,8 @@ inline double mean_grad(int step, int p, int n, long i) { return 1000.0 * (p + 1
 // One event of the ledger during a step: a call, a request seen complete by
 // its owner, or test() calls that found one still running (tested_running),
 // and the student call it happened in.
+using Event = dtrain::ledger::LoggedCall::Event;
+
 struct StepEvent {
   dtrain::ledger::LoggedCall call;
   int during;  // the parameter of the grad_ready call it happened in; -1: in finish
@@ -128,11 +130,12 @@ inline std::vector<std::string> event_problems(const std::vector<long>& elems, c
   std::vector<std::string> basic, calls, overlap, waits, unwaited;
   std::vector<const StepEvent*> starts;
   for (const StepEvent& e : events) {
-    const std::string& kind = e.call.kind;
-    if (kind == "iallreduce") {
+    if (e.call.event != Event::Call) continue;
+    if (e.call.op == dtrain::facts::kIallreduce) {
       starts.push_back(&e);
-    } else if (kind != "waited" && kind != "tested" && kind != "tested_running") {
-      calls.push_back(where(e.during) + " called " + kind + " on " + e.call.comm + (kind == "allreduce" ?
+    } else {
+      calls.push_back(where(e.during) + " called " + dtrain::facts::kOpNames[e.call.op] + " on " + e.call.comm +
+                      (e.call.op == dtrain::facts::kAllreduce ?
                       ", a blocking collective: start each bucket's allreduce with iallreduce, so that "
                       "backward goes on while it runs" : ": a bucket needs one iallreduce, nothing else"));
     }
@@ -174,24 +177,23 @@ inline std::vector<std::string> event_problems(const std::vector<long>& elems, c
     return std::string("a request started before this step");
   };
   for (const StepEvent& e : events) {
-    const std::string& kind = e.call.kind;
-    if (e.during < 0 || (kind != "waited" && kind != "tested" && kind != "tested_running")) continue;
+    if (e.during < 0 || e.call.event == Event::Call) continue;
     // Backward stops while grad_ready waits, by wait() or by a loop of
     // test() until the request completes, whatever it is called.
-    if (kind == "waited")
+    if (e.call.event == Event::Waited)
       waits.push_back(where(e.during) + " waited for " + request_name(e.call.request) + ": backward stops there "
                       "until the allreduce ends; wait for the requests in finish");
     else if (e.call.failed_tests > kMostTestsInOneCall)
       waits.push_back(where(e.during) + " tested " + request_name(e.call.request) + " " +
                       std::to_string(e.call.failed_tests) + " times while it was still running" +
-                      (kind == "tested" ? ", until it completed" : "") + ": a loop of test() is a wait, and "
+                      (e.call.event == Event::Tested ? ", until it completed" : "") + ": a loop of test() is a wait, and "
                       "backward stops there; in grad_ready test a request at most " + times(kMostTestsInOneCall) +
                       " a call, and wait for the requests in finish");
   }
   for (size_t b = 0; b < starts.size(); ++b) {
     bool claimed = false;
     for (const StepEvent& e : events)
-      claimed = claimed || ((e.call.kind == "waited" || e.call.kind == "tested") &&
+      claimed = claimed || ((e.call.event == Event::Waited || e.call.event == Event::Tested) &&
                             e.call.request == starts[b]->call.request);
     if (!claimed)
       unwaited.push_back(request_name(starts[b]->call.request) +
@@ -209,7 +211,7 @@ inline std::string step_message(int step, const std::vector<long>& elems, const 
                                 const std::vector<StepEvent>& events, const std::vector<std::string>& problems) {
   std::vector<const StepEvent*> starts;
   for (const StepEvent& e : events)
-    if (e.call.kind == "iallreduce") starts.push_back(&e);
+    if (e.call.event == Event::Call && e.call.op == dtrain::facts::kIallreduce) starts.push_back(&e);
   std::string text = "step " + std::to_string(step) + ": ";
   for (size_t i = 0; i < problems.size() && i < kProblemsShown; ++i) text += (i ? "\n" : "") + problems[i];
   if (problems.size() > kProblemsShown)
