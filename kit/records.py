@@ -22,14 +22,57 @@ from typing import Dict, List, Optional, Tuple
 from kit import facts
 from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
 
-PLAN, VALUE, RESULT, RANK_FAILURE, ABORT, ROLLCALL = "plan", "value", "result", "rank_failure", "abort", "rollcall"
-FIELDS = {  # the members each kind must have, with their types (records.h)
-    PLAN: {"ranks": int, "cases": list},
-    VALUE: {"case": str, "rank": int, "label": str, "rows": int, "cols": int, "stride": int, "values": list},
-    RESULT: {"case": str, "status": str, "seconds": (int, float), "failures": list},
-    RANK_FAILURE: {"case": str, "rank": int, "message": str},
-    ABORT: {"case": str, "rank": int, "why": str},
-    ROLLCALL: {"case": str, "rank": int, "state": str, "seconds": (int, float)},
+PLAN, VALUE, RESULT, RANK_FAILURE, ABORT, ROLLCALL, TRAFFIC = (
+    "plan", "value", "result", "rank_failure", "abort", "rollcall", "traffic")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One member of a record, as the C++ writer takes it and this reader
+    checks it. `kind`: "str", "int", "seconds" (a time written with
+    `decimals`), "strings", "values" (doubles, null for what JSON can't
+    hold), "failures" ([{"rank", "message"}]), "calls" (a traffic
+    account's [op, elements, ranks, times]), "status" ("pass" or "fail",
+    from a bool), "object" (a JSON object the caller wrote, from the
+    writer of `object`), "flag" (the string `value`, present only when set)."""
+    name: str
+    kind: str
+    param: str = ""          # the C++ parameter's name, where the member's is a keyword ("case")
+    required: bool = True    # the reader refuses a record without it
+    default: str = ""        # the C++ parameter's default (optional members)
+    decimals: int = 3
+    value: str = ""
+
+
+_CASE, _RANK = Field("case", "str", param="name"), Field("rank", "int")
+# Every record, its members in the order written. tests/harness/records.h
+# says who writes each and when; CMake writes the C++ writers from this
+# (python3 -m kit.records --cpp FILE), and the reader below checks the same.
+RECORDS: Dict[str, Tuple[Field, ...]] = {
+    PLAN: (Field("ranks", "int"), Field("cases", "strings"),
+           Field("syscall_filter", "str", required=False, default='"on"')),
+    VALUE: (_CASE, _RANK, Field("label", "str"), Field("rows", "int"), Field("cols", "int"), Field("stride", "int"),
+            Field("values", "values")),
+    RESULT: (_CASE, Field("status", "status", param="passed"), Field("seconds", "seconds"),
+             Field("failures", "failures")),
+    RANK_FAILURE: (_CASE, _RANK, Field("message", "str")),
+    ABORT: (_CASE, _RANK, Field("why", "str")),
+    ROLLCALL: (_CASE, _RANK, Field("state", "str"), Field("seconds", "seconds", decimals=1),
+               Field("phase", "str", required=False, default='"running"'),
+               Field("wait", "object", required=False, default='""')),
+    TRAFFIC: (_CASE, _RANK, Field("calls", "calls"), Field("overflow", "int"),
+              Field("section", "flag", param="after", required=False, value="after")),
+}
+# The object of a roll-call's "wait": the call a rank waits in (a
+# point-to-point call's other ends by world rank, -1 where it has none).
+WAIT: Tuple[Field, ...] = (Field("op", "str"), Field("to", "int"), Field("send_tag", "int"), Field("from", "int",
+                                                                                                  param="from_rank"),
+                           Field("recv_tag", "int"))
+_TYPES = {"str": str, "int": int, "seconds": (int, float), "strings": list, "values": list, "failures": list,
+          "calls": list, "status": str}
+FIELDS = {  # the members each kind must have, with their types; the side's traffic records are kit/traffic.py's
+    kind: {f.name: _TYPES[f.kind] for f in fields if f.required}
+    for kind, fields in RECORDS.items() if kind != TRAFFIC
 }
 # A whole job of the kit writes about 1 MB (a few hundred values a record at most); a
 # file far past that was written by something else (kit/channels.py keeps
@@ -123,10 +166,109 @@ def _wait(wait) -> Optional[Dict]:
     """A roll-call's call in flight (records.h), or None."""
     if not isinstance(wait, dict) or wait.get("op") not in CALLS:
         return None
-    ends = ("to", "send_tag", "from", "recv_tag")
+    ends = tuple(f.name for f in WAIT if f.kind == "int")
     if not all(isinstance(wait.get(k), int) and not isinstance(wait.get(k), bool) for k in ends):
         return None
     return {"op": wait["op"], **{k: wait[k] for k in ends}}
+
+
+# ---- the C++ writers (tests/harness/records.h includes them) ----
+
+_CPP_TYPES = {"str": "const std::string&", "int": "long", "seconds": "double", "strings": "const std::vector<std::string>&",
+              "values": "const std::vector<double>&", "failures": "const std::vector<std::pair<int, std::string>>&",
+              "calls": "const std::vector<TrafficCall>&", "status": "bool", "object": "const std::string&",
+              "flag": "bool"}
+
+
+def _cpp_value(f: Field) -> str:
+    """C++ that writes the member's value, from its parameter."""
+    p = f.param or f.name
+    return {"str": f"json_string({p})", "int": f"std::to_string({p})", "seconds": f"json_fixed({p}, {f.decimals})",
+            "strings": f"json_strings({p})", "values": f"json_values({p})", "failures": f"json_failures({p})",
+            "calls": f"json_calls({p})", "status": f'std::string({p} ? "\\"pass\\"" : "\\"fail\\"")',
+            "object": p}[f.kind]
+
+
+def _cpp_writer(function: str, event: Optional[str], fields: Tuple[Field, ...], open_last: bool = False) -> str:
+    params = ", ".join(f"{_CPP_TYPES[f.kind]} {f.param or f.name}" + (f" = {f.default or 'false'}"
+                                                                         if not f.required else "")
+                       for f in fields)
+    parts, first = [], True
+    if event is not None:
+        parts.append(f'"{{\\"event\\":\\"{event}\\""')
+        first = False
+    else:
+        parts.append('"{"')
+    body = "  std::string out = " + parts[0] + ";\n"
+    for f in fields:
+        key = ("" if first else ",") + f'\\"{f.name}\\":'
+        first = False
+        if f.kind == "flag":
+            body += f'  if ({f.param or f.name}) out += "{key}\\"{f.value}\\"";\n'
+        elif f.kind == "object":
+            body += f'  if (!{f.param or f.name}.empty()) out += "{key}" + {_cpp_value(f)};\n'
+        else:
+            body += f'  out += "{key}" + {_cpp_value(f)};\n'
+    if open_last:
+        return f"inline std::string {function}({params}) {{\n{body}  return out;\n}}\n"
+    return f"inline std::string {function}({params}) {{\n{body}  return out + \"}}\";\n}}\n"
+
+
+def cpp_text() -> str:
+    writers = [_cpp_writer(kind, kind, fields) for kind, fields in RECORDS.items() if kind != ABORT]
+    # An abort record is written from a signal handler: its text to the
+    # last member's opening quote before the case starts, then the words
+    # (without quotes, backslashes or control characters) and kAbortSuffix.
+    *head, why = RECORDS[ABORT]
+    prefix = _cpp_writer("abort_prefix", ABORT, tuple(head), open_last=True).replace(
+        "  return out;", f'  return out + ",\\"{why.name}\\":\\"";')
+    return f"""// Generated from kit/records.py when CMake configures; edit kit/records.py, not this file.
+// The record writers of tests/harness/records.h: one function per record, its
+// parameters in the order of the record's members.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace records {{
+
+struct TrafficCall {{
+  std::string op;
+  long count;
+  int ranks;
+  long times;
+}};
+
+// The pieces (records.cpp).
+std::string json_string(const std::string& text);  // a JSON string literal, quotes included, of any bytes
+std::string json_fixed(double value, int decimals);
+std::string json_strings(const std::vector<std::string>& texts);
+std::string json_values(const std::vector<double>& values);  // null for a value JSON can't hold
+std::string json_failures(const std::vector<std::pair<int, std::string>>& failures);
+std::string json_calls(const std::vector<TrafficCall>& calls);
+
+{chr(10).join(writers)}
+// A roll-call's "wait" object.
+{_cpp_writer("rollcall_wait", None, WAIT)}
+{prefix}inline constexpr const char* kAbortSuffix = "\\"}}\\n";
+
+}}  // namespace records
+"""
+
+
+def main(argv: List[str]) -> int:
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(description="The C++ writers of the records, from RECORDS.")
+    ap.add_argument("--cpp", metavar="FILE", help="write the C++ header of the record writers")
+    args = ap.parse_args(argv)
+    if args.cpp:
+        from kit.build_lists import write_if_changed
+        write_if_changed(args.cpp, cpp_text())
+    else:
+        sys.stdout.write(cpp_text())
+    return 0
 
 
 def _finite(v) -> Optional[float]:
@@ -188,3 +330,8 @@ def read(path: str) -> Records:
             return Records()  # the job never wrote one; its missing plan says so
         return Records(problem=f"the results file could not be read: {e}")
     return parse(data.decode("utf-8", errors="surrogateescape").splitlines())
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(main(sys.argv[1:]))

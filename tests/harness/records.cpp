@@ -1,5 +1,5 @@
-// records.cpp: the record builders of records.h, and the one reader the
-// harness itself needs (roll-call answers).
+// records.cpp: the pieces the generated record writers of records.h put
+// together (records_format.h, from kit/records.py).
 #include "records.h"
 
 #include <cmath>
@@ -29,43 +29,19 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-std::string plan(int ranks, const std::vector<std::string>& cases, const std::string& syscall_filter) {
+std::string json_fixed(double value, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string json_strings(const std::vector<std::string>& texts) {
   std::string list;
-  for (const auto& name : cases) list += (list.empty() ? "" : ",") + json_string(name);
-  return "{\"event\":\"plan\",\"ranks\":" + std::to_string(ranks) + ",\"cases\":[" + list +
-         "],\"syscall_filter\":" + json_string(syscall_filter) + "}";
+  for (const auto& t : texts) list += (list.empty() ? "" : ",") + json_string(t);
+  return "[" + list + "]";
 }
 
-std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow,
-                    bool after) {
-  std::string list;
-  for (const auto& c : calls)
-    list += std::string(list.empty() ? "" : ",") + "[" + json_string(c.op) + "," + std::to_string(c.count) + "," +
-            std::to_string(c.ranks) + "," + std::to_string(c.times) + "]";
-  return "{\"event\":\"traffic\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) +
-         ",\"calls\":[" + list + "],\"overflow\":" + std::to_string(overflow) +
-         (after ? ",\"section\":\"after\"}" : "}");
-}
-
-std::string result(const std::string& name, bool passed, double seconds,
-                   const std::vector<std::pair<int, std::string>>& failures) {
-  std::string list;
-  for (const auto& [rank, message] : failures)
-    list += std::string(list.empty() ? "" : ",") + "{\"rank\":" + std::to_string(rank) +
-            ",\"message\":" + json_string(message) + "}";
-  char timing[32];
-  std::snprintf(timing, sizeof timing, "%.3f", seconds);
-  return "{\"event\":\"result\",\"case\":" + json_string(name) + ",\"status\":\"" + (passed ? "pass" : "fail") +
-         "\",\"seconds\":" + timing + ",\"failures\":[" + list + "]}";
-}
-
-std::string rank_failure(const std::string& name, int rank, const std::string& message) {
-  return "{\"event\":\"rank_failure\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) +
-         ",\"message\":" + json_string(message) + "}";
-}
-
-std::string value(const std::string& name, int rank, const std::string& label, long rows, long cols, long stride,
-                  const std::vector<double>& values) {
+std::string json_values(const std::vector<double>& values) {
   std::string list;
   char number[32];
   for (double v : values) {
@@ -74,26 +50,23 @@ std::string value(const std::string& name, int rank, const std::string& label, l
     else std::snprintf(number, sizeof number, "null");
     list += (list.empty() ? "" : ",") + std::string(number);
   }
-  return "{\"event\":\"value\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) +
-         ",\"label\":" + json_string(label) + ",\"rows\":" + std::to_string(rows) + ",\"cols\":" +
-         std::to_string(cols) + ",\"stride\":" + std::to_string(stride) + ",\"values\":[" + list + "]}";
+  return "[" + list + "]";
 }
 
-std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag) {
-  return "{\"op\":" + json_string(op) + ",\"to\":" + std::to_string(to) + ",\"send_tag\":" + std::to_string(send_tag) +
-         ",\"from\":" + std::to_string(from) + ",\"recv_tag\":" + std::to_string(recv_tag) + "}";
+std::string json_failures(const std::vector<std::pair<int, std::string>>& failures) {
+  std::string list;
+  for (const auto& [rank, message] : failures)
+    list += std::string(list.empty() ? "" : ",") + "{\"rank\":" + std::to_string(rank) +
+            ",\"message\":" + json_string(message) + "}";
+  return "[" + list + "]";
 }
 
-std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
-                     const std::string& wait_json, const std::string& phase) {
-  char timing[32];
-  std::snprintf(timing, sizeof timing, "%.1f", seconds);
-  return "{\"event\":\"rollcall\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) + ",\"state\":" + json_string(state) + ",\"seconds\":" + timing +
-         ",\"phase\":" + json_string(phase) + (wait_json.empty() ? "" : ",\"wait\":" + wait_json) + "}";
-}
-
-std::string abort_prefix(const std::string& name, int rank) {
-  return "{\"event\":\"abort\",\"case\":" + json_string(name) + ",\"rank\":" + std::to_string(rank) + ",\"why\":\"";
+std::string json_calls(const std::vector<TrafficCall>& calls) {
+  std::string list;
+  for (const auto& c : calls)
+    list += std::string(list.empty() ? "" : ",") + "[" + json_string(c.op) + "," + std::to_string(c.count) + "," +
+            std::to_string(c.ranks) + "," + std::to_string(c.times) + "]";
+  return "[" + list + "]";
 }
 
 }  // namespace records

@@ -53,43 +53,13 @@
 //                 {"event":"traffic","case":C,"rank":R,"calls":[["allgather",6,2,1], ...],
 //                  "overflow":0}
 //
-// tests/test_records.cpp writes one record of every kind, and
+// The members of each record, in order, are defined once, in kit/records.py
+// (RECORDS); CMake writes the C++ writers from it (records_format.h,
+// included below), and kit/records.py checks what it reads against the same
+// definition. tests/test_records.cpp writes one record of every kind, and
 // staff/tests/test_records.py reads them back with kit/records.py.
 #pragma once
 
-#include <string>
-#include <utility>
-#include <vector>
-
-namespace records {
-
-// A JSON string literal (quotes included) for any bytes of text.
-std::string json_string(const std::string& text);
-
-std::string plan(int ranks, const std::vector<std::string>& cases, const std::string& syscall_filter = "on");
-std::string result(const std::string& name, bool passed, double seconds,
-                   const std::vector<std::pair<int, std::string>>& failures);  // (rank, message)
-std::string value(const std::string& name, int rank, const std::string& label, long rows, long cols, long stride,
-                  const std::vector<double>& values);
-std::string rank_failure(const std::string& name, int rank, const std::string& message);
-// wait_json: "" or the object of the "wait" member (rollcall_wait).
-std::string rollcall(const std::string& name, int rank, const std::string& state, double seconds,
-                     const std::string& wait_json = "", const std::string& phase = "running");
-std::string rollcall_wait(const std::string& op, int to, int send_tag, int from, int recv_tag);
-struct TrafficCall {
-  std::string op;
-  long count;
-  int ranks;
-  long times;
-};
-// `after`: what the side carried from the case's end until the next case
-// began (or the program ended), not the case itself (kit/traffic.py).
-std::string traffic(const std::string& name, int rank, const std::vector<TrafficCall>& calls, long overflow,
-                    bool after = false);
-
-// An abort record is abort_prefix(...) + why + kAbortSuffix, where `why` is
-// text without quotes, backslashes or control characters.
-std::string abort_prefix(const std::string& name, int rank);
-inline constexpr const char* kAbortSuffix = "\"}\n";
-
-}  // namespace records
+// The writers, one per record, generated from the one definition of the
+// records' members (kit/records.py, RECORDS), which the runner reads by.
+#include "records_format.h"

@@ -158,7 +158,7 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
     wait_json = records::rollcall_wait(dtrain::facts::kOpNames[wait.op], wait.to, wait.send_tag, wait.from,
                                        wait.recv_tag);
   const char* phase = failed_ ? "failed" : body_done_ ? "finished" : "running";
-  write_record(records::rollcall(case_, rank, mine, elapsed, wait_json, phase));
+  write_record(records::rollcall(case_, rank, mine, elapsed, phase, wait_json));
   if (job().board != nullptr && rank < kBoardSlots) __atomic_store_n(&job().board[rank], board_tag(case_), __ATOMIC_RELEASE);
   if (job().board == nullptr) {  // run bare (KIT_BARE=1): no runner will show the roll-call
     std::fprintf(stderr, "[rank %d] %s did not finish (%.1f s): %s\n", rank, case_.c_str(), elapsed, mine.c_str());
