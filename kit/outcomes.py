@@ -108,10 +108,14 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
     for case, mine in claims.items():
         if case not in planned or case in done:
             continue
+        # Each rank's messages come as its own records; a result carries
+        # the ranks' shared verdict (and, from an older harness, messages).
         failures = [f for r in mine for f in r["failures"] if isinstance(f, dict)]
-        ok = all(r["status"] == "pass" for r in mine) and not failures
-        if ok and job.records.failures.get(case):  # a rank failed, yet the result says pass
-            failures, ok = list(job.records.failures[case]), False
+        failures += [f for f in job.records.failures.get(case, []) if f not in failures]
+        ok = all(r["status"] == "pass" for r in mine) and not failures  # a rank failed, yet the result says pass
+        if not ok and not failures:
+            failures.append({"rank": None, "message": "a rank's checks failed, and it recorded no message (its "
+                                                      "record channel was closed or written over?)"})
         if len(mine) > 1:
             failures.append({"rank": None, "message": f"integrity: {len(mine)} results for this case, where the "
                                                       "harness writes one (records written by code under test?)"})

@@ -1,7 +1,6 @@
 // case_listener.cpp: the per-case protocol of the test binary (case_listener.h).
 #include "case_listener.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -62,12 +61,6 @@ std::string one_block(std::string text) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
   for (size_t at = text.find("\n\n"); at != std::string::npos; at = text.find("\n\n", at)) text.erase(at, 1);
   return text;
-}
-
-// "[rank 2]", "[ranks 0,3]", or "[all ranks]".
-std::string rank_label(const std::vector<int>& ranks, int world_size) {
-  if (static_cast<int>(ranks.size()) == world_size && world_size > 1) return "[all ranks]";
-  return "[" + dtrain::rank_list(ranks) + "]";
 }
 
 class MpiCaseListener : public ::testing::EmptyTestEventListener {
@@ -131,23 +124,30 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
 
   void OnTestEnd(const ::testing::TestInfo& info) override {
     watchdog_.body_done();
-    if (const int stray = end_stray_processes(); stray > 0)
-      messages_ += std::string(messages_.empty() ? "" : "\n\n") + "the case started " + std::to_string(stray) +
-                   " process(es) and left them running; they were killed (code under test may not start processes)";
+    if (const int stray = end_stray_processes(); stray > 0) {
+      const std::string text = "the case started " + std::to_string(stray) +
+                               " process(es) and left them running; they were killed (code under test may not "
+                               "start processes)";
+      messages_ += std::string(messages_.empty() ? "" : "\n\n") + text;
+      write_record(records::rank_failure(name_, job().rank, text));
+    }
     if (const auto refusal = dtrain::heap_budget::take(); refusal.happened) {
       char text[400];
       budget_refusal_text(text, sizeof text, refusal);
       messages_ = one_block(text) + std::string(messages_.empty() ? "" : "\n\n") + messages_;  // the cause first
       write_record(records::rank_failure(name_, job().rank, text));
     }
-    if (info.result()->Skipped() && messages_.empty())
+    if (info.result()->Skipped() && messages_.empty()) {
       messages_ = "the case was skipped; a skipped case counts as failed";
+      write_record(records::rank_failure(name_, job().rank, messages_));
+    }
     // The max is a full synchronization: no rank leaves a case before every
     // rank has finished it, so a rank stuck in a collective is caught here.
+    // Each rank's messages reach the runner as its own records (above and
+    // OnTestPartResult), never as a collective: the verdict is all the ranks
+    // share.
     dtrain::CommAccess::account_case("");  // the case's account leaves the side before the ranks meet
     const bool any_failed = dtrain::CommAccess::max_over_ranks(*meeting_, messages_.empty() ? 0 : 1) != 0;
-    const auto texts = any_failed ? dtrain::CommAccess::gather_text(*meeting_, messages_, 0)
-                                  : std::vector<std::string>(static_cast<size_t>(meeting_->size()));
     if (any_failed && !trace_dir_.empty())
       dtrain::write_trace(*meeting_, trace_dir_ + "/" + name_ + ".json", case_world()->bytes_transferred());
     watchdog_.disarm();
@@ -156,30 +156,14 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     observations_end();
     if (job().rank != 0) return;
     const double seconds = dtrain::CommAccess::wall_time() - start_;
-    std::vector<std::pair<int, std::string>> failures;
-    std::vector<std::pair<std::string, std::vector<int>>> grouped;  // identical messages, with their ranks
-    for (size_t r = 0; r < texts.size(); ++r) {
-      if (texts[r].empty()) continue;
-      failures.emplace_back(static_cast<int>(r), texts[r]);
-      auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == texts[r]; });
-      if (same == grouped.end()) same = grouped.insert(grouped.end(), {texts[r], {}});
-      same->second.push_back(static_cast<int>(r));
-    }
+    // Rank 0 shows its own messages; the runner shows every rank's, from their records.
     std::string shown;
-    for (const auto& [text, ranks] : grouped) {
-      std::stringstream lines(text);
-      std::string line;
-      const std::string label = rank_label(ranks, meeting_->size());
-      bool first = true;
-      while (std::getline(lines, line)) {
-        if (line.empty()) continue;  // between two failures
-        shown += "    " + (first ? label : std::string(label.size(), ' ')) + " " + line + "\n";
-        first = false;
-      }
-    }
-    const bool ok = failures.empty();
+    std::stringstream lines(messages_);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) shown += "    [rank 0] " + line + "\n";
+    const bool ok = !any_failed;
     (ok ? tally_.passed : tally_.failed)++;
-    write_record(records::result(name_, ok, seconds, failures));
+    write_record(records::result(name_, ok, seconds, {}));
     std::printf("%s%s%s (%.0f ms)\n", shown.c_str(), ok ? "[       OK ] " : "[  FAILED  ] ", name_.c_str(),
                 seconds * 1000);
     std::fflush(stdout);

@@ -21,11 +21,13 @@
 //                 {"event":"value","case":C,"rank":R,"label":L,"rows":N,"cols":M,
 //                  "stride":S,"values":[...]}
 //   result        rank 0 (on no other channel), after every case all its ranks finished: the ranks'
-//                 own checks (closed forms); a case with a recorded value
-//                 passes only if the judge agrees, and a second result for
-//                 a case fails it
+//                 shared verdict of their own checks (closed forms); a case
+//                 with a recorded value passes only if the judge agrees, and
+//                 a second result for a case fails it. The harness lists no
+//                 failures here: each rank's messages are its own
+//                 rank_failure records, so no text travels between ranks
 //                 {"event":"result","case":C,"status":"pass"|"fail","seconds":S,
-//                  "failures":[{"rank":R,"message":M}, ...]}
+//                  "failures":[]}
 //   rank_failure  any rank, the moment one of its checks fails
 //                 {"event":"rank_failure","case":C,"rank":R,"message":M}
 //   abort         any rank, when a case can't finish by a crash or exit();
