@@ -40,6 +40,18 @@ void raw_request(std::int32_t kind, std::uint64_t bytes = 0, std::uint64_t at = 
   if (!rest.empty() && ::read(link, rest.data(), rest.size()) != static_cast<ssize_t>(rest.size()))
     throw std::runtime_error("RAW: read");
 }
+// Kind 23 names a student call's return, as the framework does when one ends.
+void raw_return(const std::string& name) {
+  const char* ends = std::getenv("KIT_MPI_LINK");
+  int link = -1, control = -1;
+  if (ends == nullptr || std::sscanf(ends, "%d,%d", &link, &control) != 2) throw std::runtime_error("RAW: no link");
+  RawHeader h{23, 0, 0, 0, 0, 0, 0, name.size(), 0, 0, 0};
+  if (::write(link, &h, sizeof h) != static_cast<ssize_t>(sizeof h) ||
+      ::write(link, name.data(), name.size()) != static_cast<ssize_t>(name.size()))
+    throw std::runtime_error("RAW: write");
+  RawReply r{};
+  if (::read(link, &r, sizeof r) != static_cast<ssize_t>(sizeof r)) throw std::runtime_error("RAW: read");
+}
 }  // namespace
 """
 
@@ -98,6 +110,14 @@ GALLERY: List[Hostile] = [
             lambda tmp: zero_backward_with_a_raw_request(b"\n  raw_request(6, 32768, 16);\n  raw_request(5);"),
             126.67, scores={"part8_backward": 0}, says=("made a kit 'members' request",), never=("RAW:",),
             static="warn"),
+    # A backward that tells its side it has returned before it has: the
+    # side measures the program's memory then, not at the real return
+    # (which could hide what the call keeps). The real return then has no
+    # call open, and an unpaired mark is in no reference's account.
+    Hostile("zero_backward_tells_its_side_it_returned_early",
+            lambda tmp: zero_backward_with_a_raw_request(b'\n  raw_return("ZeroDPStage3FCLayer::backward");'),
+            126.67, scores={"part8_backward": 0}, says=("a student call's mark its MPI side could not pair",),
+            never=("RAW:",), static="warn"),
     # Kind 20 with no name ends the case's account, as the harness does when
     # the case is over; a request after it lands in what followed the case,
     # where only the harness's own requests belong. (An allreduce made in the
