@@ -138,13 +138,14 @@ void Communicator::barrier() {
   call.done(0);
 }
 
-// On one rank a collective's result is its input: the side is told of the
-// call (its account holds every call) but no data crosses the link, and the
-// copy is made here (link::kOneRank).
+// On one rank a collective's result is its input, and the copy is made
+// here (link::kOneRank). No data crosses the link: while a case runs the
+// side is told of the call, since a case's account holds every call; a
+// trainer's one-rank collective moves nothing anywhere and costs no round trip.
 static bool one_rank(const Communicator::Handle& h, link::Kind kind, std::int64_t n, std::int64_t reduction,
                      const double* src, double* dst, long values) {
   if (h.size != 1) return false;
-  ask(collective(kind, h.comm, n, reduction, true));
+  if (case_open()) ask(collective(kind, h.comm, n, reduction, true));
   if (values > 0 && dst != src) std::memmove(dst, src, static_cast<std::size_t>(values) * sizeof(double));
   return true;
 }

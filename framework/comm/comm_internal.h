@@ -56,6 +56,9 @@ link::Reply ask(link::Header h, const void* in = nullptr, std::size_t in_bytes =
 link::Header collective(link::Kind kind, std::int32_t comm, std::int64_t count, std::int64_t reduction,
                         bool one_rank = false);
 
+// Whether the MPI side keeps a case's account now (CommAccess::account_case).
+bool case_open();
+
 // A request in flight, by the side's number for it (0: none).
 using RawRequest = std::int64_t;
 inline RawRequest null_request() { return 0; }
