@@ -9,29 +9,48 @@
   check-handout  check the handout against the headers, the Makefile and the table
   parts          print the parts table
   course         check the course file (course.toml) and print the course as it takes effect
-  ring           time the allreduces of Part 11, an extension part (make mpi-demo CASE=ring)
 """
 import importlib
 import sys
 
 COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore",
             "static-check": "kit.static_checks", "link-check": "kit.link_check",
-            "check-handout": "kit.check_handout", "parts": "kit.parts", "course": "kit.course_cli", "trace": "kit.trace",
-            "ring": "kit.ring"}
+            "check-handout": "kit.check_handout", "parts": "kit.parts", "course": "kit.course_cli", "trace": "kit.trace"}
+
+
+def part_commands():
+    """The commands the parts' rows register (kit/parts.py, Adds.commands):
+    name -> (module, what it does, whether this copy holds the part). Read
+    only for a command that is not the kit's own: the table loads the
+    course file, which `course` must check even when it is broken."""
+    from kit import parts
+    return {name: (module, what, not p.extension or p.key in parts.CONFIGURATION.held)
+            for p in parts.ALL_PARTS for name, module, what in p.adds.commands}
+
+
+def usage() -> str:
+    try:
+        extra = "".join(f"  {name:<14} {what}\n" for name, (_module, what, held) in part_commands().items() if held)
+    except SystemExit:  # the course file is broken: `python3 -m kit course` says how
+        extra = ""
+    return __doc__.strip() + ("\n" + extra.rstrip() if extra else "")
 
 
 def main(argv) -> int:
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print(__doc__.strip())
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
-    try:
-        module = importlib.import_module(COMMANDS[argv[0]])
-    except ModuleNotFoundError as e:  # an extension part's command, in a copy that does not hold the part
-        if e.name != COMMANDS[argv[0]]:
-            raise
-        print(f"python3 -m kit {argv[0]}: this copy of the kit does not hold the extension part of this command")
-        return 2
-    return module.main(argv[1:])
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    module = COMMANDS.get(argv[0])
+    if module is None:
+        command = part_commands().get(argv[0])
+        if command is None:
+            print(usage())
+            return 2
+        module, _what, held = command
+        if not held:
+            print(f"python3 -m kit {argv[0]}: this copy of the kit does not hold the extension part of this command")
+            return 2
+    return importlib.import_module(module).main(argv[1:])
 
 
 sys.exit(main(sys.argv[1:]))

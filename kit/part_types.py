@@ -43,6 +43,9 @@ class Adds:
     handout: Tuple[str, ...] = ()     # its handout texts (handout/parts/KEY*.md, KEY.feedback.txt)
     make: str = ""                    # its make targets (make/KEY.mk), included where the copy holds it
     allowlist: str = ""               # its lines of the link check's allowlist (kit/allowlist/KEY.txt)
+    # Its commands, `python3 -m kit NAME`: (NAME, its module of kit/, what it
+    # does), each module with main(argv) and named in `other` too.
+    commands: Tuple[Tuple[str, str, str], ...] = ()
 
     def paths(self) -> Tuple[str, ...]:
         return self.framework + self.programs + self.unit_tests + self.hidden + self.other + self.handout + \

@@ -188,7 +188,8 @@ ALL_PARTS: List[Part] = [
                    other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py") +
                    under("tests", "part11_ring", "ring_checks.h"),
                    handout=texts("part11_ring", "feedback"), make="make/part11_ring.mk",
-                   allowlist="kit/allowlist/part11_ring.txt")),
+                   allowlist="kit/allowlist/part11_ring.txt",
+                   commands=(("ring", "kit.ring", "time the allreduces of Part 11 (make mpi-demo CASE=ring)"),))),
     part("part12_pipeline", "pipeline parallelism", 30, [Run(f"Part12Pipeline{k}.*", k) for k in (1, 2, 4)],
          [1, 2, 4], [PIPELINE], under("tests", "part12_pipeline", "test_part12_pipeline.cpp"), "Part 12",
          functions=["pipeline_step"], extension=True, about="pipeline parallelism",

@@ -5,6 +5,8 @@ elsewhere (each copy is checked here, so none can drift).
 """
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -163,3 +165,26 @@ def test_public_cases_count_only_as_far_as_the_hidden_cases_confirm_them():
     half_public = {**{c: i < 2 for i, c in enumerate(public)}, **{c: True for c in hidden}}
     assert part.score(half_public) == pytest.approx(part.points * 5 / 7)
     assert part.score({c: True for c in public[:3]} | {public[3]: False}) == pytest.approx(part.points * 3 / 4)
+
+
+def test_a_parts_command_is_found_by_its_row(tmp_path):
+    """`python3 -m kit ring` is Part 11's, registered in its row
+    (Adds.commands); a copy that does not hold the part says so."""
+    import importlib as imports
+    for p in table.ALL_PARTS:
+        for name, module, _what in p.adds.commands:
+            assert module.replace(".", "/") + ".py" in p.own_paths(), f"{name}: its module ships with its part"
+            assert callable(imports.import_module(module).main), name
+    run = lambda *args, **env: subprocess.run([sys.executable, "-m", "kit", *args], cwd=KIT_DIR, text=True,  # noqa: E731
+                                               capture_output=True, env={**os.environ, **env})
+    helped = run("--help")
+    assert helped.returncode == 0 and "ring " in helped.stdout
+    assert run("ring", "--help").returncode == 0
+    # A course whose copy holds no extension part: the row is still there, its files are not.
+    course = tmp_path / "course.toml"
+    course.write_text(open(os.path.join(KIT_DIR, "course.toml")).read().replace(
+        'extension_parts = ["part11_ring", "part12_pipeline", "part13_ddp"]', "extension_parts = []"))
+    assert "extension_parts = []" in course.read_text(), "course.toml no longer lists the held parts so"
+    without = run("ring", KIT_COURSE=str(course), KIT_EXTENSIONS="0")
+    assert without.returncode == 2 and "does not hold the extension part" in without.stdout
+    assert "ring " not in run("--help", KIT_COURSE=str(course), KIT_EXTENSIONS="0").stdout
