@@ -4,8 +4,10 @@ build's lists, the test binary's table of runs and limits, and the
 Makefile's variables. Made from what they are given, so that this module
 knows no part.
 """
+import argparse
+import sys
 from dataclasses import dataclass
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 # The staff's make targets, included where the copy holds staff/; a handout holds neither.
 STAFF_MAKEFILE = "make/staff.mk"
@@ -97,6 +99,20 @@ inline constexpr TableRun kTableRuns[] = {{
 
 }}  // namespace harness
 """
+
+
+def header_main(argv, text: Callable[[], str], what: str) -> int:
+    """The command of a module that writes a C++ header from its Python
+    definition (CMake runs it: python3 -m kit.MODULE --cpp FILE); without
+    --cpp it prints the header."""
+    ap = argparse.ArgumentParser(description=f"Write the C++ header of {what}.")
+    ap.add_argument("--cpp", metavar="FILE", help=f"write the C++ header of {what}")
+    args = ap.parse_args(argv)
+    if args.cpp:
+        write_if_changed(args.cpp, text())
+    else:
+        sys.stdout.write(text())
+    return 0
 
 
 def write_if_changed(path: str, text: str) -> None:

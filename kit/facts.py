@@ -12,7 +12,6 @@ fact is written again anywhere else. Each run's rank count stays in the
 parts table (kit/parts.py); the header names the suites of the runs whose
 suite ends in its rank count, so that a test file lists them from there.
 """
-import argparse
 import re
 import sys
 from typing import Dict, List
@@ -222,15 +221,8 @@ inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
 
 
 def main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cpp", metavar="FILE", help="write the C++ header of the facts")
-    args = ap.parse_args(argv)
-    if args.cpp:
-        from kit.build_lists import write_if_changed
-        write_if_changed(args.cpp, cpp_text())
-    else:
-        sys.stdout.write(cpp_text())
-    return 0
+    from kit.build_lists import header_main
+    return header_main(argv, cpp_text, "the facts")
 
 
 if __name__ == "__main__":

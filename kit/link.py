@@ -13,7 +13,6 @@ A kind's fields are whole numbers (int64). Kinds that ask the same (the
 three collectives) share one set of fields. staff/tests/test_link.py checks
 that the header fits the link's fixed places and compiles.
 """
-import argparse
 import sys
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
@@ -143,15 +142,8 @@ inline constexpr bool answered(Kind k) {{ return !({unanswered}); }}
 
 
 def main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cpp", metavar="FILE", help="write the C++ header of the messages")
-    args = ap.parse_args(argv)
-    if args.cpp:
-        from kit.build_lists import write_if_changed
-        write_if_changed(args.cpp, cpp_text())
-    else:
-        sys.stdout.write(cpp_text())
-    return 0
+    from kit.build_lists import header_main
+    return header_main(argv, cpp_text, "the link's messages")
 
 
 if __name__ == "__main__":

@@ -172,6 +172,67 @@ def _wait(wait) -> Optional[Dict]:
     return {"op": wait["op"], **{k: wait[k] for k in ends}}
 
 
+def _finite(v) -> Optional[float]:
+    """A value as the judge compares it: a finite float, or None (JSON's
+    null, an infinity or a NaN: no recorded value is any of those)."""
+    if v is None:
+        return None
+    x = float(v) if not isinstance(v, int) or abs(v) < (1 << 1000) else math.inf
+    return x if math.isfinite(x) else None
+
+
+def parse(lines) -> Records:
+    """Records from lines: text (a file's) or (rank, text) pairs (a job's
+    channels), each line bytes or str."""
+    out = Records()
+    for item in lines:
+        rank, line = item if isinstance(item, tuple) else (None, item)
+        if len(line) > MAX_LINE_BYTES:
+            out.malformed += 1
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError, UnicodeDecodeError):
+            out.malformed += 1  # torn, foreign, or built to break the reader
+            continue
+        if not _well_formed(record, rank) or (record["event"] == VALUE and (
+                len(record["values"]) > MAX_VALUES_PER_RECORD or out.value_records >= MAX_VALUE_RECORDS)):
+            out.malformed += 1
+            continue
+        kind, case = record["event"], str(record.get("case", ""))
+        if kind == PLAN:
+            out.plans.append(record)
+        elif kind == RESULT:
+            out.results.append(record)
+        elif kind == VALUE:
+            out.value_records += 1
+            key = (record["label"], record["rank"])
+            mine = out.values.setdefault(case, {})
+            if key in mine:
+                out.doubled[case] = out.doubled.get(case, 0) + 1
+            mine[key] = Observed(record["rows"], record["cols"], record["stride"],
+                                 [_finite(v) for v in record["values"]])
+        elif kind == ROLLCALL:
+            phase = record.get("phase")
+            out.rollcalls.setdefault(case, {})[record["rank"]] = {
+                "state": record["state"], "seconds": float(record["seconds"]),
+                "phase": phase if phase in PHASES else None, "wait": _wait(record.get("wait"))}
+        else:
+            text = record["message"] if kind == RANK_FAILURE else record["why"]
+            out.failures.setdefault(case, []).append({"rank": record["rank"], "message": text})
+    return out
+
+
+def read(path: str) -> Records:
+    try:
+        data = open_sandbox_file(path, MAX_FILE_BYTES)
+    except UnsafeSandboxFile as e:
+        if e.errno == errno.ENOENT:
+            return Records()  # the job never wrote one; its missing plan says so
+        return Records(problem=f"the results file could not be read: {e}")
+    return parse(data.decode("utf-8", errors="surrogateescape").splitlines())
+
+
 # ---- the C++ writers (tests/harness/records.h includes them) ----
 
 _CPP_TYPES = {"str": "const std::string&", "int": "long", "seconds": "double", "strings": "const std::vector<std::string>&",
@@ -258,78 +319,8 @@ std::string json_calls(const std::vector<TrafficCall>& calls);
 
 
 def main(argv: List[str]) -> int:
-    import argparse
-    import sys
-    ap = argparse.ArgumentParser(description="The C++ writers of the records, from RECORDS.")
-    ap.add_argument("--cpp", metavar="FILE", help="write the C++ header of the record writers")
-    args = ap.parse_args(argv)
-    if args.cpp:
-        from kit.build_lists import write_if_changed
-        write_if_changed(args.cpp, cpp_text())
-    else:
-        sys.stdout.write(cpp_text())
-    return 0
-
-
-def _finite(v) -> Optional[float]:
-    """A value as the judge compares it: a finite float, or None (JSON's
-    null, an infinity or a NaN: no recorded value is any of those)."""
-    if v is None:
-        return None
-    x = float(v) if not isinstance(v, int) or abs(v) < (1 << 1000) else math.inf
-    return x if math.isfinite(x) else None
-
-
-def parse(lines) -> Records:
-    """Records from lines: text (a file's) or (rank, text) pairs (a job's
-    channels), each line bytes or str."""
-    out = Records()
-    for item in lines:
-        rank, line = item if isinstance(item, tuple) else (None, item)
-        if len(line) > MAX_LINE_BYTES:
-            out.malformed += 1
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError, UnicodeDecodeError):
-            out.malformed += 1  # torn, foreign, or built to break the reader
-            continue
-        if not _well_formed(record, rank) or (record["event"] == VALUE and (
-                len(record["values"]) > MAX_VALUES_PER_RECORD or out.value_records >= MAX_VALUE_RECORDS)):
-            out.malformed += 1
-            continue
-        kind, case = record["event"], str(record.get("case", ""))
-        if kind == PLAN:
-            out.plans.append(record)
-        elif kind == RESULT:
-            out.results.append(record)
-        elif kind == VALUE:
-            out.value_records += 1
-            key = (record["label"], record["rank"])
-            mine = out.values.setdefault(case, {})
-            if key in mine:
-                out.doubled[case] = out.doubled.get(case, 0) + 1
-            mine[key] = Observed(record["rows"], record["cols"], record["stride"],
-                                 [_finite(v) for v in record["values"]])
-        elif kind == ROLLCALL:
-            phase = record.get("phase")
-            out.rollcalls.setdefault(case, {})[record["rank"]] = {
-                "state": record["state"], "seconds": float(record["seconds"]),
-                "phase": phase if phase in PHASES else None, "wait": _wait(record.get("wait"))}
-        else:
-            text = record["message"] if kind == RANK_FAILURE else record["why"]
-            out.failures.setdefault(case, []).append({"rank": record["rank"], "message": text})
-    return out
-
-
-def read(path: str) -> Records:
-    try:
-        data = open_sandbox_file(path, MAX_FILE_BYTES)
-    except UnsafeSandboxFile as e:
-        if e.errno == errno.ENOENT:
-            return Records()  # the job never wrote one; its missing plan says so
-        return Records(problem=f"the results file could not be read: {e}")
-    return parse(data.decode("utf-8", errors="surrogateescape").splitlines())
+    from kit.build_lists import header_main
+    return header_main(argv, cpp_text, "the record writers")
 
 
 if __name__ == "__main__":
