@@ -138,6 +138,12 @@ GALLERY: List[Hostile] = [
                          ("student/zero_dp_stage3.cpp", source("reference", "zero_dp_stage3.cpp")), FEEDBACK],
             140, scores={"part1": 0}, unseen=("LISTED", "Hidden"), static="warn"),
 ]
+# The marks judged as root without namespaces too (the platforms'
+# containers), where the side and the program share no namespace of their
+# own (as not root: test_not_root.py).
+GALLERY += [Hostile(h.name + "_without_namespaces", h.members, h.total, says=h.says, scores=h.scores,
+                    never=h.never, static=h.static, namespaces=False)
+            for h in GALLERY if h.name == "zero_backward_tells_its_side_it_returned_early"]
 
 
 @pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])

@@ -118,7 +118,8 @@ def test_without_the_namespaces_they_would_stay(grader_user):
                                   "full_weight_kept_in_a_block_made_by_partition",
                                   "zero_backward_writes_a_raw_link_request",
                                   "zero_backward_ends_its_account_early_then_asks_its_side",
-                                  "zero_backward_names_data_outside_its_memory"])
+                                  "zero_backward_names_data_outside_its_memory",
+                                  "zero_backward_tells_its_side_it_returned_early"])
 def test_the_sides_rules_hold_when_the_grader_is_not_root(grader_user, name):
     user, home = grader_user
     case = next(h for h in GALLERY + LINK_GALLERY if h.name == name)
