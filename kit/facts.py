@@ -53,7 +53,7 @@ MOST_CALL_ARGUMENT = 1 << 20  # a call's argument past this is written as this (
 
 
 def mark(what: str, function: str) -> str:
-    """A mark's name in an account: returned@ZeroDPAdam.step."""
+    """A mark's name in an account: returned@split_data."""
     return what + MARK_SEPARATOR + function
 
 # The calls every rank of a communicator makes at the same point of its

@@ -13,12 +13,10 @@ failure.
 
 The judge compares a case's accounts with the reference's, recorded by
 `make hidden-data` beside the expected values (kit/judge.py), for the parts
-whose rules are about traffic (kit/parts.py, `traffic`): ZeRO-3 moves
-exactly the shards it needs, a ring allreduce is made of messages, not of
-a collective, the buckets of Part 13 go out as their own allreduces. It
-compares the collectives one by one, and the elements each rank sends in
-messages as a total, since a correct ring may send its blocks with send
-and recv or with sendrecv.
+whose rules are about traffic (kit/parts.py, `traffic`). It compares the
+collectives one by one, and the elements each rank sends in messages as a
+total, since a correct algorithm may send its blocks with send and recv or
+with sendrecv.
 
 An account also places the case's requests by the student call that made
 them, and reads the program's memory as each call returns (side/traffic.h,
