@@ -54,8 +54,10 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
             cmake_list("KIT_EXTENSION_FRAMEWORK", [f for p in lists.built for f in p.adds.framework]) +
             cmake_list("KIT_EXTENSION_PROGRAMS", [f for p in lists.built for f in p.adds.programs]) +
             cmake_list("KIT_EXTENSION_UNIT_TESTS", [f for p in lists.built for f in p.adds.unit_tests]) +
-            # The built parts' rules, whose numbers kit/facts.py writes into its header.
-            cmake_list("KIT_RULES_FILES", dict.fromkeys(f"kit/rules/{n}.py" for p in lists.built for n in p.rules)) +
+            # The built parts' rules and facts modules, which kit/facts.py writes into its header.
+            cmake_list("KIT_PART_FACTS_FILES", dict.fromkeys(
+                [f"kit/rules/{n}.py" for p in lists.built for n in p.rules] +
+                [p.adds.facts.replace(".", "/") + ".py" for p in lists.built if p.adds.facts])) +
             cmake_list("KIT_SELF_CHECKS", [f"{n}={r.filter}={r.ranks}" for n, r in lists.kit_checks.items()]) +
             # The staff's check of a cut that grades some extension parts and not another.
             f"set(KIT_SOME_EXTENSIONS {','.join(p.key for i, p in enumerate(held) if i != 1 or len(held) < 2)})\n" +

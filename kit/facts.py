@@ -103,40 +103,13 @@ def ring_bytes(elements: int, n: int, passes: int) -> int:
     return passes * (n - 1) * elements * VALUE_BYTES // n
 
 
-def ring_allreduce_bounds(elements: int, n: int) -> Dict[str, int]:
-    """What one rank of Part 11's ring allreduce sends: 2(n-1) blocks of
-    floor(L/n) or ceil(L/n) values."""
-    return {"low": 2 * (n - 1) * (elements // n) * VALUE_BYTES,
-            "high": 2 * (n - 1) * (-(-elements // n)) * VALUE_BYTES}
-
-
-def naive_allreduce_bytes(elements: int, n: int, rank: int) -> int:
-    """What one rank of Part 11's naive allreduce sends: each rank its buffer
-    to rank 0, and rank 0 the sum back to each other rank."""
-    return (n - 1) * elements * VALUE_BYTES if rank == 0 else elements * VALUE_BYTES
-
-
-# The same three formulas in C++, for the header.
+# The same formula in C++, for the header.
 CPP_FORMULAS = """\
 // What one rank sends in one collective of `elements` values on n ranks, by
 // the ring algorithm (framework/include/comm.h): passes * (n-1)/n of the buffer.
 constexpr std::uint64_t ring_bytes(long elements, int n, int passes) {
   return static_cast<std::uint64_t>(passes) * (static_cast<std::uint64_t>(n) - 1) *
          static_cast<std::uint64_t>(elements) * kValueBytes / static_cast<std::uint64_t>(n);
-}
-
-// Part 11's ring allreduce: 2(n-1) blocks of floor(L/n) or ceil(L/n) values.
-constexpr std::uint64_t ring_allreduce_low(long elements, int n) {
-  return 2 * (static_cast<std::uint64_t>(n) - 1) * static_cast<std::uint64_t>(elements / n) * kValueBytes;
-}
-constexpr std::uint64_t ring_allreduce_high(long elements, int n) {
-  return 2 * (static_cast<std::uint64_t>(n) - 1) * static_cast<std::uint64_t>((elements + n - 1) / n) * kValueBytes;
-}
-
-// Part 11's naive allreduce: each rank its buffer to rank 0, rank 0 the sum to each other rank.
-constexpr std::uint64_t naive_allreduce_bytes(long elements, int n, int rank) {
-  const std::uint64_t buffer = static_cast<std::uint64_t>(elements) * kValueBytes;
-  return rank == 0 ? (static_cast<std::uint64_t>(n) - 1) * buffer : buffer;
 }
 """
 
@@ -148,13 +121,21 @@ def _code_name(op: str) -> str:
 
 def suites_by_ranks(runs) -> Dict[str, List[str]]:
     """The runs whose filter is a whole suite named for its rank count
-    (Part11Ring4.* on 4 ranks), grouped by the suite's stem (Part11Ring)."""
+    (Suite4.* on 4 ranks), grouped by the suite's stem (Suite)."""
     stems: Dict[str, List[str]] = {}
     for r in runs:
         m = re.fullmatch(r"([A-Za-z]\w*?)(\d+)\.\*", r.filter)
         if m and int(m.group(2)) == r.ranks:
             stems.setdefault(m.group(1), []).append(m.group(1) + m.group(2))
     return stems
+
+
+def _part_facts(namespace: str, module) -> str:
+    """A part's module's CPP_FACTS (whole numbers) and CPP_TEXT (C++ that
+    may use this header's facts), in a namespace of their own; "" if none."""
+    numbers = "".join(f"inline constexpr long {k} = {v};\n" for k, v in getattr(module, "CPP_FACTS", {}).items())
+    text = numbers + getattr(module, "CPP_TEXT", "")
+    return f"namespace {namespace} {{\n{text}}}  // namespace {namespace}\n" if text else ""
 
 
 def cpp_text() -> str:
@@ -168,12 +149,14 @@ def cpp_text() -> str:
     runs = [r for p in parts.ALL_PARTS for r in p.runs]
     suites = "\n".join(f"#define KIT_SUITES_{stem}(CASES) " + " ".join(f"CASES({s})" for s in names_)
                        for stem, names_ in suites_by_ranks(runs).items())
-    from kit import rules  # each part's rules' numbers, in a namespace of the rules' name (kit/rules/)
+    # The parts' own numbers and formulas, each in a namespace of its module's
+    # name: those of the rules a row names (kit/rules/), and of a part's facts
+    # module (Adds.facts).
+    import importlib
     held = [p for p in parts.ALL_PARTS if not p.extension or p.key in parts.CONFIGURATION.held]
-    rule_facts = "\n".join(
-        f"namespace {name} {{\n" + "".join(f"inline constexpr long {k} = {v};\n" for k, v in facts_.items()) + "}"
-        for name in dict.fromkeys(n for p in held for n in p.rules)
-        for facts_ in [getattr(rules.load(name), "CPP_FACTS", {})] if facts_)
+    modules = dict.fromkeys([f"kit.rules.{n}" for p in held for n in p.rules] +
+                            [p.adds.facts for p in held if p.adds.facts])
+    rule_facts = "\n".join(_part_facts(m.rsplit(".", 1)[-1], importlib.import_module(m)) for m in modules)
     return f"""// Generated from kit/facts.py when CMake configures; edit kit/facts.py, not this file.
 #pragma once
 
@@ -209,13 +192,13 @@ inline constexpr bool is_point_to_point(std::int64_t op) {{ return {p2p}; }}
 inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
 
 {CPP_FORMULAS}
-// The numbers of the parts' own rules (kit/rules/).
+// The parts' own numbers and formulas (kit/rules/, and each part's facts module).
 {rule_facts}
 
 }}  // namespace dtrain::facts
 
 // The suites of the runs named for their rank count (kit/parts.py): a test
-// file writes KIT_SUITES_Part11Ring(ITS_CASES) to define its cases in each.
+// file writes KIT_SUITES_<stem>(ITS_CASES) to define its cases in each.
 {suites}
 """
 

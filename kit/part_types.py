@@ -46,6 +46,9 @@ class Adds:
     # Its commands, `python3 -m kit NAME`: (NAME, its module of kit/, what it
     # does), each module with main(argv) and named in `other` too.
     commands: Tuple[Tuple[str, str, str], ...] = ()
+    # Its module of kit/ whose CPP_FACTS and CPP_TEXT kit/facts.py writes into
+    # the build's kit_facts.h, as dtrain::facts::<the module's name> (named in `other` too).
+    facts: str = ""
 
     def paths(self) -> Tuple[str, ...]:
         return self.framework + self.programs + self.unit_tests + self.hidden + self.other + self.handout + \

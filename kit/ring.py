@@ -25,13 +25,45 @@ from kit.paths import KITRUN, build_dir
 ALGORITHMS = {"naive": "#cc3311", "ring": "#0077bb", "mpi": "#555555"}
 
 
+# Part 11's byte formulas, in Python and, for the build's kit_facts.h, in C++
+# (dtrain::facts::ring), side by side: staff/tests/test_facts.py checks that
+# both give the same numbers.
+def ring_allreduce_bounds(elements: int, n: int) -> Dict[str, int]:
+    """What one rank of the ring allreduce sends: 2(n-1) blocks of
+    floor(L/n) or ceil(L/n) values."""
+    return {"low": 2 * (n - 1) * (elements // n) * facts.VALUE_BYTES,
+            "high": 2 * (n - 1) * (-(-elements // n)) * facts.VALUE_BYTES}
+
+
+def naive_allreduce_bytes(elements: int, n: int, rank: int) -> int:
+    """What one rank of the naive allreduce sends: each rank its buffer to
+    rank 0, and rank 0 the sum back to each other rank."""
+    return (n - 1) * elements * facts.VALUE_BYTES if rank == 0 else elements * facts.VALUE_BYTES
+
+
+CPP_TEXT = """\
+// The ring allreduce: 2(n-1) blocks of floor(L/n) or ceil(L/n) values.
+constexpr std::uint64_t ring_allreduce_low(long elements, int n) {
+  return 2 * (static_cast<std::uint64_t>(n) - 1) * static_cast<std::uint64_t>(elements / n) * kValueBytes;
+}
+constexpr std::uint64_t ring_allreduce_high(long elements, int n) {
+  return 2 * (static_cast<std::uint64_t>(n) - 1) * static_cast<std::uint64_t>((elements + n - 1) / n) * kValueBytes;
+}
+// The naive allreduce: each rank its buffer to rank 0, rank 0 the sum to each other rank.
+constexpr std::uint64_t naive_allreduce_bytes(long elements, int n, int rank) {
+  const std::uint64_t buffer = static_cast<std::uint64_t>(elements) * kValueBytes;
+  return rank == 0 ? (static_cast<std::uint64_t>(n) - 1) * buffer : buffer;
+}
+"""
+
+
 def formula_bytes(algorithm: str, n: int, elements: int, rank0: bool) -> Dict[str, int]:
-    """What one rank sends, at least and at most (ring_collectives.h; comm.h for MPI's; kit/facts.py)."""
+    """What one rank sends, at least and at most (ring_collectives.h; comm.h and kit/facts.py for MPI's)."""
     if algorithm == "naive":
-        exact = facts.naive_allreduce_bytes(elements, n, 0 if rank0 else 1)
+        exact = naive_allreduce_bytes(elements, n, 0 if rank0 else 1)
         return {"low": exact, "high": exact}
     if algorithm == "ring":  # 2(n-1) blocks of floor(L/n) or ceil(L/n) elements
-        return facts.ring_allreduce_bounds(elements, n)
+        return ring_allreduce_bounds(elements, n)
     exact = facts.ring_bytes(elements, n, 2)  # the ledger counts a collective by comm.h's ring formula
     return {"low": exact, "high": exact}
 

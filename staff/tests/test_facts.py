@@ -25,6 +25,7 @@ from grader import sandbox
 KIT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOME = "kit/facts.py"
 RING_CHECKS = "ring_checks.h"  # Part 11's checks, wherever its files sit
+RING_FORMULAS = "kit/ring.py"  # Part 11's byte formulas (its row's Adds.facts)
 CODE = (".py", ".cpp", ".h", ".hpp", ".cc", ".cmake", ".mk")
 
 # A fact written again: what its literal looks like in code, and the files
@@ -37,11 +38,12 @@ WRITTEN_AGAIN = {
     "the per-file limit": (r"(?i)\b(max_object_bytes|binary_mib|file_limit_bytes)\s*=\s*\d|[\"']fsize[\"']\s*:\s*\d",
                            {HOME}),
     "the memory limits": (r"(?i)(heap_budget|data_limit|stack_limit|thread_stack)\w*\s*=\s*\d", {"kit/parts.py"}),
-    # (n-1) times a buffer's bytes, or a block count times 8 bytes.
-    # Part 11's checks keep their own words, which a failure shows; they
-    # check them against kit_facts.h's on every case (ring_checks.h).
+    # (n-1) times a buffer's bytes, or a block count times 8 bytes. Part
+    # 11's own formulas are its module's (kit/ring.py, which the header
+    # takes them from); its checks keep their own words, which a failure
+    # shows, and check them against kit_facts.h's on every case (ring_checks.h).
     "the communication volumes": (r"\bn\)?\s*-\s*1\s*\)\s*\*[^;\n]*(\b8\b|sizeof\(double\)|\bbytes\b|\bbuffer\b|\bb\b)"
-                                  r"|\*\s*8\s*//\s*n\b", {HOME, RING_CHECKS}),
+                                  r"|\*\s*8\s*//\s*n\b", {HOME, RING_FORMULAS, RING_CHECKS}),
     # Three of the ledger's operations, quoted, in one list: a list of them.
     # kit/timeline.py's colours name every operation, and Part 11's check the
     # point-to-point calls in the words a failure shows: both checked below.
@@ -150,7 +152,7 @@ def test_the_search_finds_a_fact_written_again(tmp_path):
         "kit/mine.py": "RANK_HEAP_BUDGET_MIB = 64\n",
         "framework/comm.cpp": "  return passes * (static_cast<std::uint64_t>(n) - 1) * bytes / n;\n",
         "programs/ring_timing.cpp": "    const std::uint64_t low = 2 * (n - 1) * (length / n) * 8;\n",
-        "kit/ring.py": "    exact = 2 * (n - 1) * b // n\n    low = passes * (n - 1) * elements * 8 // n\n",
+        "kit/explore.py": "    exact = 2 * (n - 1) * b // n\n    low = passes * (n - 1) * elements * 8 // n\n",
         "kit/records.py": 'CALLS = ("send", "recv", "sendrecv", "allreduce")\n',
         "framework/ledger.h": 'inline constexpr const char* kOpNames[] = {"", "allreduce", "allgather", "split"};\n',
         "grader/hidden/hidden_ring.cpp": "KIT_HIDDEN_RING_CASES(HiddenPart11Ring3)\n",
@@ -167,17 +169,21 @@ def test_the_search_finds_a_fact_written_again(tmp_path):
         ("the record cap", "tests/observations.cpp"), ("the per-file limit", "grader/sandbox.py"),
         ("the per-file limit", "kit/host_limits.py"), ("the memory limits", "kit/mine.py"),
         ("the communication volumes", "framework/comm.cpp"), ("the communication volumes", "programs/ring_timing.cpp"),
-        ("the communication volumes", "kit/ring.py"), ("the operation names", "kit/records.py"),
+        ("the communication volumes", "kit/explore.py"), ("the operation names", "kit/records.py"),
         ("the operation names", "framework/ledger.h"), ("the runs' rank counts", "grader/hidden/hidden_ring.cpp"),
     }
 
 
+RING_HELD = "part11_ring" in table.CONFIGURATION.held
 # The generated header, compiled: its numbers against the Python's.
 PROBE = r"""
 #include <cstdio>
 #include <initializer_list>
 #include "kit_facts.h"
 using namespace dtrain::facts;
+#ifdef KIT_HOLDS_RING
+using namespace dtrain::facts::ring;  // Part 11's formulas (kit/ring.py)
+#endif
 int main() {
   std::printf("sizes %d %d %d %d %ld\n", kFeatures, kHidden, kClasses, kGlobalBatch, kMaxValuesPerRecord);
   std::printf("side %ld %s %s %s %s %s %s %d %ld %ld\n", kSideUnreadKib, kMarkReturned, kMarkHeld, kMarkStartedIn,
@@ -187,10 +193,12 @@ int main() {
   long lengths[] = {0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960};
   for (int n : {1, 2, 3, 4, 5, 8, 16})
     for (long e : lengths) {
-      std::printf("ring %ld %d %llu %llu %llu %llu", e, n, (unsigned long long)ring_bytes(e, n, 1),
-                  (unsigned long long)ring_bytes(e, n, 2), (unsigned long long)ring_allreduce_low(e, n),
-                  (unsigned long long)ring_allreduce_high(e, n));
+      std::printf("ring %ld %d %llu %llu", e, n, (unsigned long long)ring_bytes(e, n, 1),
+                  (unsigned long long)ring_bytes(e, n, 2));
+#ifdef KIT_HOLDS_RING
+      std::printf(" %llu %llu", (unsigned long long)ring_allreduce_low(e, n), (unsigned long long)ring_allreduce_high(e, n));
       for (int r : {0, 1}) std::printf(" %llu", (unsigned long long)naive_allreduce_bytes(e, n, r));
+#endif
       std::printf("\n");
     }
 }
@@ -206,9 +214,13 @@ def python_probe():
               for code, op in enumerate(facts.OPERATIONS, 1)]
     for n in (1, 2, 3, 4, 5, 8, 16):
         for e in (0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960):
-            bounds = facts.ring_allreduce_bounds(e, n)
-            lines.append(f"ring {e} {n} {facts.ring_bytes(e, n, 1)} {facts.ring_bytes(e, n, 2)} {bounds['low']} "
-                         f"{bounds['high']} {facts.naive_allreduce_bytes(e, n, 0)} {facts.naive_allreduce_bytes(e, n, 1)}")
+            line = f"ring {e} {n} {facts.ring_bytes(e, n, 1)} {facts.ring_bytes(e, n, 2)}"
+            if RING_HELD:  # Part 11's formulas, its own (kit/ring.py), in the header where the copy holds it
+                from kit import ring
+                bounds = ring.ring_allreduce_bounds(e, n)
+                line += (f" {bounds['low']} {bounds['high']} {ring.naive_allreduce_bytes(e, n, 0)} "
+                         f"{ring.naive_allreduce_bytes(e, n, 1)}")
+            lines.append(line)
     return lines
 
 
@@ -218,7 +230,8 @@ def test_the_header_gives_the_pythons_numbers(tmp_path):
     (tmp_path / "kit_facts.h").write_text(facts.cpp_text())
     (tmp_path / "probe.cpp").write_text(PROBE)
     subprocess.run([compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", str(tmp_path), "-o",
-                    str(tmp_path / "probe"), str(tmp_path / "probe.cpp")], check=True)
+                    str(tmp_path / "probe"), str(tmp_path / "probe.cpp")] + (["-DKIT_HOLDS_RING"] if RING_HELD else []),
+                   check=True)
     got = subprocess.run([str(tmp_path / "probe")], stdout=subprocess.PIPE, text=True, check=True).stdout
     assert got.splitlines() == python_probe()
 

@@ -92,7 +92,7 @@ inline void check_naive(Eigen::Index length) {
     EXPECT_EQ(t.bytes, buffer);
     EXPECT_EQ(t.to, std::set<int>{0});
   }
-  agrees_with_the_facts(r == 0 ? (n - 1) * buffer : buffer, dtrain::facts::naive_allreduce_bytes(length, n, r));
+  agrees_with_the_facts(r == 0 ? (n - 1) * buffer : buffer, dtrain::facts::ring::naive_allreduce_bytes(length, n, r));
 }
 
 inline void check_ring(Eigen::Index length) {
@@ -108,8 +108,8 @@ inline void check_ring(Eigen::Index length) {
   const std::uint64_t large = static_cast<std::uint64_t>((length + n - 1) / n) * sizeof(double);
   EXPECT_GE(t.bytes, 2 * (n - 1) * small);
   EXPECT_LE(t.bytes, 2 * (n - 1) * large);
-  agrees_with_the_facts(2 * (n - 1) * small, dtrain::facts::ring_allreduce_low(length, n));
-  agrees_with_the_facts(2 * (n - 1) * large, dtrain::facts::ring_allreduce_high(length, n));
+  agrees_with_the_facts(2 * (n - 1) * small, dtrain::facts::ring::ring_allreduce_low(length, n));
+  agrees_with_the_facts(2 * (n - 1) * large, dtrain::facts::ring::ring_allreduce_high(length, n));
 }
 
 }  // namespace kit
