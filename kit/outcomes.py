@@ -112,7 +112,7 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
         # the ranks' shared verdict (and, from an older harness, messages).
         failures = [f for r in mine for f in r["failures"] if isinstance(f, dict)]
         failures += [f for f in job.records.failures.get(case, []) if f not in failures]
-        ok = all(r["status"] == "pass" for r in mine) and not failures  # a rank failed, yet the result says pass
+        ok = all(r["status"] == "pass" for r in mine) and not failures  # a rank's message fails a "pass" too
         if not ok and not failures:
             failures.append({"rank": None, "message": "a rank's checks failed, and it recorded no message (its "
                                                       "record channel was closed or written over?)"})
