@@ -36,7 +36,19 @@ from staff.mutant_table import MUTANTS, WRONG_ANSWERS_FROM, Mutant  # noqa: F401
 
 
 def messages(outcomes: Dict[str, CaseOutcome]) -> str:
-    return "\n".join(str(f["message"]) for o in outcomes.values() for f in o.failures)
+    """Each rank's first failure in each case, whole: what a report shows
+    first, so a message a bug must give is one its author reads, not one
+    behind "and 1 more failure"; and the runner's own diagnoses."""
+    firsts = []
+    for o in outcomes.values():
+        seen = set()
+        for f in o.failures:
+            rank = f.get("rank")
+            if isinstance(rank, int) and rank in seen:
+                continue
+            seen.add(rank)
+            firsts.append(str(f["message"]).split("\n\n")[0] if isinstance(rank, int) else str(f["message"]))
+    return "\n".join(firsts)
 
 
 def settled(mutant: Mutant, case: str, so_far: Dict[str, CaseOutcome]) -> bool:

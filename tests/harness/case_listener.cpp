@@ -117,6 +117,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
       where = std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + notes + ": ";
     const std::string what = without_gtest_wrapper(message, dtrain::ledger::take_thrown_from());
     const std::string text = one_block(where + what);
+    tell_refusal();  // a refused block is the cause of what failed after it: its record comes first
     messages_ += (messages_.empty() ? "" : "\n\n") + text;
     write_record(records::rank_failure(name_, job().rank, text));
     watchdog_.shorten(kFailedGraceSeconds, what);
@@ -131,12 +132,7 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
       messages_ += std::string(messages_.empty() ? "" : "\n\n") + text;
       write_record(records::rank_failure(name_, job().rank, text));
     }
-    if (const auto refusal = dtrain::heap_budget::take(); refusal.happened) {
-      char text[400];
-      budget_refusal_text(text, sizeof text, refusal);
-      messages_ = one_block(text) + std::string(messages_.empty() ? "" : "\n\n") + messages_;  // the cause first
-      write_record(records::rank_failure(name_, job().rank, text));
-    }
+    tell_refusal();
     if (info.result()->Skipped() && messages_.empty()) {
       messages_ = "the case was skipped; a skipped case counts as failed";
       write_record(records::rank_failure(name_, job().rank, messages_));
@@ -170,6 +166,17 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
   }
 
  private:
+  // The memory budget's refusal, if a block was refused since the last: the
+  // cause goes first, in rank 0's words and in the rank's records.
+  void tell_refusal() {
+    const auto refusal = dtrain::heap_budget::take();
+    if (!refusal.happened) return;
+    char text[400];
+    budget_refusal_text(text, sizeof text, refusal);
+    messages_ = one_block(text) + std::string(messages_.empty() ? "" : "\n\n") + messages_;
+    write_record(records::rank_failure(name_, job().rank, text));
+  }
+
   dtrain::Communicator& world_;
   std::map<int, dtrain::Communicator>& groups_;
   dtrain::Communicator* meeting_ = nullptr;  // the running case's group, where its ranks meet afterwards
