@@ -10,6 +10,9 @@ dropped, not kept. Beside them lies the roll-call board, a small file each
 rank maps to mark that it answered a roll-call (watchdog.cpp); it decides
 nothing here.
 
+A job of hidden cases finds their salt there too (offer_salt): a pipe that
+only the ranks' MPI sides read, before their programs start.
+
 Each rank's MPI side (framework/comm/side/) has a channel of its own too,
 side<r>, for its accounts of the traffic (kit/traffic.py): it opens it
 before it starts the rank's program, and its lines are kept apart.
@@ -21,6 +24,7 @@ before it starts the rank's program, and its lines are kept apart.
 """
 import os
 import select
+import sys
 import tempfile
 import threading
 from typing import List, Optional, Tuple
@@ -69,9 +73,25 @@ class Channels:
         # opens and after their exits, so select never spins on end-of-file.
         self._keep = [os.open(os.path.join(self.dir, name), os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
                       for name in self._names]
+        self._shared = shared
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def offer_salt(self, salt: int) -> None:
+        """Leaves the hidden cases' salt for the job's MPI sides, a copy per
+        rank, in a pipe (salt): each side takes its copy before its rank's
+        program exists, and the ranks meet before any program starts, so no
+        program finds one left (framework/comm/side/comm_side_salt.h)."""
+        path = os.path.join(self.dir, "salt")
+        os.mkfifo(path, 0o600)
+        if self._shared:
+            os.chmod(path, 0o644)  # the sandbox's user reads; the folder above is its and ours alone
+        # Held open for writing until the job is over, so what the sides have
+        # not read yet stays in the pipe.
+        fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._keep.append(fd)
+        os.write(fd, (salt & ((1 << 64) - 1)).to_bytes(8, sys.byteorder) * self.ranks)
 
     def _take(self, fd: int) -> bool:
         """Reads what one channel holds now; False when it holds nothing."""

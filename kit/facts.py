@@ -66,9 +66,10 @@ COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "
 # them with the reference's, all but "test" and "wait": how often a running
 # request was found still running is the machine's pace, and whether a
 # request completes in a wait or a test is the code's choice (kit/traffic.py). "refused": a message whose sizes its two ends
-# disagreed on, which still carried the sender's count.
+# disagreed on, which still carried the sender's count. "salt": a hidden case's input salted by the side, which alone
+# holds the salt (framework/comm/side/comm_side_salt.h).
 KIT_REQUESTS = ("hello", "dup", "free", "members", "agree", "max", "gather_text", "clock_offset", "rendezvous",
-                "refused", "test")
+                "refused", "test", "salt")
 UNJUDGED_REQUESTS = ("test", "wait")  # how a request completes (a wait, or a test that finds it done) is the code's choice
 # What the harness asks of the side between one case's end and the next
 # case's start (or the program's end), at most: the ranks' verdict (max),

@@ -136,8 +136,6 @@ def _start(launch: Launch, gtest_filter: str, results: str) -> subprocess.Popen:
         cmd.append(f"--case-limit={run_filter}={seconds:.3f}")
     if not launch.syscall_filter:
         cmd.append("--no-syscall-filter")
-    if launch.hidden_salt is not None:
-        cmd.append(f"--hidden-salt={launch.hidden_salt}")
     cmd.append(f"--cpus={host_limits.cpus():.3g}")  # the watchdog's pace in a container with a CPU quota
     # No rank may read another's memory (tools/kitrun): a case's ranks are
     # one another's witnesses, and the system-call filter refuses it anyway.
@@ -272,6 +270,8 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
     try:
         started = time.monotonic()
         oom_before = host_limits.oom_kills()
+        if launch.hidden_salt is not None:  # to the ranks' MPI sides, never to the programs
+            channels.offer_salt(launch.hidden_salt)
         proc = _start(launch, gtest_filter, channels.dir)
         tap = OutputTap(proc.stdout) if launch.capture else None
         tally.launches += 1

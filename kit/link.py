@@ -70,6 +70,8 @@ KINDS: List[Kind] = [
     Kind("Finalize", "the program ends normally"),
     Kind("Enter", "a student call begins; data: the function's name", ask=("argument",), answered=False),
     Kind("Return", "the student call entered last returns; data: its name"),
+    Kind("Salt", "data: doubles; data back: the same, salted with the hidden cases' salt, which only the side holds "
+                 "(unchanged in a job without one)"),
 ]
 
 

@@ -52,6 +52,11 @@ struct CommAccess {
   // Collective max of one integer over the communicator. Not counted.
   static long max_over_ranks(Communicator& comm, long value);
 
+  // `values` salted in place by the rank's MPI side, with the hidden cases'
+  // salt, which only the side holds (side/comm_side_salt.h); unchanged in a
+  // job without one. Not collective.
+  static void salt(double* values, std::size_t count);
+
   // Seconds on this host's steady clock (CLOCK_MONOTONIC), which every
   // process of the host reads alike; MPI_Wtime may count from each process's
   // start, so two ranks' times could not be compared.

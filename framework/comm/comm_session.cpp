@@ -109,6 +109,13 @@ long CommAccess::max_over_ranks(Communicator& comm, long value) {
   return static_cast<long>(ask(h).answer.max_over_ranks.maximum);
 }
 
+void CommAccess::salt(double* values, std::size_t count) {
+  link::Header h = link::request(link::Kind::Salt);
+  h.in_bytes = count * sizeof(double);
+  if (link::call(h, values, values, h.in_bytes).out_bytes != h.in_bytes)
+    throw std::runtime_error("salt: an answer of another size from the MPI side");
+}
+
 double CommAccess::wall_time() { return steady_seconds(); }
 
 CommAccess::ClockOffset CommAccess::clock_offset(Communicator& comm) {

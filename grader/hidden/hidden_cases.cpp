@@ -167,7 +167,7 @@ TEST(HiddenPart8Partition, PaddingCornerCases) {
 }
 
 namespace {
-// Functions, not constants: the salt is known only once main has read it.
+// Functions, not constants: the rank's MPI side salts them, once a case runs.
 Matrix kW() { return salted(arange(7, 5, 1) / 10.0); }  // 35 weights: padded for 2, 3 and 8 ranks
 Matrix kB() { return salted(arange(1, 5, -2)); }        // 5 biases
 }  // namespace

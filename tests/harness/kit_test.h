@@ -35,11 +35,12 @@ Labels labels(std::initializer_list<int> values);
 Matrix arange(int rows, int cols, double start = 0.0);
 
 // The hidden cases' inputs pass through salted(): m * a + b, where a and b
-// come from the course's secret salt (--hidden-salt, which the runner gives
-// to jobs of hidden cases only, from the hidden values' file). So the hidden
+// come from the course's secret salt and from m itself. The rank's MPI side
+// salts it (comm_side_salt.h): the runner hands the salt to the sides of
+// jobs of hidden cases only, and this process never holds it. So the hidden
 // cases' source may be public (a platform's image) while their inputs are
-// not; without a salt (0) salted() is the identity.
-void set_hidden_salt(unsigned long long salt);
+// not; in a job without a salt salted() is the identity. Inside a case
+// only (it is a request of the case's account).
 Matrix salted(const Matrix& m);
 
 // gtest predicate: same shape and every element within `tolerance` (absolute

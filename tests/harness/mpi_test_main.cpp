@@ -16,8 +16,6 @@
 //   --cpus=N                the CPUs the job may use at once (a container's quota,
 //                           kit/host_limits.py): the watchdog counts a case's time
 //                           at that pace; the runner passes it
-//   --hidden-salt=N         the course's salt of the hidden cases' inputs (kit_test.h,
-//                           salted); the runner passes it to jobs of hidden cases only
 //   --no-syscall-filter     run the cases without the system-call filter (below);
 //                           the plan record says "off". The runner passes it
 //                           unless it grades (kit/launch.py, Launch.syscall_filter)
@@ -72,7 +70,7 @@ namespace {
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=DIR] [--case-timeout=SECONDS] "
-                         "[--time-scale=F] [--case-limit=FILTER=S] [--cpus=N] [--trace-dir=DIR] [--hidden-salt=N] [--no-syscall-filter]\n",
+                         "[--time-scale=F] [--case-limit=FILTER=S] [--cpus=N] [--trace-dir=DIR] [--no-syscall-filter]\n",
                  what.c_str());
   return 2;
 }
@@ -103,13 +101,6 @@ int main(int argc, char** argv) {
       job().cpus = std::strtod(arg.c_str() + 7, &end);
       if (*end != '\0' || !(job().cpus > 0))
         return usage_error("--cpus needs a positive number, got '" + arg.substr(7) + "'");
-    } else if (arg.rfind("--hidden-salt=", 0) == 0) {
-      char* end = nullptr;
-      errno = 0;
-      const unsigned long long salt = std::strtoull(arg.c_str() + 14, &end, 10);
-      if (*end != '\0' || end == arg.c_str() + 14 || errno != 0)
-        return usage_error("--hidden-salt needs a whole number, got '" + arg.substr(14) + "'");
-      kit::set_hidden_salt(salt);
     } else if (arg == "--no-syscall-filter") {
       syscall_filter = false;
     } else if (arg.rfind("--case-timeout=", 0) == 0) {

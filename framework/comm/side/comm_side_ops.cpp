@@ -8,6 +8,7 @@
 #include <string>
 
 #include "comm_side_checks.h"
+#include "comm_side_salt.h"
 
 namespace dtrain::side {
 
@@ -153,6 +154,15 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     case Kind::Test:
     case Kind::Wait:
       return request(h, in);
+    case Kind::Salt: {
+      if (in.size() % sizeof(double) != 0) bad_request("salt: data that is not whole doubles");
+      const std::size_t n = in.size() / sizeof(double);
+      kit_request(facts::kRequestSalt, static_cast<long>(n), 1);
+      Answer a;
+      a.data = std::move(in);
+      salt_values(reinterpret_cast<double*>(a.data.data()), n);
+      return a;
+    }
     case Kind::Case:
       traffic_.begin_case(std::string(in.begin(), in.end()));
       return {};
