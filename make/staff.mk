@@ -17,7 +17,8 @@
 #   make check-arm64       as root: the kit cross-built for aarch64 and run under qemu
 #   make check-container   as root: the dev container built with podman, the student loop in it
 #   make check-platforms   as root: Autolab's, Gradescope's and PrairieLearn's images, handins graded at their limits
-#   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute)
+#   make bench             the kit's speed figures (BENCH_ARGS=--quick tries it out in a minute;
+#                          BASELINE=REV runs an earlier revision's trainers in turn with these)
 
 .PHONY: grade grade-reference handout autograder hidden-data calibration-data bench check check-long check-fast check-arm64 check-container check-platforms
 
@@ -55,7 +56,7 @@ calibration-data: build
 
 bench: build
 	$(STAFF_ONLY)
-	@$(PYTHON) -m staff.bench $(BENCH_ARGS)
+	@$(PYTHON) -m staff.bench $(if $(BASELINE),--baseline $(BASELINE)) $(BENCH_ARGS)
 
 # The kit's self-test: CTest beside the grader's and the staff tools' pytest
 # suites. Both spend much of their time waiting (planted hangs, MPI jobs),

@@ -1,6 +1,6 @@
 """`make bench`: the kit's speed, measured in one run, as a table and a CSV.
 
-  python3 -m staff.bench [--build build] [--csv build/bench.csv] [--repeat 3] [--quick]
+  python3 -m staff.bench [--build build] [--csv build/bench.csv] [--repeat 3] [--quick] [--baseline REV]
 
 Every timing is the median of --repeat runs (3 by default), with min and
 max. Rows:
@@ -54,6 +54,10 @@ The training and pipeline rows are staff/bench_training.py's; the table
 and the timed command, staff/bench_table.py's.
 --quick: one run each and 8,000 training samples, to try the script out
 (the original's figures then apply to the ZeRO job only).
+--baseline REV (make bench BASELINE=REV): an earlier revision's trainers,
+built beside this copy (staff/bench_baseline.py), each run just before
+this copy's, with the ratios of their medians and the target that this
+copy's whole run is no slower.
 """
 import argparse
 import csv
@@ -71,6 +75,7 @@ from typing import Dict, List
 
 from kit import parts as table
 from kit.paths import KIT_DIR as KIT, KITRUN, build_dir
+from staff.bench_baseline import prepare
 from staff.bench_table import BenchError, Table, run
 from staff.bench_training import RSS_TARGET_ROW, pipeline, trainings
 
@@ -211,6 +216,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--csv", help="default: BUILD/bench.csv")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="one run each, 8000 training samples")
+    ap.add_argument("--baseline", metavar="REV", help="an earlier revision whose trainers run in turn with this "
+                                                      "copy's (staff/bench_baseline.py)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         ap.error(f"--repeat must be at least 1, got {args.repeat}")
@@ -229,7 +236,7 @@ def main(argv: List[str]) -> int:
         floor = mpirun_floor(t, build)
         suite(t, build, floor)
         peak = gemm_peak(t, build, 0.5 if args.quick else 1.0)
-        trainings(t, build, samples, peak)
+        trainings(t, build, samples, peak, prepare(args.baseline, build) if args.baseline else None)
         if "part12_pipeline" in table.CONFIGURATION.held:  # the configuration says whether it was built
             pipeline(t, build, samples)
         edit_to_result(t, build)

@@ -10,6 +10,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from kit.facts import CLASSES, FEATURES, HIDDEN
 from kit.paths import KITRUN
+from staff.bench_baseline import Baseline
 from staff.bench_table import Table, run
 
 CORES = os.cpu_count() or 1
@@ -53,21 +54,28 @@ def fc_gflop(samples: int, din: int = FEATURES, hidden: int = HIDDEN, dout: int 
 
 
 
-def trainings(t: Table, build: str, samples: int, peak: float) -> None:
+def train_once(kitrun: str, program: str, job: Training, rows: int) -> Tuple[float, Dict]:
+    """One run of a training: its whole wall time, and its report."""
+    with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
+        report = os.path.join(tmp, "report.json")
+        wall, _ = run([kitrun, "-n", str(job.ranks), program, *job.flags, "--num_train_samples", str(rows),
+                       "--num_test_samples", str(job.test_samples), "--report", report])
+        with open(report) as f:
+            return wall, json.load(f)
+
+
+def trainings(t: Table, build: str, samples: int, peak: float, baseline: Optional[Baseline] = None) -> None:
     epoch_of, compute_of = {}, {}
     for job in TRAININGS:
         label, ranks = job.label, job.ranks
         rows = job.samples or samples
         gflop = fc_gflop(rows)
         epochs, rss, rss_total, walls, collective, ledger, accuracy = [], [], [], [], [], [], []
+        before: List[Tuple[float, Dict]] = []  # the baseline's runs, each just before one of ours
         for _ in range(t.repeat):
-            with tempfile.TemporaryDirectory(prefix="kit-bench-") as tmp:
-                report = os.path.join(tmp, "report.json")
-                wall, _ = run([KITRUN, "-n", str(ranks), os.path.join(build, "reference", job.program), *job.flags,
-                               "--num_train_samples", str(rows), "--num_test_samples", str(job.test_samples),
-                               "--report", report])
-                with open(report) as f:
-                    r = json.load(f)
+            if baseline:
+                before.append(train_once(baseline.kitrun, baseline.program(job.program), job, rows))
+            wall, r = train_once(KITRUN, os.path.join(build, "reference", job.program), job, rows)
             walls.append(wall)
             epochs.append(float(r["epoch_seconds"][0]))
             rss.append(float(r["peak_rss_bytes"]) / 2**20)
@@ -103,6 +111,8 @@ def trainings(t: Table, build: str, samples: int, peak: float) -> None:
               "sum of the ranks' peaks" + ("; before one copy per machine: 4.3 GB; target <= 1024 MiB"
                                            if label == RSS_TARGET_ROW else ""))
         t.add(f"{label}: ledger overhead", ledger, "%", "rank 0's records x cost per record / epoch; target < 2 %")
+        if baseline:
+            side_by_side(t, label, baseline.rev, before, walls, epochs, accuracy)
     single = epoch_of[TRAININGS[0].label]
     for job in TRAININGS[1:]:
         if job.ranks <= CORES and job.samples is None:  # beyond the cores, ranks share them: no speed-up to expect
@@ -110,6 +120,21 @@ def trainings(t: Table, build: str, samples: int, peak: float) -> None:
                   f"{job.ranks} ranks on {CORES} cores; ideal {job.ranks}")
             t.add(f"{job.label}: speed-up outside collectives", [single / compute_of[job.label]], "x",
                   "the epoch less rank 0's time in collectives: what communication costs")
+
+
+def side_by_side(t: Table, label: str, rev: str, before: List[Tuple[float, Dict]], walls: List[float],
+                 epochs: List[float], accuracy: List[float]) -> None:
+    """The baseline's rows beside this copy's, from runs taken in turns: the
+    ratios of medians, and the target that this copy is no slower."""
+    t.add(f"{label}: whole run, {rev}", [w for w, _ in before], "s", "the baseline, run in turn with this copy")
+    t.add(f"{label}: epoch, {rev}", [float(r["epoch_seconds"][0]) for _, r in before], "s")
+    ratio = statistics.median(walls) / statistics.median(w for w, _ in before)
+    t.add(f"{label}: whole run / {rev}'s", [ratio], "ratio", "target <= 1.0 (no slower than the baseline)")
+    t.targets.append((f"{label}: whole run / {rev}'s", "<=", 1.0))
+    epoch_ratio = statistics.median(epochs) / statistics.median(float(r["epoch_seconds"][0]) for _, r in before)
+    t.add(f"{label}: epoch / {rev}'s", [epoch_ratio], "ratio")
+    theirs = statistics.median(float(r["test_accuracy"]) for _, r in before)
+    t.add(f"{label}: test accuracy - {rev}'s", [statistics.median(accuracy) - theirs], "share", "target 0: the same model")
 
 
 def pipeline_report(build: str, stages: int, schedule: str, samples: int) -> Dict:

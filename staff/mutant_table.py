@@ -274,7 +274,7 @@ MUTANTS: List[Mutant] = [
            says=(r"parameter \d+'s averaged gradient \(grads\[\d+\]\) (has \d+ elements|differs at element)",)),
     Mutant("finish that never waits for the last bucket", "ddp_buckets.cpp",
            "    b.request.wait();\n", "    if (&b != &s.buckets.back()) b.request.wait();\n", ("part13_ddp",),
-           says=(r"the iallreduce started in grad_ready\(0\) \(bucket \d+\) was not waited by the end of finish")),
+           says=(r"the iallreduce started in grad_ready\(0\) \(bucket \d+\) was not waited by the end of finish",)),
     Mutant("correct: every request tested in grad_ready, so that it moves on", "ddp_buckets.cpp",
            "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n",
            "  if (++b.arrived == b.params.size()) b.request = s.comm.iallreduce(b.send, b.sum, Op::Sum);\n"
