@@ -44,8 +44,8 @@ struct SipState {
   }
 };
 
-// SipHash-2-4 of `count` 8-byte words (each value's bits as the machine
-// holds them: both of the kit's machines are little-endian).
+}  // namespace
+
 std::uint64_t keyed_hash(std::uint64_t k0, std::uint64_t k1, const double* words, std::size_t count) {
   SipState s(k0, k1);
   for (std::size_t i = 0; i < count; ++i) {
@@ -58,8 +58,6 @@ std::uint64_t keyed_hash(std::uint64_t k0, std::uint64_t k1, const double* words
   s.rounds(4);
   return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
-
-}  // namespace
 
 bool take_salt(const std::string& results_dir) {
   if (results_dir.empty()) return false;

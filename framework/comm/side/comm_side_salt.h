@@ -23,4 +23,9 @@ bool take_salt(const std::string& results_dir);
 // no salt.
 void salt_values(double* values, std::size_t count);
 
+// SipHash-2-4 under the key (k0, k1) of `count` 8-byte words, each value's
+// bits as the machine holds them (both of the kit's machines are
+// little-endian): the keyed hash salt_values draws its factors from.
+std::uint64_t keyed_hash(std::uint64_t k0, std::uint64_t k1, const double* words, std::size_t count);
+
 }  // namespace dtrain::side
