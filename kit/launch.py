@@ -240,7 +240,9 @@ def _anomalies(records: rec.Records, traffic: side_traffic.Traffic, channels: Ch
     out = []
     if traffic.malformed:
         out.append(f"{traffic.malformed} line(s) on the MPI sides' channels were no account of theirs")
-    planned = [c for p in records.plans for c in p["cases"]]
+    if len(records.plans) > 1:
+        out.append(f"rank 0 wrote {len(records.plans)} plans, where the harness writes one")
+    planned = list(records.plan or [])
     stray = side_traffic.unplanned(traffic, planned)
     if stray:
         out.append(f"the MPI sides gave accounts of {len(stray)} case(s) the job never planned (the side names the "
@@ -304,9 +306,9 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
                 tally.observed.setdefault(case, {}).update(values)
         anomalies = _anomalies(records, traffic, channels, stopped)
         tally.integrity += anomalies
-        for plan in records.plans:  # the harness's word, for the report: a job without the filter is noted
-            state = str(plan.get("syscall_filter", "off: the test program does not say"))
-            if state != "on" and state not in tally.unfiltered:
+        for plan in records.plans[:1]:  # the harness's code, in the kit's words: a job without the filter is noted
+            state = rec.FILTER_STATES[plan.get("syscall_filter", "on")]
+            if plan.get("syscall_filter", "on") != "on" and state not in tally.unfiltered:
                 tally.unfiltered.append(state)
         return Job(records, stopped, proc.returncode, time.monotonic() - started,
                    launch.scale() * launch.case_share, launch.calibrated(), traffic, anomalies)

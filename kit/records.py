@@ -45,6 +45,17 @@ class Field:
 
 
 _CASE, _RANK = Field("case", "str", param="name"), Field("rank", "int")
+# What a plan's syscall_filter may say: a code, each in the report's words
+# (grader/running.py). The harness writes one of them (records_format.h,
+# kFilter...), never its own text: a plan with anything else is malformed,
+# so no report quotes what a job wrote there.
+FILTER_STATES: Dict[str, str] = {
+    "on": "on",
+    "off_asked": "off: the job was run without it (--no-syscall-filter; KIT_SYSCALL_FILTER=off, staff only)",
+    "off_refused": "off: this machine could not install it (an old kernel, or another system; the job's own "
+                   "output says why)",
+    "off_other_rank": "off: a rank of the job could not install it",
+}
 # Every record, its members in the order written. tests/harness/records.h
 # says who writes each and when; CMake writes the C++ writers from this
 # (python3 -m kit.records --cpp FILE), and the reader below checks the same.
@@ -144,7 +155,8 @@ def _well_formed(record, rank: Optional[int] = None) -> bool:
     if rank is not None and (record.get("rank", rank) != rank or (kind in RANK_ZERO_ONLY and rank != 0)):
         return False  # another rank's name, or rank 0's word on another channel
     if kind == PLAN:
-        return all(isinstance(c, str) for c in record["cases"]) and record["ranks"] >= 1
+        return (all(isinstance(c, str) for c in record["cases"]) and record["ranks"] >= 1
+                and record.get("syscall_filter", "on") in FILTER_STATES)
     if kind == VALUE:
         return (record["stride"] >= 1
                 and all(v is None or _number(v) for v in record["values"]))
@@ -275,6 +287,11 @@ def _cpp_writer(function: str, event: Optional[str], fields: Tuple[Field, ...], 
     return f"inline std::string {function}({params}) {{\n{body}  return out + \"}}\";\n}}\n"
 
 
+def _camel(code: str) -> str:
+    """off_other_rank -> OffOtherRank."""
+    return "".join(w.capitalize() for w in code.split("_"))
+
+
 def cpp_text() -> str:
     writers = [_cpp_writer(kind, kind, fields) for kind, fields in RECORDS.items() if kind != ABORT]
     # An abort record is written from a signal handler: its text to the
@@ -313,6 +330,9 @@ std::string json_calls(const std::vector<TrafficCall>& calls);
 // A roll-call's "wait" object.
 {_cpp_writer("rollcall_wait", None, WAIT)}
 {prefix}inline constexpr const char* kAbortSuffix = "\\"}}\\n";
+
+// What a plan's syscall_filter may say (FILTER_STATES).
+{chr(10).join(f'inline constexpr const char* kFilter{_camel(code)} = "{code}";' for code in FILTER_STATES)}
 
 }}  // namespace records
 """

@@ -210,6 +210,46 @@ const bool g_found = [] {
 """
 
 
+# The fifth red team's leak: split_data, on world rank 0, writes a second
+# plan record through its record channel (stdio's FILE pointed at fd 3 for a
+# moment), with a hidden input in the plan's syscall_filter text, which the
+# report used to quote in its note. A plan now says one of the kit's codes,
+# and a job with a second plan fails every case; no note quotes it.
+PLAN_WITH_A_NOTE = r"""
+#include <cstdio>
+namespace {
+void tell(const Matrix& x) {
+  if (Communicator::world().rank() != 0) return;
+  std::string s = "off: LEAKED rows=" + std::to_string(x.rows()) + " x=";
+  char buf[64];
+  for (Eigen::Index i = 0; i < x.size() && i < 4; ++i) {
+    std::snprintf(buf, sizeof buf, "%.17g,", x.data()[i]);
+    s += buf;
+  }
+  for (const char* state : {s.c_str(), "off_asked"}) {
+    const std::string line = std::string("{\"event\":\"plan\",\"ranks\":1,\"cases\":[],\"syscall_filter\":\"") +
+                             state + "\"}\n";
+    FILE* f = stderr;
+    const int old = f->_fileno;
+    f->_fileno = 3;
+    std::fputs(line.c_str(), f);
+    std::fflush(f);
+    f->_fileno = old;
+  }
+}
+}  // namespace
+"""
+
+
+def plan_with_a_note(tmp: str) -> List:
+    text = source("reference", "data_parallel_preprocess.cpp")
+    head = b"                                     int rank) {\n"
+    spoiled = text.replace(head, head + b"  if (rank == 0) tell(x_train);\n", 1).replace(
+        b"namespace dtrain {\n", b"namespace dtrain {\n" + PLAN_WITH_A_NOTE.encode(), 1)
+    return [("student/data_parallel_preprocess.cpp", spoiled)] + [
+        (f"student/{f}", source("reference", f)) for f in IMPL_FILES if f != "data_parallel_preprocess.cpp"]
+
+
 def salt_hunter(tmp: str) -> List:
     salt = next(line.split()[1] for line in open(os.path.join(KIT, "grader", "hidden", "expected.txt"))
                 if line.startswith("salt "))
@@ -358,6 +398,8 @@ GALLERY: List[Hostile] = [
             0, says=("line(s) the ranks wrote were no record",), static="warn",
             never=("grader error",)),
     Hostile("static_constructor_hunts_for_the_hidden_salt", salt_hunter, 150, scores={"part1": 10}, static="warn"),
+    Hostile("hidden_inputs_written_into_a_second_plans_note", plan_with_a_note, 0,
+            says=("no record of the kit's format",), never=("LEAKED", "off: the job was run without it")),
     # Part 11's "ring" that passes whole buffers round the ring (the right
     # messages, to the right ranks, n times the bytes), then writes the
     # ring's byte count into its Communicator's counter, a field it holds:

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "records_format.h"  // the plan's codes of the system-call filter
+
 namespace harness {
 
 struct Job {
@@ -13,7 +15,7 @@ struct Job {
   int results_fd = -1;       // this rank's record channel, write-only; -1 when run bare (KIT_BARE=1)
   std::string results_dir;   // --results=DIR: the runner's channels and board
   std::string trace_dir;     // --trace-dir: where a case the watchdog ends leaves each rank's trace
-  std::string syscall_filter = "off: not installed";  // "on", or "off: " and why (the plan record says it)
+  std::string syscall_filter = records::kFilterOffRefused;  // a code of kit/records.py's FILTER_STATES (the plan says it)
   double cpus = 0;           // --cpus: what the job may use at once (a container's quota); 0: the cores
   // The roll-call board (DIR/rollcall, mapped shared): slot r holds the tag
   // of the case rank r last answered a roll-call for (watchdog.cpp). Null

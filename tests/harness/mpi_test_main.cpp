@@ -63,6 +63,7 @@
 #include "layer_profiler.h"
 #include "platform.h"
 #include "observations.h"
+#include "records.h"
 #include "trace.h"
 
 namespace {
@@ -178,12 +179,16 @@ int main(int argc, char** argv) {
   dtrain::keep_data_files_open();  // the training cases' data set
   std::string unfiltered =
       syscall_filter ? dtrain::platform::restrict_system_calls(!trace_dir.empty()) : "--no-syscall-filter";
-  // The plan (rank 0's) speaks for every rank: say "off" if any rank is.
+  // The plan (rank 0's) speaks for every rank, in one of the record's codes
+  // (kit/records.py, FILTER_STATES): "off" if any rank is. Why, in words,
+  // goes to this rank's own output.
+  job().syscall_filter = !syscall_filter            ? records::kFilterOffAsked
+                         : !unfiltered.empty()      ? records::kFilterOffRefused
+                                                    : records::kFilterOn;
   if (dtrain::CommAccess::max_over_ranks(meeting, unfiltered.empty() ? 0 : 1) != 0 && unfiltered.empty())
-    unfiltered = "another rank has no filter";
-  job().syscall_filter = unfiltered.empty() ? "on" : "off: " + unfiltered;
-  if (!unfiltered.empty() && job().rank == 0)
-    std::fprintf(stderr, "kit_tests: syscall filter: off (%s)\n", unfiltered.c_str());
+    job().syscall_filter = records::kFilterOffOtherRank;
+  if (!unfiltered.empty())
+    std::fprintf(stderr, "kit_tests: rank %d: syscall filter: off (%s)\n", job().rank, unfiltered.c_str());
 
   const int gtest_status = RUN_ALL_TESTS();
   dtrain::heap_budget::hold_everywhere();

@@ -13,8 +13,9 @@
 //
 //   plan          rank 0 (on no other channel), once per job before the first case
 //                 {"event":"plan","ranks":N,"cases":["Suite.Case", ...],"syscall_filter":F}
-//                 F is "on", or "off: " and why (platform.h, restrict_system_calls),
-//                 for the report; the judge never needs it
+//                 F is a code of kit/records.py's FILTER_STATES ("on", "off_refused",
+//                 ...; the grader words it), for the report; the judge never needs it.
+//                 A second plan, or a code not on the list, is no record of the kit's
 //   value         any rank: what a student function returned (framework/calls/observe.h),
 //                 the first 2 calls of each label per case, numbered "label#n";
 //                 at most 256 elements, every stride-th of a larger result

@@ -15,13 +15,16 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <dirent.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -61,9 +64,33 @@ std::string launcher_rank() {
   return "-1";
 }
 
+// Every descriptor but the standard three and the link's two ends closes
+// when the child starts its program: whatever the launcher or MPI opened
+// (MPI starts before the child in a job of hidden cases) stays the side's.
+void close_on_exec_all_but(int a, int b) {
+#ifdef SYS_close_range
+  const unsigned lo = static_cast<unsigned>(std::min(a, b)), hi = static_cast<unsigned>(std::max(a, b));
+  constexpr unsigned kCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (Linux 5.11)
+  const bool ranged = lo >= 3 && (lo == 3 || syscall(SYS_close_range, 3u, lo - 1, kCloexec) == 0) &&
+                      (hi == lo + 1 || syscall(SYS_close_range, lo + 1, hi - 1, kCloexec) == 0) &&
+                      syscall(SYS_close_range, hi + 1, ~0u, kCloexec) == 0;
+  if (ranged) return;
+#endif
+  // An older kernel (or an emulator without close_range): each open descriptor, as /proc lists them.
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    const int own = dirfd(dir);
+    while (const dirent* entry = readdir(dir)) {
+      const int fd = std::atoi(entry->d_name);
+      if (fd > 2 && fd != a && fd != b && fd != own) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    closedir(dir);
+  }
+}
+
 [[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the child never outlives its side
   if (getppid() != parent) _exit(70);
+  close_on_exec_all_but(link_end, control_end);
   for (int fd : {link_end, control_end}) fcntl(fd, F_SETFD, 0);
   const std::string rank = launcher_rank();
   std::vector<std::string> names;
