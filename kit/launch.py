@@ -307,9 +307,9 @@ def run_job(launch: Launch, gtest_filter: str, tally: JobTally) -> Job:
         anomalies = _anomalies(records, traffic, channels, stopped)
         tally.integrity += anomalies
         for plan in records.plans[:1]:  # the harness's code, in the kit's words: a job without the filter is noted
-            state = rec.FILTER_STATES[plan.get("syscall_filter", "on")]
-            if plan.get("syscall_filter", "on") != "on" and state not in tally.unfiltered:
-                tally.unfiltered.append(state)
+            code = plan.get("syscall_filter", "on")
+            if code != "on" and rec.FILTER_STATES[code] not in tally.unfiltered:
+                tally.unfiltered.append(rec.FILTER_STATES[code])
         return Job(records, stopped, proc.returncode, time.monotonic() - started,
                    launch.scale() * launch.case_share, launch.calibrated(), traffic, anomalies)
     finally:

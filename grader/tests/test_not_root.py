@@ -23,6 +23,7 @@ from grader.leftovers import remove_mqueues, sysv_objects
 from hostile_gallery import MQUEUES, reference_calling
 from test_hostile_gallery_link import GALLERY as LINK_GALLERY
 from test_hostile_gallery_rules import GALLERY
+from test_hostile_gallery_secrets import GALLERY as SECRETS_GALLERY
 
 USER = "kit-notroot"
 pytestmark = [pytest.mark.long, pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("runuser"),
@@ -119,10 +120,11 @@ def test_without_the_namespaces_they_would_stay(grader_user):
                                   "zero_backward_writes_a_raw_link_request",
                                   "zero_backward_ends_its_account_early_then_asks_its_side",
                                   "zero_backward_names_data_outside_its_memory",
-                                  "zero_backward_tells_its_side_it_returned_early"])
+                                  "zero_backward_tells_its_side_it_returned_early",
+                                  "hidden_inputs_written_into_a_second_plans_note"])
 def test_the_sides_rules_hold_when_the_grader_is_not_root(grader_user, name):
     user, home = grader_user
-    case = next(h for h in GALLERY + LINK_GALLERY if h.name == name)
+    case = next(h for h in GALLERY + LINK_GALLERY + SECRETS_GALLERY if h.name == name)
     handin = make_tar(os.path.join(home, name + ".tar"), case.members(home))
     os.chown(handin, user.pw_uid, user.pw_gid)
     report = grade_as(user, home, handin, KIT_SYSCALL_FILTER="on")

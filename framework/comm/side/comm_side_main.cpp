@@ -15,16 +15,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <dirent.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -35,11 +32,10 @@
 #include <vector>
 
 #include "parts_table.h"  // the kit's stack size for threads (kit/parts.py)
+#include "comm_side_child.h"
 #include "comm_side_ops.h"
 #include "comm_side_salt.h"
 #include "traffic.h"
-
-extern char** environ;
 
 namespace dtrain::side {
 
@@ -47,71 +43,6 @@ namespace {
 
 // The largest request the side reads: a rank's whole data limit in one buffer is more than any case needs.
 constexpr std::uint64_t kMostRequestBytes = std::uint64_t(1) << 30;
-
-// Each MPI's variables, which would let the child join the job by itself.
-bool mpi_variable(const char* entry) {
-  for (const char* prefix : {"OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPIR_", "MPICH_", "OPAL_", "ORTE_", "PRTE_"})
-    if (std::strncmp(entry, prefix, std::strlen(prefix)) == 0) return true;
-  return false;
-}
-
-// The rank as the launcher announced it, before MPI starts (each MPI names it differently); -1 if none did.
-std::string launcher_rank() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-    const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') return value;
-  }
-  return "-1";
-}
-
-// Every descriptor but the standard three and the link's two ends closes
-// when the child starts its program: whatever the launcher or MPI opened
-// (MPI starts before the child in a job of hidden cases) stays the side's.
-void close_on_exec_all_but(int a, int b) {
-#ifdef SYS_close_range
-  const unsigned lo = static_cast<unsigned>(std::min(a, b)), hi = static_cast<unsigned>(std::max(a, b));
-  constexpr unsigned kCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (Linux 5.11)
-  const bool ranged = lo >= 3 && (lo == 3 || syscall(SYS_close_range, 3u, lo - 1, kCloexec) == 0) &&
-                      (hi == lo + 1 || syscall(SYS_close_range, lo + 1, hi - 1, kCloexec) == 0) &&
-                      syscall(SYS_close_range, hi + 1, ~0u, kCloexec) == 0;
-  if (ranged) return;
-#endif
-  // An older kernel (or an emulator without close_range): each open descriptor, as /proc lists them.
-  if (DIR* dir = opendir("/proc/self/fd")) {
-    const int own = dirfd(dir);
-    while (const dirent* entry = readdir(dir)) {
-      const int fd = std::atoi(entry->d_name);
-      if (fd > 2 && fd != a && fd != b && fd != own) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-    closedir(dir);
-  }
-}
-
-[[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);  // the child never outlives its side
-  if (getppid() != parent) _exit(70);
-  close_on_exec_all_but(link_end, control_end);
-  for (int fd : {link_end, control_end}) fcntl(fd, F_SETFD, 0);
-  const std::string rank = launcher_rank();
-  std::vector<std::string> names;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (mpi_variable(*e)) names.emplace_back(*e, std::strchr(*e, '=') - *e);
-  for (const auto& name : names) unsetenv(name.c_str());
-  setenv(link::kEnvVariable, (std::to_string(link_end) + "," + std::to_string(control_end)).c_str(), 1);
-  setenv("KIT_LAUNCHER_RANK", rank.c_str(), 1);
-  execv(argv[0], argv);
-  std::fprintf(stderr, "kit_mpi_side: cannot start %s: %s\n", argv[0], std::strerror(errno));
-  _exit(127);
-}
-
-// The runner's directory for the job's channels, from the test program's
-// arguments; "" for a program the runner did not start (a trainer).
-std::string results_dir(char** program_argv) {
-  std::string dir;
-  for (char** a = program_argv + 1; *a != nullptr; ++a)
-    if (std::strncmp(*a, "--results=", 10) == 0) dir = *a + 10;
-  return dir;
-}
 
 // The side's own record channel (kit/channels.py: DIR/side<r> beside the
 // program's DIR/rank<r>), opened before the program starts, so the account
