@@ -51,6 +51,25 @@ MOST_OPEN_CALLS = 32
 MOST_TESTS_COUNTED = 8       # tests of one request in one call past this count as this many
 MOST_CALL_ARGUMENT = 1 << 20  # a call's argument past this is written as this (no reference's)
 
+# A time limit counts the time a job could have run, not the clock's: in
+# full on a host no busier than the job's own ranks and IDLE_COMPANY more
+# runnable tasks (the runner, MPI's helpers) make it, in proportion to the
+# job's share of the cores on a busier one, and in proportion to the CPUs
+# a container's quota gives it below LIMIT_CPUS (the limits hold with one
+# CPU free for the job). A loaded host stretches a limit at most
+# MOST_STRETCH times. The ranks' watchdog (tests/harness/watchdog.cpp)
+# and the runner's (kit/launch.py) count so.
+IDLE_COMPANY = 2
+MOST_STRETCH = 8
+LIMIT_CPUS = 1
+
+
+def time_share(ranks: int, cores: float, runnable: int, cpus: float) -> float:
+    """What a second of the clock counts of a job's time limit."""
+    idle = max(ranks, cores) + IDLE_COMPANY
+    host_share = idle / runnable if runnable > idle else 1.0
+    return host_share * min(1.0, cpus / LIMIT_CPUS)
+
 
 def mark(what: str, function: str) -> str:
     """A mark's name in an account: returned@split_data."""
@@ -161,6 +180,7 @@ def cpp_text() -> str:
     return f"""// Generated from kit/facts.py when CMake configures; edit kit/facts.py, not this file.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -181,6 +201,12 @@ inline constexpr const char *kMarkSeparator = "{MARK_SEPARATOR}", *kNoCall = "{N
                             *kEmulated = "{EMULATED}";
 inline constexpr int kMostOpenCalls = {MOST_OPEN_CALLS};
 inline constexpr long kMostTestsCounted = {MOST_TESTS_COUNTED}, kMostCallArgument = {MOST_CALL_ARGUMENT};
+inline constexpr double kIdleCompany = {IDLE_COMPANY}, kMostStretch = {MOST_STRETCH}, kLimitCpus = {LIMIT_CPUS};
+inline double time_share(int ranks, double cores, int runnable, double cpus) {{
+  const double idle = std::max(static_cast<double>(ranks), cores) + kIdleCompany;
+  const double host_share = runnable > idle ? idle / runnable : 1.0;
+  return host_share * std::min(1.0, cpus / kLimitCpus);
+}}
 
 // The kit's own requests, as a case's account names them.
 enum KitRequest : int {{ {requests} }};

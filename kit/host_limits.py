@@ -108,12 +108,27 @@ def cpu_quota() -> Optional[float]:
 def cpus() -> float:
     """The CPUs this process's jobs may use at once: its affinity (the
     cores, or a cpuset), capped by the cgroup's quota."""
-    try:
-        cores = float(len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        cores = float(os.cpu_count() or 1)
     quota = cpu_quota()
-    return min(cores, quota) if quota else cores
+    return min(float(cores()), quota) if quota else float(cores())
+
+
+def cores() -> int:
+    """The cores this process may run on (its affinity)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def runnable_tasks() -> int:
+    """Tasks the host could run now, less the one asking: the 4th field of
+    /proc/loadavg ("runnable/total"); 0 where unknown."""
+    text = _read("/proc/loadavg") or ""
+    fields = text.split()
+    try:
+        return max(1, int(fields[3].split("/")[0]) - 1)
+    except (IndexError, ValueError):
+        return 0
 
 
 def memory_limit() -> Optional[int]:

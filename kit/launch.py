@@ -12,9 +12,9 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from kit import calibration, host_limits
+from kit import calibration, facts, host_limits
 from kit import judge
 from kit.channels import Channels
 from kit import parts as table
@@ -177,38 +177,65 @@ class _LastCase:
         return self.plan is not None and self.plan <= self.reported
 
 
+class _JobClock:
+    """The seconds a job could have run since it started, as the ranks'
+    watchdog counts a case's (kit.facts.time_share): a busy host (CPU hogs,
+    other gradings, the kit's own checks side by side) or a container's
+    quota stretches the clock's seconds, never a limit. Each limit is also
+    met at MOST_STRETCH times its length on the clock."""
+    def __init__(self, ranks: int, now: float):
+        self.ranks, self.cores, self.cpus = ranks, host_limits.cores(), host_limits.cpus()
+        self.started = self.last = now
+        self.counted = 0.0
+
+    def look(self, now: float) -> float:
+        share = facts.time_share(self.ranks, self.cores, host_limits.runnable_tasks(), self.cpus)
+        self.counted += (now - self.last) * share
+        self.last = now
+        return self.counted
+
+    def past(self, limit: float, since: Tuple[float, float]) -> bool:
+        """Whether `limit` seconds have passed since `since` (a moment and
+        the count then: (clock, counted))."""
+        return self.counted - since[1] > limit or self.last - since[0] > limit * facts.MOST_STRETCH
+
+
 def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optional[str]:
     """Waits for the job to end; returns why it had to be stopped, or None.
     Besides the job's time limit, a job that writes no record for too long
     is stuck where no watchdog reaches (before main, or with the watchdog
-    itself blocked), and waiting out the whole limit would only cost time."""
-    started = time.monotonic()
-    last_size, last_change = 0, started
+    itself blocked), and waiting out the whole limit would only cost time.
+    Each limit counts the time the job could have run (_JobClock), but the
+    grading's deadline is the platform's clock."""
+    clock = _JobClock(launch.ranks, time.monotonic())
+    start = last_change = (clock.started, 0.0)
+    last_size = 0
     startup, quiet, timeout = (table.STARTUP_SECONDS * launch.scale(), table.QUIET_SECONDS * launch.scale(),
                                launch.timeout)
     last_case, all_reported = _LastCase(channels), None  # when rank 0 reported its plan's last case
     while True:
-        elapsed = time.monotonic() - started
+        elapsed = time.monotonic() - clock.started
         try:
             proc.wait(timeout=min(0.1, 0.005 + elapsed / 20))
             return None
         except subprocess.TimeoutExpired:
             pass
         now = time.monotonic()
+        clock.look(now)
         size = channels.bytes
         if size != last_size:
-            last_size, last_change = size, now
+            last_size, last_change = size, (now, clock.counted)
             if all_reported is None and last_case.done():
-                all_reported = now
-        if all_reported is not None and now - all_reported > table.EXIT_SECONDS * launch.scale():
-            return (f"{AFTER_LAST_CASE}: it still ran {now - all_reported:.0f} s after its last case's result "
+                all_reported = last_change
+        if all_reported is not None and clock.past(table.EXIT_SECONDS * launch.scale(), all_reported):
+            return (f"{AFTER_LAST_CASE}: it still ran {now - all_reported[0]:.0f} s after its last case's result "
                     "(code that runs after the cases, such as a static object's destructor, that does not end?)")
-        if size == 0 and now - started > startup:
+        if size == 0 and clock.past(startup, start):
             return (f"the test program did not start its cases within {startup:.0f} s "
                     "(code that runs before main and never returns?)")
-        if now - last_change > quiet:
+        if clock.past(quiet, last_change):
             return f"the job wrote no result for {quiet:.0f} s"
-        if now - started > timeout:
+        if clock.past(timeout, start):
             return f"the job reached its time limit of {timeout:.0f} s"
         if launch.deadline is not None and now > launch.deadline:
             return OUT_OF_TIME

@@ -190,6 +190,9 @@ int main() {
               kMarkWaitedIn, kMarkTestedRunningIn, kMarkSeparator, kMostOpenCalls, kMostTestsCounted, kMostCallArgument);
   for (int code = 1; code < static_cast<int>(sizeof kOpNames / sizeof *kOpNames); ++code)
     std::printf("op %d %s %d %d\n", code, kOpNames[code], is_point_to_point(code), is_collective(code));
+  for (int ranks : {1, 4, 8})
+    for (int runnable : {0, 3, 10, 40})
+      for (double cpus : {0.5, 2.0}) std::printf("share %d %d %g %.6f\n", ranks, runnable, cpus, time_share(ranks, 2, runnable, cpus));
   long lengths[] = {0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960};
   for (int n : {1, 2, 3, 4, 5, 8, 16})
     for (long e : lengths) {
@@ -212,6 +215,8 @@ def python_probe():
              f"{facts.MOST_OPEN_CALLS} {facts.MOST_TESTS_COUNTED} {facts.MOST_CALL_ARGUMENT}"]
     lines += [f"op {code} {op} {int(op in facts.POINT_TO_POINT)} {int(op in facts.COLLECTIVES)}"
               for code, op in enumerate(facts.OPERATIONS, 1)]
+    lines += [f"share {ranks} {runnable} {cpus:g} {facts.time_share(ranks, 2, runnable, cpus):.6f}"
+              for ranks in (1, 4, 8) for runnable in (0, 3, 10, 40) for cpus in (0.5, 2.0)]
     for n in (1, 2, 3, 4, 5, 8, 16):
         for e in (0, 1, 2, 3, 7, 8, 9, 1000, 4097, 200960):
             line = f"ring {e} {n} {facts.ring_bytes(e, n, 1)} {facts.ring_bytes(e, n, 2)}"

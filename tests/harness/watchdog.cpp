@@ -10,6 +10,7 @@
 
 #include "comm_runtime.h"
 #include "job.h"
+#include "kit_facts.h"
 #include "platform.h"
 #include "records.h"
 #include "trace.h"
@@ -87,30 +88,24 @@ void Watchdog::open_window(double seconds) {
   deadline_ = window_from_ + seconds_of(seconds);
 }
 
-// A time limit counts time the case could have run, not the clock's. At
-// each look, the time since the last one counts in full on a host no busier
-// than the case's own ranks make it, and in proportion to the case's share
-// of the cores on a busier one (CPU hogs, other graders). It counts in
-// proportion too where the job may use fewer CPUs than the limits assume
-// (kLimitCpus): a container's CPU quota (Gradescope's 0.5, PrairieLearn's
-// 0.9), whose throttled tasks the host's run queue does not show. So neither
-// a loaded host nor a small container turns a slow correct case into a
-// timeout, and a deadlock on an idle host still ends after the limit (at
-// most kMostStretch times it). (Waiting ranks poll and yield, so their own
-// run-queue time says nothing.)
+// A time limit counts time the case could have run, not the clock's
+// (dtrain::facts::time_share, kit/facts.py): in full on a host no busier
+// than the case's own ranks make it, in proportion to the case's share of
+// the cores on a busier one (CPU hogs, other graders), and in proportion to
+// a container's CPU quota below the limits' one CPU (Gradescope's 0.5,
+// PrairieLearn's 0.9), whose throttled tasks the host's run queue does not
+// show. So neither a loaded host nor a small container turns a slow correct
+// case into a timeout (the slowest correct case takes under a fifth of its
+// limit at 0.5 CPU in `make check-platforms`), and a deadlock on an idle
+// host still ends after the limit (at most kMostStretch times it). (Waiting
+// ranks poll and yield, so their own run-queue time says nothing.)
 bool Watchdog::due() {
   const auto now = Clock::now();
-  const int runnable = dtrain::platform::runnable_tasks();
-  // The case's own ranks (all polling, in a deadlock) and a little company
-  // (the runner, MPI's helper threads) make an idle host.
-  const double idle = std::max(static_cast<double>(ranks_), cores_) + kIdleCompany;
-  const double host_share = runnable > idle ? idle / runnable : 1.0;
-  const double cpu_share = std::min(1.0, cpus_ / kLimitCpus);
-  const double counts = host_share * cpu_share;
+  const double counts = dtrain::facts::time_share(ranks_, cores_, dtrain::platform::runnable_tasks(), cpus_);
   could_run_ += std::chrono::duration<double>(now - last_look_).count() * counts;
   last_look_ = now;
   const double elapsed = std::chrono::duration<double>(now - window_from_).count();
-  return could_run_ >= window_seconds_ || elapsed >= window_seconds_ * kMostStretch;  // could_run_ <= elapsed
+  return could_run_ >= window_seconds_ || elapsed >= window_seconds_ * dtrain::facts::kMostStretch;  // could_run_ <= elapsed
 }
 
 // The ranks that answered this case's roll-call so far, from the board.

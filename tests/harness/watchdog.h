@@ -20,13 +20,6 @@ class Watchdog {
  public:
   static constexpr double kPollSeconds = 0.05;
   static constexpr double kRollCallWaitSeconds = 20.0;
-  static constexpr double kIdleCompany = 2.0;
-  static constexpr double kMostStretch = 8.0;  // a loaded host stretches a time limit at most this much
-  // The kit's time limits hold with a CPU free for the case (the slowest
-  // correct case takes under a fifth of its limit there, measured at 0.5 CPU
-  // in `make check-platforms`): a job with less (a container's quota) counts
-  // its time in proportion.
-  static constexpr double kLimitCpus = 1.0;
 
   Watchdog();
   ~Watchdog();
