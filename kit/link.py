@@ -33,6 +33,11 @@ class Kind:
     ask_type: str = ""
     answer_type: str = ""
     answered: bool = True          # False: no answer (the side reads it and goes on)
+    # Who may send it, where a rank's harness and the student's code run in
+    # processes of their own (the side's driven mode): "both", "harness"
+    # (the kit's test program alone) or "program" (the student's process
+    # alone). A kind from the wrong process is an anomaly that fails the job.
+    by: str = "both"
 
 
 _COLLECTIVE = ("count", "reduction", "one_rank")
@@ -53,10 +58,11 @@ KINDS: List[Kind] = [
          ask_type="Collective"),
     Kind("Barrier", "every rank of comm arrives; idle: how a waiting side spends the wait (link::Idle)",
          ask=("idle",)),
-    Kind("Agree", "data: kAgreeFields int64; data back: size * kAgreeFields int64"),
-    Kind("MaxOverRanks", "the largest value of comm's ranks", ask=("value",), answer=("maximum",)),
-    Kind("GatherText", "data: text; data back, at root: per rank, an int64 length then the text", ask=("root",)),
-    Kind("ClockOffset", "data back: offset and uncertainty (double), then the processor name"),
+    Kind("Agree", "data: kAgreeFields int64; data back: size * kAgreeFields int64", by="harness"),
+    Kind("MaxOverRanks", "the largest value of comm's ranks", ask=("value",), answer=("maximum",), by="harness"),
+    Kind("GatherText", "data: text; data back, at root: per rank, an int64 length then the text", ask=("root",),
+         by="harness"),
+    Kind("ClockOffset", "data back: offset and uncertainty (double), then the processor name", by="harness"),
     Kind("Send", "data: src; the receiver's count of elements comes back", ask=("dest", "tag"),
          answer=("receiver_count",)),
     Kind("Recv", "data back: dst, when the two counts agree", ask=("source", "tag", "count"),
@@ -66,12 +72,22 @@ KINDS: List[Kind] = [
     Kind("Istart", "an iallreduce begins; data: src", ask=("count", "reduction"), answer=("request",)),
     Kind("Test", "data back: dst, when complete", ask=("request",), answer=("complete",), ask_type="Pending"),
     Kind("Wait", "data back: dst", ask=("request",), ask_type="Pending"),
-    Kind("Case", "data: the name of the case now beginning, or none once it is over"),
+    Kind("Case", "data: the name of the case now beginning, or none once it is over", by="harness"),
     Kind("Finalize", "the program ends normally"),
-    Kind("Enter", "a student call begins; data: the function's name", ask=("argument",), answered=False),
-    Kind("Return", "the student call entered last returns; data: its name"),
+    Kind("Enter", "a student call begins; data: the function's name", ask=("argument",), answered=False,
+         by="harness"),
+    Kind("Return", "the student call entered last returns; data: its name", by="harness"),
     Kind("Salt", "data: doubles; data back: the same, salted with the hidden cases' salt, which only the side holds "
-                 "(unchanged in a job without one)"),
+                 "(unchanged in a job without one)", by="harness"),
+    # The driven mode (framework/calls/driven.h): the harness asks for a
+    # student call, the side hands it to the student's process as the
+    # answer to its Serve, carries that process's requests as the call's,
+    # and answers the Call with what the next Serve brings back.
+    Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: what "
+                 "it returned or threw", ask=("name_bytes",), answer=("outcome",), by="harness"),
+    Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
+                  "first); data back: the next call (as Call's data), or none: the program ends",
+         ask=("outcome",), answer=("name_bytes",), by="program"),
 ]
 
 
@@ -102,6 +118,11 @@ def cpp_text() -> str:
                 raise SystemExit(f"kit/link.py: {k.name} answers other fields than {type_name}'s")
             answered.setdefault(type_name, f"  answer::{type_name} {snake(type_name)};")
     unanswered = " || ".join(f"k == Kind::{k.name}" for k in KINDS if not k.answered) or "false"
+    for k in KINDS:
+        if k.by not in ("both", "harness", "program"):
+            raise SystemExit(f"kit/link.py: {k.name} is sent by {k.by!r}: both, harness or program")
+    harness_only = " || ".join(f"k == Kind::{k.name}" for k in KINDS if k.by == "harness") or "false"
+    program_only = " || ".join(f"k == Kind::{k.name}" for k in KINDS if k.by == "program") or "false"
     return f"""// Generated from kit/link.py when CMake configures; edit kit/link.py, not this file.
 // What each request of the link asks and what its answer says (comm_link.h).
 #pragma once
@@ -138,6 +159,10 @@ static_assert(sizeof(Asked) == {ASK_ROOM} * sizeof(std::int64_t) && sizeof(Answe
 
 // Whether a request of this kind gets an answer.
 inline constexpr bool answered(Kind k) {{ return !({unanswered}); }}
+
+// Who may send it in the driven mode: the harness alone, or the student's process alone.
+inline constexpr bool harness_only(Kind k) {{ return {harness_only}; }}
+inline constexpr bool program_only(Kind k) {{ return {program_only}; }}
 
 }}  // namespace dtrain::link
 """

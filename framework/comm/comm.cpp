@@ -31,7 +31,7 @@ std::unique_ptr<Communicator::Handle> new_handle(const link::Reply& made, bool o
   auto handle = std::make_unique<Communicator::Handle>();
   handle->comm = made.comm;
   handle->owned = owned;
-  handle->id = owned ? next_id++ : 0;
+  handle->id = owned || made.comm != 0 ? next_id++ : 0;  // a borrowed one (CommAccess::borrow) is counted apart
   handle->name = std::move(name);
   handle->members = std::move(members);
   handle->rank = static_cast<int>(made.answer.made.rank);

@@ -82,6 +82,15 @@ struct CommAccess {
   // still wait for them. The data-parallel trainer calls it between layers.
   static void progress();
 
+  // The driven mode (framework/calls/driven.h), where the harness and the
+  // student's code run in two processes of the rank, both served by its
+  // side: a communicator by the side's number for it, which means the same
+  // in both; and a communicator the other process made, by that number,
+  // named `name` in this one. A borrowed one is not freed with its object:
+  // the process that made it frees it. Neither is collective.
+  static std::int32_t side_number(const Communicator& comm);
+  static Communicator borrow(std::int32_t side_number, const std::string& name);
+
   // The test case now beginning, for the MPI side's account of its traffic
   // (side/traffic.h), or "" once it is over (its account then goes out).
   // Not collective.

@@ -73,6 +73,27 @@ Communicator CommAccess::duplicate(Communicator& comm) {
   return Communicator(comm_detail::new_handle(made, true, from.name, std::move(members)));
 }
 
+std::int32_t CommAccess::side_number(const Communicator& comm) { return live(comm.handle_).comm; }
+
+Communicator CommAccess::borrow(std::int32_t side_number, const std::string& name) {
+  if (side_number == 0) return Communicator::world();
+  const int me = Communicator::world().rank();
+  const int world_size = Communicator::world().size();
+  std::vector<int> members(static_cast<std::size_t>(world_size));
+  const link::Reply listed = ask(link::request(link::Kind::Members, side_number), nullptr, 0, members.data(),
+                                 members.size() * sizeof(int));
+  if (listed.out_bytes % sizeof(int) != 0) throw std::runtime_error("the MPI side's members of a communicator are not whole");
+  members.resize(listed.out_bytes / sizeof(int));
+  link::Reply made{};
+  made.comm = side_number;
+  made.answer.made.size = static_cast<std::int64_t>(members.size());
+  made.answer.made.rank = -1;
+  for (std::size_t r = 0; r < members.size(); ++r)
+    if (members[r] == me) made.answer.made.rank = static_cast<std::int64_t>(r);
+  if (made.answer.made.rank < 0) throw std::invalid_argument("a communicator this rank is not a member of");
+  return Communicator(comm_detail::new_handle(made, false, name, std::move(members)));
+}
+
 Communicator CommAccess::duplicate_world() {
   Communicator world = Communicator::world();
   return duplicate(world);

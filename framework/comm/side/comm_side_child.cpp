@@ -40,7 +40,7 @@ void close_on_exec_all_but(int a, int b) {
   const unsigned lo = static_cast<unsigned>(std::min(a, b)), hi = static_cast<unsigned>(std::max(a, b));
   constexpr unsigned kCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (Linux 5.11)
   const bool ranged = lo >= 3 && (lo == 3 || syscall(SYS_close_range, 3u, lo - 1, kCloexec) == 0) &&
-                      (hi == lo + 1 || syscall(SYS_close_range, lo + 1, hi - 1, kCloexec) == 0) &&
+                      (hi <= lo + 1 || syscall(SYS_close_range, lo + 1, hi - 1, kCloexec) == 0) &&
                       syscall(SYS_close_range, hi + 1, ~0u, kCloexec) == 0;
   if (ranged) return;
 #endif
@@ -69,8 +69,10 @@ std::string launcher_rank() {
 [[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the child never outlives its side
   if (getppid() != parent) _exit(70);
-  close_on_exec_all_but(link_end, control_end);
-  for (int fd : {link_end, control_end}) fcntl(fd, F_SETFD, 0);
+  // A program with no control pipe (the student's, in the driven mode) keeps the link alone.
+  close_on_exec_all_but(link_end, control_end < 0 ? link_end : control_end);
+  for (int fd : {link_end, control_end})
+    if (fd >= 0) fcntl(fd, F_SETFD, 0);
   const std::string rank = launcher_rank();
   std::vector<std::string> names;
   for (char** e = environ; *e != nullptr; ++e)

@@ -12,7 +12,7 @@ namespace dtrain::side {
 std::string launcher_rank();
 
 // In the forked child: dies with the side, keeps only the link's two ends
-// (every other descriptor closes at exec), loses MPI's variables, learns its
+// (every other descriptor closes at exec; control_end -1: none), loses MPI's variables, learns its
 // link and rank from the environment, and becomes the program argv names.
 [[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent);
 

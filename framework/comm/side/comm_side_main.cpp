@@ -34,15 +34,13 @@
 #include "parts_table.h"  // the kit's stack size for threads (kit/parts.py)
 #include "comm_side_child.h"
 #include "comm_side_ops.h"
+#include "comm_side_serve.h"
 #include "comm_side_salt.h"
 #include "traffic.h"
 
 namespace dtrain::side {
 
 namespace {
-
-// The largest request the side reads: a rank's whole data limit in one buffer is more than any case needs.
-constexpr std::uint64_t kMostRequestBytes = std::uint64_t(1) << 30;
 
 // The side's own record channel (kit/channels.py: DIR/side<r> beside the
 // program's DIR/rank<r>), opened before the program starts, so the account
@@ -60,18 +58,15 @@ int open_side_channel(const std::string& dir, const std::string& rank) {
   return fd;
 }
 
-bool read_all(int fd, void* data, std::size_t n) { return link::move_all(false, fd, data, n); }
-
 Traffic g_traffic;
-pid_t g_child = -1;
+pid_t g_child = -1;  // the program the side serves (in the driven mode, the harness)
 std::atomic<bool> g_finalizing{false};
 
-// The child ended without finalizing (a crash, exit(), the watchdog): the
-// side ends as it did, so the launcher sees what it would have seen of the
-// program itself, and its account goes out first.
-[[noreturn]] void end_like_child() {
+// The program ended: the side ends as it did, so the launcher sees what it
+// would have seen of the program itself, and its account goes out first.
+[[noreturn]] void end_like(pid_t child) {
   int status = 0;
-  while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   g_traffic.flush();
   if (WIFSIGNALED(status)) {
@@ -83,34 +78,26 @@ std::atomic<bool> g_finalizing{false};
 }
 
 // The control pipe: an exit code asks for MPI_Abort (link::abort_job); its
-// end means the child is gone.
+// end means the program is gone (ended without finalizing: a crash, exit(), the watchdog).
 void watch_control(int fd) {
   std::int32_t code = 0;
-  if (read_all(fd, &code, sizeof code)) {
+  if (link::move_all(false, fd, &code, sizeof code)) {
     g_traffic.flush();
     MPI_Abort(MPI_COMM_WORLD, code);
     _exit(code);
   }
-  if (!g_finalizing) end_like_child();
+  if (!g_finalizing) end_like(g_child);
 }
 
-// Whether this side copies its child's buffers itself (comm_link.h): on
-// until the system refuses, once; never where a copy of the side's own
-// memory does not come back as it is (an emulator that passes the call on
-// without its address translation), nor for a child under an emulator.
-bool g_direct = true;
-
-enum class Copied { Done, Refused, Outside };
-
-Copied copy_child(bool to_child, std::uint64_t at, void* data, std::size_t n) {
-  iovec here{data, n}, there{reinterpret_cast<void*>(static_cast<std::uintptr_t>(at)), n};
-  const ssize_t k = to_child ? ::process_vm_writev(g_child, &here, 1, &there, 1, 0)
-                             : ::process_vm_readv(g_child, &here, 1, &there, 1, 0);
-  if (k == static_cast<ssize_t>(n)) return Copied::Done;
-  if (k < 0 && (errno == EPERM || errno == EACCES || errno == ENOSYS)) return Copied::Refused;
-  return Copied::Outside;
+void finalize(Ops& ops) {
+  g_finalizing = true;
+  ops.finish_requests();
+  g_traffic.flush();
+  MPI_Finalize();
 }
 
+// Whether a copy of the side's own memory comes back as it is: not under an
+// emulator that passes the call on without its address translation.
 bool copies_own_memory() {
   const std::uint64_t want = 0x6b69742d6c696e6bULL;
   std::uint64_t got = 0;
@@ -118,118 +105,16 @@ bool copies_own_memory() {
   return ::process_vm_readv(getpid(), &here, 1, &there, 1, 0) == static_cast<ssize_t>(sizeof got) && got == want;
 }
 
-Answer refusal(link::Status status, const std::string& why) {
-  Answer a;
-  a.reply.status = status;
-  a.data.assign(why.begin(), why.end());
-  return a;
-}
+// One link's two ends, close-on-exec until a child is started on its own end.
+struct Ends {
+  int side = -1, child = -1;
+};
 
-// Writes an Ok answer's data where the request asked, if it asked and it
-// fits: then `placed`, and no data follows the reply on the socket.
-void place_answer(const link::Header& h, Answer& answer) {
-  answer.reply.out_bytes = answer.data.size();
-  if (answer.reply.status != link::Status::Ok || h.out_at == 0 || !g_direct || answer.data.empty() ||
-      answer.data.size() > h.out_capacity)
-    return;
-  const Copied placed = copy_child(true, h.out_at, answer.data.data(), answer.data.size());
-  if (placed == Copied::Done) answer.reply.placed = 1;
-  if (placed == Copied::Refused) g_direct = false;  // this answer, and all after it, inline
-  if (placed == Copied::Outside) {
-    answer = refusal(link::Status::BadArgument, "the kit's MPI side could not place an answer: its buffer is not "
-                                                "all in the program's memory");
-    answer.reply.out_bytes = answer.data.size();
-  }
-}
-
-std::string no_room(std::uint64_t bytes) {
-  return "the rank's MPI side has no room for a call of " + std::to_string(bytes) + " bytes (it holds at most " +
-         std::to_string(harness::kSideDataLimitBytes >> 20) + " MiB: a call of the assignment's moves a few MiB)";
-}
-
-[[noreturn]] void serve(int fd) {
-  Ops ops(g_traffic);
-  for (;;) {
-    link::Header h{};
-    if (!read_all(fd, &h, sizeof h)) {
-      // The child is gone; the control thread ends the side as it ended.
-      for (;;) pause();
-    }
-    if (h.in_bytes > kMostRequestBytes) {
-      std::fprintf(stderr, "kit_mpi_side: a request of %llu bytes: the program broke its link\n",
-                   static_cast<unsigned long long>(h.in_bytes));
-      g_traffic.flush();
-      MPI_Abort(MPI_COMM_WORLD, 70);
-    }
-    if (!link::answered(h.kind)) {  // an Enter mark: no answer, and its name always inline
-      std::string name(h.in_at == 0 ? h.in_bytes : 0, '\0');
-      if (!name.empty() && !read_all(fd, name.data(), name.size())) for (;;) pause();
-      g_traffic.enter(h.in_at == 0 && name.size() <= link::kMostNameBytes ? name : std::string(),
-                      h.ask.enter.argument);
-      continue;
-    }
-    const bool inline_data = h.in_at == 0;
-    std::vector<char> in;
-    bool room = true;
-    try {
-      in.resize(h.in_bytes);
-    } catch (const std::bad_alloc&) {
-      room = false;  // read past, then answered below
-      char sink[1 << 16];
-      for (std::uint64_t left = inline_data ? h.in_bytes : 0; left > 0;) {
-        const std::size_t n = left < sizeof sink ? static_cast<std::size_t>(left) : sizeof sink;
-        if (!read_all(fd, sink, n)) for (;;) pause();
-        left -= n;
-      }
-    }
-    if (inline_data && !in.empty() && !read_all(fd, in.data(), in.size())) for (;;) pause();
-    // An emulated child's addresses are the emulator's to translate, each
-    // process its own way: asked once, when the child (by then started) first names one.
-    static bool asked_emulator = false;
-    if ((!inline_data || h.out_at != 0) && !asked_emulator) {
-      asked_emulator = true;
-      if (emulated(g_child)) g_direct = false;
-    }
-    const Copied fetched = inline_data || !room || !g_direct ? Copied::Done : copy_child(false, h.in_at, in.data(), in.size());
-    Answer answer;
-    if (!room) {
-      answer = refusal(link::Status::Failed, no_room(h.in_bytes));
-    } else if ((!inline_data && !g_direct) || fetched == Copied::Refused) {
-      g_direct = false;  // carried out by nothing: the child sends it again inline
-      answer.reply.status = link::Status::Resend;
-    } else if (fetched == Copied::Outside) {
-      answer = refusal(link::Status::BadArgument, "the kit's MPI side refused a request: its data is not all in "
-                                                  "the program's memory");
-    } else if (h.kind == link::Kind::Finalize) {
-      g_finalizing = true;
-      ops.finish_requests();
-      g_traffic.flush();
-      MPI_Finalize();
-    } else {
-      try {
-        answer = ops.handle(h, in);
-      } catch (const std::bad_alloc&) {
-        answer = refusal(link::Status::Failed, no_room(h.in_bytes));
-      } catch (const std::invalid_argument& e) {
-        answer = refusal(link::Status::BadArgument, e.what());
-      } catch (const std::exception& e) {
-        answer = refusal(link::Status::Failed, e.what());
-      }
-    }
-    place_answer(h, answer);
-    const std::size_t trailing = answer.reply.placed != 0 ? 0 : answer.data.size();
-    if (!link::send_both(fd, &answer.reply, sizeof answer.reply, answer.data.data(), trailing)) for (;;) pause();
-    if (h.kind == link::Kind::Finalize) {
-      int status = 0;
-      while (waitpid(g_child, &status, 0) < 0 && errno == EINTR) {
-      }
-      if (WIFSIGNALED(status)) {
-        signal(WTERMSIG(status), SIG_DFL);
-        raise(WTERMSIG(status));
-      }
-      _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 70);
-    }
-  }
+bool make_ends(Ends& e) {
+  int two[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, two) != 0) return false;
+  e = {two[0], two[1]};
+  return true;
 }
 
 }  // namespace
@@ -242,9 +127,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: kit_mpi_side PROGRAM [ARGS...]  (tools/kitrun starts it)\n");
     return 2;
   }
-  int link_ends[2], control_ends[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, link_ends) != 0 ||
-      socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, control_ends) != 0) {
+  // The driven mode (comm_side_serve.h): PROGRAM is the kit's harness, and
+  // the student's code runs in this program of its own, with a link of its own.
+  const char* student_program = std::getenv("KIT_STUDENT_PROGRAM");
+  const std::string student = student_program != nullptr ? student_program : "";
+  unsetenv("KIT_STUDENT_PROGRAM");
+  Ends link_ends, control_ends, student_ends;
+  if (!make_ends(link_ends) || !make_ends(control_ends) || (!student.empty() && !make_ends(student_ends))) {
     std::perror("kit_mpi_side: socketpair");
     return 70;
   }
@@ -271,10 +160,24 @@ int main(int argc, char** argv) {
     std::perror("kit_mpi_side: fork");
     return 70;
   }
-  if (g_child == 0) start_child(argv + 1, link_ends[1], control_ends[1], parent);
-  g_traffic.watch(g_child);
-  close(link_ends[1]);
-  close(control_ends[1]);
+  if (g_child == 0) start_child(argv + 1, link_ends.child, control_ends.child, parent);
+  pid_t student_pid = -1;
+  if (!student.empty()) {
+    student_pid = fork();
+    if (student_pid < 0) {
+      std::perror("kit_mpi_side: fork");
+      return 70;
+    }
+    if (student_pid == 0) {
+      char* student_argv[] = {const_cast<char*>(student.c_str()), nullptr};
+      start_child(student_argv, student_ends.child, -1, parent);
+    }
+    close(student_ends.child);
+  }
+  // The account's memory figures are of the process that runs the student's code.
+  g_traffic.watch(student.empty() ? g_child : student_pid);
+  close(link_ends.child);
+  close(control_ends.child);
   signal(SIGPIPE, SIG_IGN);
   // A test job's side keeps to its share of the rank's memory (kit/parts.py,
   // SIDE_DATA_LIMIT_MIB): a grading job at every limit fits the smallest
@@ -293,9 +196,13 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   // KIT_LINK_COPIES=inline (staff, tests): every buffer through the socket, the path of a host that refuses the copies.
   const char* copies = std::getenv("KIT_LINK_COPIES");
-  g_direct = !(copies != nullptr && std::strcmp(copies, "inline") == 0) && copies_own_memory();
+  const bool direct = !(copies != nullptr && std::strcmp(copies, "inline") == 0) && copies_own_memory();
   if (!salted && MPI_Init(&argc, &argv) != MPI_SUCCESS) return 70;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  std::thread(watch_control, control_ends[0]).detach();
-  serve(link_ends[0]);
+  std::thread(watch_control, control_ends.side).detach();
+  Ops ops(g_traffic);
+  Peer program{link_ends.side, g_child, direct, false, student.empty() ? "program" : "harness"};
+  if (student.empty()) serve_program(ops, g_traffic, program, finalize, end_like);
+  Peer student_peer{student_ends.side, student_pid, direct, false, "student's process"};
+  serve_driven(ops, g_traffic, program, student_peer, finalize, end_like);
 }

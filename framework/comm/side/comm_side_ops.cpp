@@ -171,6 +171,8 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       return {};
     case Kind::Enter:  // served before it gets here (it has no answer)
     case Kind::Finalize:
+    case Kind::Call:   // the driven mode's, which comm_side_serve.cpp carries between its two processes
+    case Kind::Serve:
       break;
   }
   bad_request("unknown request " + std::to_string(static_cast<int>(h.kind)));

@@ -141,6 +141,11 @@ void Traffic::returned(const std::string& name) {
     held_[call.name] = std::max(held_[call.name], held);
 }
 
+void Traffic::unplanned() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  add(facts::kUnpaired, 0, 0);
+}
+
 void Traffic::note(facts::OpCode op, long count, int ranks) {
   const std::lock_guard<std::mutex> lock(mu_);
   add(facts::kOpNames[op], count, ranks);

@@ -67,6 +67,10 @@ class Traffic {
   void enter(const std::string& name, long argument);
   // The innermost open call returns (`name`, as it was entered): the child's memory now is read.
   void returned(const std::string& name);
+  // What no honest program does (a request of the harness's kind from the
+  // student's process, or one outside every call, in the driven mode): an
+  // "unpaired" entry, which no reference's account holds.
+  void unplanned();
   // An iallreduce of `count` elements began; a wait began; a test found request `id` still running.
   void started(long count);
   void waited();

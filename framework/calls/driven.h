@@ -1,0 +1,211 @@
+// driven.h: student calls driven from outside the student's process.
+//
+// In the driven mode a rank runs three processes: its MPI side, the kit's
+// harness (the cases, their checks and records) and the student's process,
+// which holds the student's code and only carries out calls
+// (framework/comm/side/comm_side_serve.h). The harness asks for a call by
+// the function's name and its arguments; the side hands it on and places
+// every request the call makes in the case's account, under that name; the
+// student's process answers with what the function returned or threw.
+//
+// Both ends come from one definition: the function's own declaration in
+// the public headers. Each parameter and result type travels as one value
+// of call_values.h (Value<T> below); a Communicator& travels as the side's
+// number for it, which names the same communicator in both processes.
+//
+//   harness:            remote<decltype(dtrain::split_data)>("split_data", x, y, 2, 2, 0)
+//   student's process:  serve_calls({served("split_data", &dtrain::split_data), ...})
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "call_values.h"
+#include "comm.h"
+#include "comm_link.h"
+#include "comm_runtime.h"
+#include "func_impl.h"
+#include "tensor.h"
+
+namespace dtrain::calls {
+
+// The communicators a call's arguments borrowed, alive for the call.
+using Borrowed = std::deque<Communicator>;
+
+// How one type travels: put (writes it) and get (reads it back).
+template <class T, class = void>
+struct Value;
+
+template <>
+struct Value<int> {
+  static void put(Writer& w, int v) { w.put(v); }
+  static int get(Reader& r, Borrowed&) {
+    const std::int64_t v = r.integer();
+    if (v < INT32_MIN || v > INT32_MAX) throw BadValues("an int out of range");
+    return static_cast<int>(v);
+  }
+};
+template <>
+struct Value<bool> {
+  static void put(Writer& w, bool v) { w.put(v); }
+  static bool get(Reader& r, Borrowed&) { return r.integer() != 0; }
+};
+template <>
+struct Value<double> {
+  static void put(Writer& w, double v) { w.put(v); }
+  static double get(Reader& r, Borrowed&) { return r.real(); }
+};
+template <>
+struct Value<Matrix> {
+  static void put(Writer& w, const Matrix& v) { w.put(v); }
+  static Matrix get(Reader& r, Borrowed&) { return r.matrix(); }
+};
+template <>
+struct Value<Vector> {
+  static void put(Writer& w, const Vector& v) { w.put(v); }
+  static Vector get(Reader& r, Borrowed&) { return r.vector(); }
+};
+template <>
+struct Value<Labels> {
+  static void put(Writer& w, const Labels& v) { w.put(v); }
+  static Labels get(Reader& r, Borrowed&) { return r.labels(); }
+};
+template <>
+struct Value<Communicator> {
+  static void put(Writer& w, const Communicator& c) { w.comm(CommAccess::side_number(c)); }
+  static Communicator& get(Reader& r, Borrowed& borrowed) {
+    borrowed.push_back(CommAccess::borrow(r.comm(), "comm"));
+    return borrowed.back();
+  }
+};
+template <class A, class B>
+struct Value<std::pair<A, B>> {
+  static void put(Writer& w, const std::pair<A, B>& v) {
+    Value<A>::put(w, v.first);
+    Value<B>::put(w, v.second);
+  }
+  static std::pair<A, B> get(Reader& r, Borrowed& borrowed) {
+    A a = Value<A>::get(r, borrowed);
+    return {std::move(a), Value<B>::get(r, borrowed)};
+  }
+};
+// get_info's communicators are the student's process's: they stay alive
+// there (served_keep) and are borrowed here.
+template <>
+struct Value<ParallelInfo> {
+  static void put(Writer& w, const ParallelInfo& v) {
+    w.put(v.mp_idx);
+    w.put(v.dp_idx);
+    Value<Communicator>::put(w, v.mp_comm);
+    Value<Communicator>::put(w, v.dp_comm);
+    w.put(v.part_in_dim);
+    w.put(v.part_out_dim);
+  }
+  static ParallelInfo get(Reader& r, Borrowed& borrowed) {
+    const int mp_idx = Value<int>::get(r, borrowed), dp_idx = Value<int>::get(r, borrowed);
+    Communicator mp_comm = CommAccess::borrow(r.comm(), "mp_comm");
+    Communicator dp_comm = CommAccess::borrow(r.comm(), "dp_comm");
+    const int in = Value<int>::get(r, borrowed);
+    return ParallelInfo{mp_idx, dp_idx, std::move(mp_comm), std::move(dp_comm), in, Value<int>::get(r, borrowed)};
+  }
+};
+
+// What a result leaves alive in the student's process after the call (the
+// communicators get_info made, which the harness goes on using).
+template <class T>
+void keep_alive(T&) {}
+void keep_alive(ParallelInfo& info);
+
+// A parameter as the student's process holds it during the call: a
+// communicator by reference (borrowed), everything else by value.
+template <class A>
+using Held = std::conditional_t<std::is_same_v<std::decay_t<A>, Communicator>, Communicator&, std::decay_t<A>>;
+
+// --- the student's process ---
+
+// One served function: its name and how its values are read and written.
+struct Served {
+  const char* name;
+  std::vector<char> (*invoke)(Reader& in);
+};
+
+template <auto F>
+struct Invoker;
+template <class R, class... A, R (*F)(A...)>
+struct Invoker<F> {
+  static std::vector<char> invoke(Reader& in) {
+    Borrowed borrowed;
+    // Braces read the arguments in order.
+    std::tuple<Held<A>...> args{Value<std::decay_t<A>>::get(in, borrowed)...};
+    if (!in.done()) throw BadValues("more values than the call's parameters");
+    Writer out;
+    if constexpr (std::is_void_v<R>) {
+      std::apply(F, args);
+    } else {
+      R result = std::apply(F, args);
+      Value<std::decay_t<R>>::put(out, result);
+      keep_alive(result);
+    }
+    return out.take();
+  }
+};
+
+template <auto F>
+Served served(const char* name) {
+  return {name, &Invoker<F>::invoke};
+}
+
+// The student's process's whole life: carries out each call the side hands
+// it until the side hands it none. Returns the program's exit status.
+int serve_calls(std::initializer_list<Served> functions);
+
+// --- the harness ---
+
+// The student's process ended during a call: the harness fails the case and
+// ends the job (its other ranks may wait for this one).
+class ProcessGone : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One call: its outcome and values (what it returned or threw).
+std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments);
+
+template <class F>
+struct Remote;
+template <class R, class... A>
+struct Remote<R(A...)> {
+  template <class... Given>
+  static R call(const char* name, const Given&... given) {
+    static_assert(sizeof...(Given) == sizeof...(A), "a remote call takes the function's parameters");
+    Writer w;
+    (Value<std::decay_t<A>>::put(w, given), ...);
+    auto [outcome, values] = calls::call(name, w.bytes());
+    Reader r(values);
+    if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(r.text());
+    if (outcome == Outcome::Threw) throw std::runtime_error(r.text());
+    if (outcome == Outcome::Gone) throw ProcessGone(std::string("the student's process ended during ") + name);
+    if (outcome != Outcome::Returned) throw std::logic_error(std::string("the student's process has no ") + name);
+    if constexpr (!std::is_void_v<R>) {
+      Borrowed borrowed;
+      R result = Value<std::decay_t<R>>::get(r, borrowed);
+      if (!r.done()) throw BadValues("more values than the function returns");
+      return result;
+    }
+  }
+};
+
+// A call of the function whose declaration is F, by name, from the harness.
+template <class F, class... Given>
+auto remote(const char* name, const Given&... given) {
+  return Remote<F>::call(name, given...);
+}
+
+}  // namespace dtrain::calls

@@ -1,0 +1,268 @@
+// comm_side_serve.cpp: the side's requests and answers, with one program or
+// with the harness and the student's process (comm_side_serve.h).
+#include "comm_side_serve.h"
+
+#include <poll.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+
+#include "parts_table.h"  // the side's data limit (kit/parts.py)
+
+namespace dtrain::side {
+
+namespace {
+
+// The largest request the side reads: a rank's whole data limit in one buffer is more than any case needs.
+constexpr std::uint64_t kMostRequestBytes = std::uint64_t(1) << 30;
+
+bool read_all(int fd, void* data, std::size_t n) { return link::move_all(false, fd, data, n); }
+
+enum class Copied { Done, Refused, Outside };
+
+Copied copy_peer(const Peer& peer, bool to_peer, std::uint64_t at, void* data, std::size_t n) {
+  iovec here{data, n}, there{reinterpret_cast<void*>(static_cast<std::uintptr_t>(at)), n};
+  const ssize_t k = to_peer ? ::process_vm_writev(peer.pid, &here, 1, &there, 1, 0)
+                            : ::process_vm_readv(peer.pid, &here, 1, &there, 1, 0);
+  if (k == static_cast<ssize_t>(n)) return Copied::Done;
+  if (k < 0 && (errno == EPERM || errno == EACCES || errno == ENOSYS)) return Copied::Refused;
+  return Copied::Outside;
+}
+
+std::string no_room(std::uint64_t bytes) {
+  return "the rank's MPI side has no room for a call of " + std::to_string(bytes) + " bytes (it holds at most " +
+         std::to_string(harness::kSideDataLimitBytes >> 20) + " MiB: a call of the assignment's moves a few MiB)";
+}
+
+}  // namespace
+
+Answer refusal(link::Status status, const std::string& why) {
+  Answer a;
+  a.reply.status = status;
+  a.data.assign(why.begin(), why.end());
+  return a;
+}
+
+bool read_request(Peer& peer, Incoming& r) {
+  r = Incoming{};
+  if (!read_all(peer.fd, &r.h, sizeof r.h)) return false;
+  if (r.h.in_bytes > kMostRequestBytes) {
+    std::fprintf(stderr, "kit_mpi_side: a request of %llu bytes: the %s broke its link\n",
+                 static_cast<unsigned long long>(r.h.in_bytes), peer.who);
+    return false;
+  }
+  const bool inline_data = r.h.in_at == 0;
+  if (!link::answered(r.h.kind)) {  // an Enter mark: its name always inline
+    r.in.resize(inline_data ? r.h.in_bytes : 0);
+    return r.in.empty() || read_all(peer.fd, r.in.data(), r.in.size());
+  }
+  try {
+    r.in.resize(r.h.in_bytes);
+  } catch (const std::bad_alloc&) {
+    r.room = false;  // read past, then answered so
+    char sink[1 << 16];
+    for (std::uint64_t left = inline_data ? r.h.in_bytes : 0; left > 0;) {
+      const std::size_t n = left < sizeof sink ? static_cast<std::size_t>(left) : sizeof sink;
+      if (!read_all(peer.fd, sink, n)) return false;
+      left -= n;
+    }
+    return true;
+  }
+  if (inline_data && !r.in.empty() && !read_all(peer.fd, r.in.data(), r.in.size())) return false;
+  // An emulated peer's addresses are the emulator's to translate, each
+  // process its own way: asked once, when the peer (by then started) first names one.
+  if ((!inline_data || r.h.out_at != 0) && !peer.asked_emulator) {
+    peer.asked_emulator = true;
+    if (emulated(peer.pid)) peer.direct = false;
+  }
+  if (inline_data) return true;
+  if (!peer.direct) {
+    r.resend = true;
+    return true;
+  }
+  const Copied fetched = copy_peer(peer, false, r.h.in_at, r.in.data(), r.in.size());
+  if (fetched == Copied::Refused) peer.direct = false;
+  r.resend = fetched == Copied::Refused;
+  r.outside = fetched == Copied::Outside;
+  return true;
+}
+
+bool send_answer(Peer& peer, const link::Header& h, Answer& answer) {
+  answer.reply.out_bytes = answer.data.size();
+  if (answer.reply.status == link::Status::Ok && h.out_at != 0 && peer.direct && !answer.data.empty() &&
+      answer.data.size() <= h.out_capacity) {
+    const Copied placed = copy_peer(peer, true, h.out_at, answer.data.data(), answer.data.size());
+    if (placed == Copied::Done) answer.reply.placed = 1;
+    if (placed == Copied::Refused) peer.direct = false;  // this answer, and all after it, inline
+    if (placed == Copied::Outside) {
+      answer = refusal(link::Status::BadArgument, "the kit's MPI side could not place an answer: its buffer is not "
+                                                  "all in the program's memory");
+      answer.reply.out_bytes = answer.data.size();
+    }
+  }
+  const std::size_t trailing = answer.reply.placed != 0 ? 0 : answer.data.size();
+  return link::send_both(peer.fd, &answer.reply, sizeof answer.reply, answer.data.data(), trailing);
+}
+
+Answer carry_out(Ops& ops, Peer& peer, Incoming& r) {
+  (void)peer;
+  if (!r.room) return refusal(link::Status::Failed, no_room(r.h.in_bytes));
+  if (r.resend) {
+    Answer again;  // carried out by nothing: the peer sends it again inline
+    again.reply.status = link::Status::Resend;
+    return again;
+  }
+  if (r.outside)
+    return refusal(link::Status::BadArgument, "the kit's MPI side refused a request: its data is not all in the "
+                                              "program's memory");
+  try {
+    return ops.handle(r.h, r.in);
+  } catch (const std::bad_alloc&) {
+    return refusal(link::Status::Failed, no_room(r.h.in_bytes));
+  } catch (const std::invalid_argument& e) {
+    return refusal(link::Status::BadArgument, e.what());
+  } catch (const std::exception& e) {
+    return refusal(link::Status::Failed, e.what());
+  }
+}
+
+namespace {
+
+[[noreturn]] void wait_for_the_end() {
+  // The peer is gone; the control thread ends the side as the program ended.
+  for (;;) pause();
+}
+
+// Serves one request of `peer` that is not a Finalize; false once the peer is gone.
+bool serve_one(Ops& ops, Traffic& traffic, Peer& peer, Incoming& r) {
+  if (!link::answered(r.h.kind)) {
+    const std::string name(r.in.begin(), r.in.end());
+    traffic.enter(r.h.in_at == 0 && name.size() <= link::kMostNameBytes ? name : std::string(),
+                  r.h.ask.enter.argument);
+    return true;
+  }
+  Answer answer = carry_out(ops, peer, r);
+  return send_answer(peer, r.h, answer);
+}
+
+}  // namespace
+
+void serve_program(Ops& ops, Traffic& traffic, Peer& program, void (*finalize)(Ops&), void (*ended)(pid_t)) {
+  for (;;) {
+    Incoming r;
+    if (!read_request(program, r)) wait_for_the_end();
+    if (r.h.kind == link::Kind::Finalize) {
+      finalize(ops);
+      Answer done;
+      send_answer(program, r.h, done);
+      ended(program.pid);
+    }
+    if (link::program_only(r.h.kind) || r.h.kind == link::Kind::Call) {
+      // A kind of the driven mode alone: no program of this mode sends it.
+      traffic.unplanned();
+      Answer no = refusal(link::Status::BadArgument, "this side drives no calls");
+      if (!send_answer(program, r.h, no)) wait_for_the_end();
+      continue;
+    }
+    if (!serve_one(ops, traffic, program, r)) wait_for_the_end();
+  }
+}
+
+void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void (*finalize)(Ops&),
+                  void (*ended)(pid_t)) {
+  // The student's process is waiting for a call (its Serve not yet answered),
+  // and the harness waits for a call's outcome (its Call not yet answered).
+  Incoming serving, calling;
+  bool student_waits = false, harness_waits = false, student_gone = false;
+  for (;;) {
+    pollfd fds[2] = {{harness.fd, POLLIN, 0}, {student_gone ? -1 : student.fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      wait_for_the_end();
+    }
+    if (fds[1].revents != 0) {
+      Incoming r;
+      if (!read_request(student, r)) {
+        student_gone = true;
+        if (harness_waits) {  // the call ended with its process: the harness learns it from the outcome
+          Answer gone;
+          gone.reply.answer.call.outcome = -1;
+          harness_waits = false;
+          if (!send_answer(harness, calling.h, gone)) wait_for_the_end();
+        }
+      } else if (link::harness_only(r.h.kind) || (!harness_waits && r.h.kind != link::Kind::Serve &&
+                                                  r.h.kind != link::Kind::Hello && r.h.kind != link::Kind::Free &&
+                                                  r.h.kind != link::Kind::Finalize)) {
+        // The harness's kind, or a request outside every call: no honest
+        // program sends it, so it fails the case, and carries nothing.
+        traffic.unplanned();
+        if (link::answered(r.h.kind)) {
+          Answer no = refusal(link::Status::BadArgument, "the kit's MPI side refused a request of its harness");
+          if (!send_answer(student, r.h, no)) student_gone = true;
+        }
+      } else if (r.h.kind == link::Kind::Serve) {
+        if (harness_waits) {  // the call's outcome, as the student's process returned it
+          traffic.returned(std::string(calling.in.data(), static_cast<std::size_t>(calling.h.ask.call.name_bytes)));
+          Answer outcome;
+          outcome.reply.answer.call.outcome = r.h.ask.serve.outcome;
+          outcome.data = std::move(r.in);
+          harness_waits = false;
+          if (!send_answer(harness, calling.h, outcome)) wait_for_the_end();
+        }
+        serving = std::move(r);
+        student_waits = true;
+      } else if (r.h.kind == link::Kind::Finalize) {
+        Answer done;  // its MPI is the side's: only the harness's Finalize ends it
+        if (!send_answer(student, r.h, done)) student_gone = true;
+      } else if (!serve_one(ops, traffic, student, r)) {
+        student_gone = true;
+      }
+    }
+    if (fds[0].revents == 0) continue;
+    Incoming r;
+    if (!read_request(harness, r)) wait_for_the_end();
+    if (link::program_only(r.h.kind)) {
+      Answer no = refusal(link::Status::BadArgument, "a request of the student's process, from the harness");
+      if (!send_answer(harness, r.h, no)) wait_for_the_end();
+    } else if (r.h.kind == link::Kind::Call) {
+      const auto name_bytes = static_cast<std::size_t>(r.h.ask.call.name_bytes);
+      if (name_bytes == 0 || name_bytes > link::kMostNameBytes || name_bytes > r.in.size() || harness_waits) {
+        Answer no = refusal(link::Status::BadArgument, "a call without a function's name, or within another");
+        if (!send_answer(harness, r.h, no)) wait_for_the_end();
+        continue;
+      }
+      if (student_gone || !student_waits) {
+        Answer gone;
+        gone.reply.answer.call.outcome = -1;
+        if (!send_answer(harness, r.h, gone)) wait_for_the_end();
+        continue;
+      }
+      traffic.enter(std::string(r.in.data(), name_bytes), 0);
+      Answer call;
+      call.data = r.in;
+      call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
+      student_waits = false;
+      harness_waits = true;
+      calling = std::move(r);
+      if (!send_answer(student, serving.h, call)) student_gone = true;
+    } else if (r.h.kind == link::Kind::Finalize) {
+      finalize(ops);
+      if (student_waits && !student_gone) {
+        Answer end;  // no call: the student's process ends
+        send_answer(student, serving.h, end);
+      }
+      Answer done;
+      send_answer(harness, r.h, done);
+      ended(harness.pid);
+    } else if (!serve_one(ops, traffic, harness, r)) {
+      wait_for_the_end();
+    }
+  }
+}
+
+}  // namespace dtrain::side
