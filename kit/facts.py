@@ -28,6 +28,11 @@ VALUE_BYTES = 8
 OPERATIONS = ("allreduce", "allgather", "reduce_scatter", "split", "barrier", "send", "recv", "sendrecv",
               "iallreduce", "wait")
 POINT_TO_POINT = ("send", "recv", "sendrecv")
+# The reductions, by their codes (comm.h's Op, from 0), and the code of a
+# call that reduces nothing (an allgather, a split), as the ledger and the
+# side's agreement compare them.
+REDUCTIONS = ("Sum", "Min", "Max")
+NO_REDUCTION = -1
 # How an MPI side's account of a case writes what it could not read of the
 # program's memory (more than any rank may hold). framework/comm/side/traffic.h
 # writes it, kit/traffic.py reads it.
@@ -215,6 +220,8 @@ inline constexpr const char* kKitRequestNames[] = {{{request_names}}};
 // The ledger's operations: a code each (0 is none), and its name.
 enum OpCode : std::int64_t {{ {codes} }};
 inline constexpr const char* kOpNames[] = {{{names}}};
+inline constexpr const char* kReductionNames[] = {{{", ".join(f'"{r}"' for r in REDUCTIONS)}}};
+inline constexpr std::int64_t kNoReduction = {NO_REDUCTION};
 inline constexpr bool is_point_to_point(std::int64_t op) {{ return {p2p}; }}
 inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
 

@@ -83,8 +83,9 @@ KINDS: List[Kind] = [
     # student call, the side hands it to the student's process as the
     # answer to its Serve, carries that process's requests as the call's,
     # and answers the Call with what the next Serve brings back.
-    Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: what "
-                 "it returned or threw", ask=("name_bytes",), answer=("outcome",), by="harness"),
+    Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: the "
+                 "side's findings (side_bytes of int64, Ops::take_findings), then what the call returned or threw",
+         ask=("name_bytes",), answer=("outcome", "side_bytes"), by="harness"),
     Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
                   "first); data back: the next call (as Call's data), or none: the program ends",
          ask=("outcome",), answer=("name_bytes",), by="program"),

@@ -1,6 +1,7 @@
 // call_context.cpp: the student call context (call_context.h) and the scope
 // that sets it around each student call (StudentScope, comm_runtime.h).
 #include "call_context.h"
+#include "function_id.h"
 
 #include <atomic>
 #include <exception>
@@ -49,11 +50,7 @@ std::string arguments_now() {
 std::string take_thrown_from() { return std::exchange(g_thrown_from, std::string()); }
 
 // FNV-1a: stable across processes, unlike std::hash.
-std::int64_t function_id(const char* name) {
-  std::uint32_t h = 2166136261u;
-  for (const char* p = name ? name : ""; *p; ++p) h = (h ^ static_cast<unsigned char>(*p)) * 16777619u;
-  return h;
-}
+std::int64_t function_id(const char* name) { return dtrain::function_id(name); }
 
 std::string function_name(std::int64_t id) {
   const auto found = function_names().find(id);

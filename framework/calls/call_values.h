@@ -88,8 +88,9 @@ class Writer {
   }
   void word(std::int64_t v) { raw(&v, sizeof v); }
   void raw(const void* p, std::size_t n) {
-    const char* c = static_cast<const char*>(p);
-    bytes_.insert(bytes_.end(), c, c + n);
+    const std::size_t at = bytes_.size();
+    bytes_.resize(at + n);
+    if (n > 0) std::memcpy(bytes_.data() + at, p, n);
   }
   std::vector<char> bytes_;
 };

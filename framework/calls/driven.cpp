@@ -3,7 +3,11 @@
 
 #include <cstring>
 #include <exception>
+#include <map>
 #include <string>
+
+#include "comm_internal.h"
+#include "function_id.h"
 
 namespace dtrain::calls {
 
@@ -15,7 +19,7 @@ void keep_alive(ParallelInfo& info) {
   kept.push_back(std::move(info.dp_comm));
 }
 
-int serve_calls(std::initializer_list<Served> functions) {
+int serve_calls(const std::vector<Served>& functions) {
   Outcome outcome = Outcome::Returned;
   std::vector<char> values;  // the last call's, or none before the first
   for (;;) {
@@ -56,7 +60,46 @@ int serve_calls(std::initializer_list<Served> functions) {
   }
 }
 
+namespace {
+
+std::map<std::int32_t, std::string>& comm_names() {
+  static std::map<std::int32_t, std::string>& names = *new std::map<std::int32_t, std::string>;
+  return names;
+}
+
+std::map<std::int64_t, std::string>& called_names() {
+  static std::map<std::int64_t, std::string>& names = *new std::map<std::int64_t, std::string>;
+  return names;
+}
+
+// The side's findings of one call (Ops::take_findings): each disagreement
+// as the message the ledger would have written in the student's process.
+std::string describe_findings(const std::vector<std::int64_t>& f, const std::string& function) {
+  std::string out;
+  for (std::size_t at = 0; at + 3 <= f.size();) {
+    const auto comm = static_cast<std::int32_t>(f[at]);
+    const long seq = static_cast<long>(f[at + 1]);
+    const int n = static_cast<int>(f[at + 2]);
+    const std::size_t rows = static_cast<std::size_t>(n) * link::kAgreeFields;
+    if (n < 2 || at + 3 + rows > f.size()) break;  // the side's own numbers: never, short of a broken side
+    const auto named = comm_names().find(comm);
+    const std::string comm_name = named != comm_names().end() ? named->second : "a communicator the call made";
+    if (!out.empty()) out += "\n";
+    out += comm_detail::disagreement_text(f.data() + at + 3, n, seq, comm_name, function.c_str(), [](std::int64_t id) {
+      const auto found = called_names().find(id);
+      return found == called_names().end() ? std::string() : found->second;
+    });
+    at += 3 + rows;
+  }
+  return out;
+}
+
+}  // namespace
+
+void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }
+
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments) {
+  called_names().emplace(function_id(name.c_str()), name);
   std::vector<char> data(name.begin(), name.end());
   data.insert(data.end(), arguments.begin(), arguments.end());
   link::Header h = link::request(link::Kind::Call);
@@ -65,8 +108,15 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
   std::string back;
   const link::Reply reply = link::call(h, data.data(), nullptr, 0, &back);
   const std::int64_t outcome = reply.answer.call.outcome;
-  if (outcome < static_cast<std::int64_t>(Outcome::Gone) || outcome > static_cast<std::int64_t>(Outcome::Unknown))
-    throw BadValues("a call's outcome of no known kind");
+  const auto side_bytes = static_cast<std::size_t>(reply.answer.call.side_bytes);
+  if (outcome < static_cast<std::int64_t>(Outcome::Gone) || outcome > static_cast<std::int64_t>(Outcome::Unknown) ||
+      side_bytes > back.size() || side_bytes % sizeof(std::int64_t) != 0)
+    throw BadValues("a call's answer the side never writes");
+  if (side_bytes > 0) {
+    std::vector<std::int64_t> findings(side_bytes / sizeof(std::int64_t));
+    std::memcpy(findings.data(), back.data(), side_bytes);
+    throw CollectiveMismatch(describe_findings(findings, name));
+  }
   return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
 }
 

@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -77,9 +76,16 @@ struct Value<Labels> {
   static void put(Writer& w, const Labels& v) { w.put(v); }
   static Labels get(Reader& r, Borrowed&) { return r.labels(); }
 };
+// The harness names a communicator in a message by the name it had when
+// the harness last passed it to a call ("mp_comm"), by the side's number.
+void note_comm_name(const Communicator& c);
+
 template <>
 struct Value<Communicator> {
-  static void put(Writer& w, const Communicator& c) { w.comm(CommAccess::side_number(c)); }
+  static void put(Writer& w, const Communicator& c) {
+    note_comm_name(c);
+    w.comm(CommAccess::side_number(c));
+  }
   static Communicator& get(Reader& r, Borrowed& borrowed) {
     borrowed.push_back(CommAccess::borrow(r.comm(), "comm"));
     return borrowed.back();
@@ -164,7 +170,10 @@ Served served(const char* name) {
 
 // The student's process's whole life: carries out each call the side hands
 // it until the side hands it none. Returns the program's exit status.
-int serve_calls(std::initializer_list<Served> functions);
+int serve_calls(const std::vector<Served>& functions);
+
+// Every student function of the parts this copy holds (student_functions.cpp).
+std::vector<Served> student_functions();
 
 // --- the harness ---
 
@@ -175,7 +184,9 @@ class ProcessGone : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One call: its outcome and values (what it returned or threw).
+// One call: its outcome and values (what it returned or threw). Where the
+// side found the call's collectives disagreeing across the ranks, it throws
+// CollectiveMismatch, named from the side's findings alone.
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments);
 
 template <class F>

@@ -2,6 +2,7 @@
 // each is about to call; a difference becomes one message naming each
 // rank's call, on every rank, instead of a hang or garbage (comm.h).
 #include <algorithm>
+#include <functional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -38,9 +39,17 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   bool same = true;
   for (int r = 1; r < h.size && same; ++r) same = std::equal(row(r), row(r) + 3, row(0));
   if (same) return;
+  throw CollectiveMismatch(disagreement_text(all.data(), h.size, h.calls, h.name, function,
+                                             [](std::int64_t id) { return ledger::function_name(id); }));
+}
+
+std::string disagreement_text(const std::int64_t* rows, int size, long seq, const std::string& comm_name,
+                              const char* function, const std::function<std::string(std::int64_t)>& function_name) {
+  constexpr int kFields = link::kAgreeFields;
+  auto row = [&](int r) { return rows + kFields * r; };
   // Group the ranks by what they called; name functions only where they differ.
   std::vector<std::pair<std::vector<std::int64_t>, std::vector<int>>> groups;
-  for (int r = 0; r < h.size; ++r) {
+  for (int r = 0; r < size; ++r) {
     std::vector<std::int64_t> key(row(r), row(r) + 5);
     key[3] = 0;  // the sequence number is the same at a matched check
     auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == key; });
@@ -50,7 +59,7 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   // Name the members of a split (dp_comm of ranks 1,3); ranks 0..n-1 need no list.
   std::vector<int> members;
   bool first_ranks = true;
-  for (int r = 0; r < h.size; ++r) {
+  for (int r = 0; r < size; ++r) {
     members.push_back(static_cast<int>(row(r)[5]));
     first_ranks = first_ranks && members.back() == r;
   }
@@ -59,7 +68,7 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   size_t width = 0;
   for (const auto& g : groups) width = std::max(width, rank_list(g.second).size() + 1);
   std::ostringstream msg;
-  msg << "collective #" << h.calls << " on " << h.name;
+  msg << "collective #" << seq << " on " << comm_name;
   if (!first_ranks) msg << " (" << rank_list(members) << ")";
   if (function) msg << " in " << function;
   msg << ": ranks disagree";
@@ -70,11 +79,11 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
     if (key[0] != kSplit && key[0] != kBarrier) msg << ", " << plural(static_cast<long>(key[1]), "element");
     if (key[2] != kNoReduction && key[2] >= 0 && key[2] < 3) msg << " (" << kReductionNames[key[2]] << ")";
     if (functions_differ) {
-      const std::string name = ledger::function_name(key[4]);
+      const std::string name = function_name(key[4]);
       msg << " in " << (name.empty() ? "another function" : name);
     }
   }
-  throw CollectiveMismatch(msg.str());
+  return msg.str();
 }
 
 }  // namespace comm_detail

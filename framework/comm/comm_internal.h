@@ -56,6 +56,14 @@ link::Reply ask(link::Header h, const void* in = nullptr, std::size_t in_bytes =
 link::Header collective(link::Kind kind, std::int32_t comm, std::int64_t count, std::int64_t reduction,
                         bool one_rank = false);
 
+// The message of collective #seq on `comm_name` whose ranks disagree:
+// `rows` holds, per rank of the communicator, link::kAgreeFields values
+// (operation, count, reduction, sequence number, function id, world rank).
+// A rank's function is named where they differ (function_name: "" for one
+// not known). The ledger's agreement and the driven harness both write it.
+std::string disagreement_text(const std::int64_t* rows, int size, long seq, const std::string& comm_name,
+                              const char* function, const std::function<std::string(std::int64_t)>& function_name);
+
 // Whether the MPI side keeps a case's account now (CommAccess::account_case).
 bool case_open();
 

@@ -26,8 +26,6 @@ struct Peers {
   int dest = -1, source = -1;
   int send_tag = -1, recv_tag = -1;
 };
-inline constexpr const char* kReductionNames[] = {"Sum", "Min", "Max"};
-inline constexpr std::int64_t kNoReduction = -1;
 
 inline std::string plural(long n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 

@@ -1,9 +1,11 @@
 // test_driven_calls.cpp: the driven mode end to end (framework/calls/driven.h):
 // a harness process with no student code calls the reference's functions in
-// the rank's student process, on four ranks, and checks what comes back.
-// Inputs encode the rank, so every expected value is closed-form; a
-// failure on any rank fails the run on rank 0, naming the rank.
-//   KIT_STUDENT_PROGRAM=build/reference/student_server tools/kitrun -n 4 build/driven_calls_demo
+// the rank's student process, on four ranks, and checks what comes back;
+// then the side's own checks of that process: a collective its ranks
+// disagree on, and a request of the harness's kind. Inputs encode the rank,
+// so every expected value is closed-form; a failure on any rank fails the
+// run on rank 0, naming the rank.
+//   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -76,6 +78,23 @@ int main(int argc, char** argv) {
   Matrix both(2, 6);
   both << filled(2, 3, 10 * (rank / 2 * 2)), filled(2, 3, 10 * (rank / 2 * 2 + 1));
   expect(near(gathered, both), "naive_collect_forward_input's column blocks, over a communicator get_info made");
+
+  // Rank 0 all-gathers where the others all-reduce: the side refuses the
+  // collective on every rank, and the harness names it from the side's findings.
+  try {
+    remote<Matrix(const Matrix&, Communicator&)>("disagree", filled(1, 2, rank), world);
+    expect(false, "a disagreeing collective went through");
+  } catch (const dtrain::CollectiveMismatch& e) {
+    const std::string m = e.what();
+    // The world's fifth collective of the student's process: collect_weight_grad's two allreduces and get_info's two splits came first.
+    expect(m.find("collective #5 on world in disagree: ranks disagree") != std::string::npos &&
+               m.find("rank 0:      allgather, 2 elements") != std::string::npos &&
+               m.find("ranks 1,2,3: allreduce, 2 elements (Sum)") != std::string::npos,
+           "the disagreement's message: " + m);
+  }
+  // A case's name from the student's process: refused (and, in a job, its
+  // case's account holds an entry no reference's does).
+  expect(remote<int(int)>("names_a_case", 0) == 1, "a case named by the student's process was taken");
 
   // What every rank found, on rank 0.
   long failed = static_cast<long>(g_failures.size());

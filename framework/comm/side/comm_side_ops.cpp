@@ -79,6 +79,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       const link::ask::Split& f = h.ask.split;
       if (f.color < 0 || f.color > INT_MAX || f.key < INT_MIN || f.key > INT_MAX)
         bad_request("split: color or key out of range");
+      agree(h.comm, facts::kSplit, 0, facts::kNoReduction);
       MPI_Comm part = MPI_COMM_NULL;
       check_mpi(MPI_Comm_split(from, static_cast<int>(f.color), static_cast<int>(f.key), &part), "MPI_Comm_split");
       traffic_.note(facts::kSplit, 0, size_of(from));
@@ -105,6 +106,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
       const MPI_Comm c = comm(h.comm);
       const std::int64_t idle = h.ask.barrier.idle;
       if (idle < 0 || idle > 2) bad_request("barrier: no such way to wait");
+      if (static_cast<Idle>(idle) != Idle::Sleep) agree(h.comm, facts::kBarrier, 0, facts::kNoReduction);
       run_polled("MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(c, r); }, static_cast<Idle>(idle));
       if (static_cast<Idle>(idle) == Idle::Sleep)
         kit_request(facts::kRequestRendezvous, 0, size_of(c));  // the harness's, between cases
@@ -185,6 +187,9 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
   const link::ask::Collective& f = h.ask.collective;
   const int count = count_of(f.count, "collective");
   if (static_cast<long>(count) * n > INT_MAX) bad_request("collective: count times ranks beyond MPI's int");
+  agree(h.comm, kind == Kind::Allreduce ? facts::kAllreduce : kind == Kind::Allgather ? facts::kAllgather
+                                                                                     : facts::kReduceScatter,
+        f.count, kind == Kind::Allgather ? facts::kNoReduction : f.reduction);
   Answer a;
   if (f.one_rank == link::kOneRank) {  // the child copies: nothing moves, the call is counted
     if (n != 1 || !in.empty()) bad_request("collective: a one-rank call on " + std::to_string(n) + " ranks");

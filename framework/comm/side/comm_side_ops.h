@@ -30,6 +30,14 @@ class Ops {
   // Requests still in flight (MPI must finish them before MPI_Finalize).
   void finish_requests();
 
+  // The driven mode (comm_side_agree.cpp): while `function` (the call the
+  // harness asked for) is not null, each collective handled is the student
+  // process's, and the side compares it with the other ranks' first. Each
+  // disagreement leaves a finding: the communicator's number, the sequence
+  // number, the ranks n, then n rows of link::kAgreeFields values.
+  void check_calls_of(const std::string* function);
+  std::vector<std::int64_t> take_findings();
+
  private:
   struct InFlight {
     MPI_Request mpi = MPI_REQUEST_NULL;
@@ -47,6 +55,7 @@ class Ops {
   Answer request(const link::Header& h, const std::vector<char>& in);
   Answer text(const link::Header& h, const std::vector<char>& in);
   Answer clock_offset(const link::Header& h);
+  void agree(std::int32_t comm_number, std::int64_t op, std::int64_t count, std::int64_t reduction);
   // Any request can move data, so the kit's own go into the case's account too.
   void kit_request(facts::KitRequest r, long count, int ranks) { traffic_.request(r, count, ranks); }
 
@@ -54,6 +63,9 @@ class Ops {
   std::vector<MPI_Comm> comms_;  // by number; 0 is MPI's world
   std::map<std::int64_t, InFlight> requests_;
   std::int64_t next_request_ = 1;
+  const std::string* checked_function_ = nullptr;
+  std::map<std::int32_t, std::int64_t> sequence_;  // the student's collectives so far, by communicator
+  std::vector<std::int64_t> findings_;
 };
 
 }  // namespace dtrain::side

@@ -116,6 +116,7 @@ Answer Ops::sendrecv(const Header& h, const std::vector<char>& in) {
 Answer Ops::request(const Header& h, const std::vector<char>& in) {
   if (h.kind == Kind::Istart) {
     const MPI_Comm c = comm(h.comm);
+    agree(h.comm, facts::kIallreduce, h.ask.istart.count, h.ask.istart.reduction);
     const int count = count_of(h.ask.istart.count, "iallreduce");
     const MPI_Op op = to_mpi(h.ask.istart.reduction);
     data_of<double>(in, count, "iallreduce");

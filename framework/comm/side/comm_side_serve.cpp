@@ -133,6 +133,15 @@ Answer carry_out(Ops& ops, Peer& peer, Incoming& r) {
 
 namespace {
 
+// A Call's answer: the side's findings of the call first (side_bytes), then `values`, the student's process's.
+void with_findings(Ops& ops, Answer& answer, const std::vector<char>& values) {
+  const std::vector<std::int64_t> findings = ops.take_findings();
+  const auto* bytes = reinterpret_cast<const char*>(findings.data());
+  answer.data.assign(bytes, bytes + findings.size() * sizeof(std::int64_t));
+  answer.data.insert(answer.data.end(), values.begin(), values.end());
+  answer.reply.answer.call.side_bytes = static_cast<std::int64_t>(findings.size() * sizeof(std::int64_t));
+}
+
 [[noreturn]] void wait_for_the_end() {
   // The peer is gone; the control thread ends the side as the program ended.
   for (;;) pause();
@@ -178,6 +187,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
   // The student's process is waiting for a call (its Serve not yet answered),
   // and the harness waits for a call's outcome (its Call not yet answered).
   Incoming serving, calling;
+  std::string calling_name;
   bool student_waits = false, harness_waits = false, student_gone = false;
   for (;;) {
     pollfd fds[2] = {{harness.fd, POLLIN, 0}, {student_gone ? -1 : student.fd, POLLIN, 0}};
@@ -187,11 +197,16 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
     }
     if (fds[1].revents != 0) {
       Incoming r;
-      if (!read_request(student, r)) {
+      const bool read = read_request(student, r);
+      if (read && (r.resend || r.outside || !r.room) && link::answered(r.h.kind)) {
+        Answer again = carry_out(ops, student, r);  // sent again inline, or refused: carried out by nothing
+        if (!send_answer(student, r.h, again)) student_gone = true;
+      } else if (!read) {
         student_gone = true;
         if (harness_waits) {  // the call ended with its process: the harness learns it from the outcome
           Answer gone;
           gone.reply.answer.call.outcome = -1;
+          with_findings(ops, gone, {});
           harness_waits = false;
           if (!send_answer(harness, calling.h, gone)) wait_for_the_end();
         }
@@ -207,10 +222,10 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         }
       } else if (r.h.kind == link::Kind::Serve) {
         if (harness_waits) {  // the call's outcome, as the student's process returned it
-          traffic.returned(std::string(calling.in.data(), static_cast<std::size_t>(calling.h.ask.call.name_bytes)));
+          traffic.returned(calling_name);
           Answer outcome;
           outcome.reply.answer.call.outcome = r.h.ask.serve.outcome;
-          outcome.data = std::move(r.in);
+          with_findings(ops, outcome, r.in);
           harness_waits = false;
           if (!send_answer(harness, calling.h, outcome)) wait_for_the_end();
         }
@@ -219,14 +234,20 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
       } else if (r.h.kind == link::Kind::Finalize) {
         Answer done;  // its MPI is the side's: only the harness's Finalize ends it
         if (!send_answer(student, r.h, done)) student_gone = true;
-      } else if (!serve_one(ops, traffic, student, r)) {
-        student_gone = true;
+      } else {
+        ops.check_calls_of(harness_waits ? &calling_name : nullptr);  // compared with the other ranks' (Ops::agree)
+        const bool served = serve_one(ops, traffic, student, r);
+        ops.check_calls_of(nullptr);
+        student_gone = !served;
       }
     }
     if (fds[0].revents == 0) continue;
     Incoming r;
     if (!read_request(harness, r)) wait_for_the_end();
-    if (link::program_only(r.h.kind)) {
+    if ((r.resend || r.outside || !r.room) && link::answered(r.h.kind)) {
+      Answer again = carry_out(ops, harness, r);
+      if (!send_answer(harness, r.h, again)) wait_for_the_end();
+    } else if (link::program_only(r.h.kind)) {
       Answer no = refusal(link::Status::BadArgument, "a request of the student's process, from the harness");
       if (!send_answer(harness, r.h, no)) wait_for_the_end();
     } else if (r.h.kind == link::Kind::Call) {
@@ -242,7 +263,8 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(harness, r.h, gone)) wait_for_the_end();
         continue;
       }
-      traffic.enter(std::string(r.in.data(), name_bytes), 0);
+      calling_name.assign(r.in.data(), name_bytes);
+      traffic.enter(calling_name, 0);
       Answer call;
       call.data = r.in;
       call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
