@@ -118,6 +118,8 @@ struct Value<ParallelInfo> {
     const int mp_idx = Value<int>::get(r, borrowed), dp_idx = Value<int>::get(r, borrowed);
     Communicator mp_comm = CommAccess::borrow(r.comm(), "mp_comm");
     Communicator dp_comm = CommAccess::borrow(r.comm(), "dp_comm");
+    note_comm_name(mp_comm);
+    note_comm_name(dp_comm);
     const int in = Value<int>::get(r, borrowed);
     return ParallelInfo{mp_idx, dp_idx, std::move(mp_comm), std::move(dp_comm), in, Value<int>::get(r, borrowed)};
   }
@@ -188,6 +190,11 @@ class ProcessGone : public std::runtime_error {
 // side found the call's collectives disagreeing across the ranks, it throws
 // CollectiveMismatch, named from the side's findings alone.
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments);
+
+// What the student's process of this rank is doing now, in the roll-call's
+// words (rank_state.h), from the side's page (side_page.h); "" where this
+// process has no page (outside the driven mode).
+std::string student_state();
 
 template <class F>
 struct Remote;

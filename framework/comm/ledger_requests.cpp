@@ -10,6 +10,7 @@
 #include "call_context.h"
 #include "comm_runtime.h"
 #include "ledger.h"
+#include "rank_state.h"
 
 namespace dtrain {
 
@@ -38,9 +39,7 @@ int take_failed_tests(Ledger& l, Request::State& s) {
 }  // namespace
 
 std::string request_text(const Request::State& s) {
-  std::string text = std::string(kOpNames[s.op]) + " #" + std::to_string(s.seq) + " on " + s.comm + " (" +
-                     plural(s.count, "element") + ")";
-  return s.function.empty() ? text : text + ", started in " + s.function;
+  return dtrain::request_text(RequestView{s.op, s.seq, s.count, s.comm, s.function});
 }
 
 void request_started(Request::State& s) {

@@ -6,7 +6,13 @@
 // so every expected value is closed-form; a failure on any rank fails the
 // run on rank 0, naming the rank.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
+#include <atomic>
+#include <chrono>
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +38,15 @@ void expect(bool ok, const std::string& what) {
 
 bool near(const Matrix& a, const Matrix& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() && (a - b).cwiseAbs().maxCoeff() < 1e-12;
+}
+
+// The job's launcher on this host (the side's parent): one name for every rank's files.
+int launcher_pid() {
+  std::ifstream stat("/proc/" + std::to_string(getppid()) + "/stat");
+  std::string pid, name, state;
+  int parent = 0;
+  stat >> pid >> name >> state >> parent;  // a side's name has no spaces
+  return parent;
 }
 
 Matrix filled(int rows, int cols, double start) {
@@ -95,6 +110,29 @@ int main(int argc, char** argv) {
   // A case's name from the student's process: refused (and, in a job, its
   // case's account holds an entry no reference's does).
   expect(remote<int(int)>("names_a_case", 0) == 1, "a case named by the student's process was taken");
+
+  // While rank 0 comes late to an allreduce, the others' harnesses read
+  // what their student processes do from the side's page alone.
+  // Rank 0's comes once each other rank has seen it (the test server's late_allreduce).
+  const int launcher = launcher_pid();
+  const std::string flag = "/tmp/kit-driven-" + std::to_string(launcher) + "-" + std::to_string(rank);
+  std::string seen;
+  std::atomic<bool> returned{false};
+  std::thread watcher([&] {
+    while (!returned && seen.rfind("waiting in ", 0) != 0) {
+      seen = dtrain::calls::student_state();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!returned) std::ofstream{flag};
+  });
+  remote<Matrix(const Matrix&, Communicator&, int)>("late_allreduce", filled(1, 1, rank), world, launcher);
+  returned = true;
+  watcher.join();
+  std::remove(flag.c_str());
+  if (rank != 0)
+    expect(seen == "waiting in allreduce #6 on world (1 element) in late_allreduce", "the page's state: " + seen);
+  const std::string after = dtrain::calls::student_state();
+  expect(after.rfind("after 6 collectives on world and 1 on mp_comm", 0) == 0, "the page's counts: " + after);
 
   // What every rank found, on rank 0.
   long failed = static_cast<long>(g_failures.size());

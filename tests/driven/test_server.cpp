@@ -1,14 +1,22 @@
 // test_server.cpp: a student's process for tests/driven/test_driven_calls.cpp:
-// the reference's functions, and two that no honest handin has: one whose
-// ranks call different collectives, and one that writes a request of the
-// harness's own kind (a case's name) on its link.
+// the reference's functions, and three of its own: one whose ranks call
+// different collectives, one that writes a request of the harness's own
+// kind (a case's name) on its link, and one where rank 0 comes late.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
+#include <chrono>
+#include <fstream>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "comm_link.h"
 #include "driven.h"
 
 namespace {
+
+std::string seen_file(int launcher, int rank) {
+  return "/tmp/kit-driven-" + std::to_string(launcher) + "-" + std::to_string(rank);
+}
 
 // Rank 0 all-gathers where the others all-reduce: the side compares them first.
 dtrain::Matrix disagree(const dtrain::Matrix& x, dtrain::Communicator& comm) {
@@ -17,6 +25,18 @@ dtrain::Matrix disagree(const dtrain::Matrix& x, dtrain::Communicator& comm) {
     comm.allgather(x, out);
   else
     comm.allreduce(x, out);
+  return out;
+}
+
+// Rank 0 comes to the allreduce late: only once every other rank's harness
+// has seen its student's process wait in it (a file each, named by the job's
+// launcher), however slow the host.
+dtrain::Matrix late_allreduce(const dtrain::Matrix& x, dtrain::Communicator& comm, int launcher) {
+  for (int r = 1; comm.rank() == 0 && r < comm.size(); ++r)
+    for (int tries = 0; tries < 6000 && !std::ifstream(seen_file(launcher, r)); ++tries)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  dtrain::Matrix out(x.rows(), x.cols());
+  comm.allreduce(x, out);
   return out;
 }
 
@@ -39,5 +59,6 @@ int main() {
   std::vector<dtrain::calls::Served> functions = dtrain::calls::student_functions();
   functions.push_back(dtrain::calls::served<&disagree>("disagree"));
   functions.push_back(dtrain::calls::served<&names_a_case>("names_a_case"));
+  functions.push_back(dtrain::calls::served<&late_allreduce>("late_allreduce"));
   return dtrain::calls::serve_calls(functions);
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "comm_link.h"
+#include "side_page.h"
 
 extern char** environ;
 
@@ -32,16 +33,22 @@ bool mpi_variable(const char* entry) {
   return false;
 }
 
-// Every descriptor but the standard three and the link's two ends closes
-// when the child starts its program: whatever the launcher or MPI opened
-// (MPI starts before the child in a job of hidden cases) stays the side's.
-void close_on_exec_all_but(int a, int b) {
+// Every descriptor but the standard three and `kept` closes when the child
+// starts its program: whatever the launcher or MPI opened (MPI starts
+// before the child in a job of hidden cases) stays the side's.
+void close_on_exec_all_but(std::vector<int> kept) {
+  kept.erase(std::remove_if(kept.begin(), kept.end(), [](int fd) { return fd < 3; }), kept.end());
+  std::sort(kept.begin(), kept.end());
 #ifdef SYS_close_range
-  const unsigned lo = static_cast<unsigned>(std::min(a, b)), hi = static_cast<unsigned>(std::max(a, b));
   constexpr unsigned kCloexec = 1u << 2;  // CLOSE_RANGE_CLOEXEC (Linux 5.11)
-  const bool ranged = lo >= 3 && (lo == 3 || syscall(SYS_close_range, 3u, lo - 1, kCloexec) == 0) &&
-                      (hi <= lo + 1 || syscall(SYS_close_range, lo + 1, hi - 1, kCloexec) == 0) &&
-                      syscall(SYS_close_range, hi + 1, ~0u, kCloexec) == 0;
+  bool ranged = true;
+  unsigned from = 3;
+  for (int fd : kept) {
+    const unsigned at = static_cast<unsigned>(fd);
+    if (at > from) ranged = ranged && syscall(SYS_close_range, from, at - 1, kCloexec) == 0;
+    from = std::max(from, at + 1);
+  }
+  ranged = ranged && syscall(SYS_close_range, from, ~0u, kCloexec) == 0;
   if (ranged) return;
 #endif
   // An older kernel (or an emulator without close_range): each open descriptor, as /proc lists them.
@@ -49,7 +56,7 @@ void close_on_exec_all_but(int a, int b) {
     const int own = dirfd(dir);
     while (const dirent* entry = readdir(dir)) {
       const int fd = std::atoi(entry->d_name);
-      if (fd > 2 && fd != a && fd != b && fd != own) fcntl(fd, F_SETFD, FD_CLOEXEC);
+      if (fd > 2 && fd != own && std::find(kept.begin(), kept.end(), fd) == kept.end()) fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     closedir(dir);
   }
@@ -66,13 +73,14 @@ std::string launcher_rank() {
   return "-1";
 }
 
-[[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent) {
+[[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent, int page) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the child never outlives its side
   if (getppid() != parent) _exit(70);
   // A program with no control pipe (the student's, in the driven mode) keeps the link alone.
-  close_on_exec_all_but(link_end, control_end < 0 ? link_end : control_end);
-  for (int fd : {link_end, control_end})
+  close_on_exec_all_but({link_end, control_end, page});
+  for (int fd : {link_end, control_end, page})
     if (fd >= 0) fcntl(fd, F_SETFD, 0);
+  if (page >= 0) setenv(side_page::kEnvVariable, std::to_string(page).c_str(), 1);
   const std::string rank = launcher_rank();
   std::vector<std::string> names;
   for (char** e = environ; *e != nullptr; ++e)

@@ -12,9 +12,10 @@ namespace dtrain::side {
 std::string launcher_rank();
 
 // In the forked child: dies with the side, keeps only the link's two ends
-// (every other descriptor closes at exec; control_end -1: none), loses MPI's variables, learns its
+// and, for the driven mode's harness, the side's page (side_page.h; -1:
+// none) (every other descriptor closes at exec; control_end -1: none), loses MPI's variables, learns its
 // link and rank from the environment, and becomes the program argv names.
-[[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent);
+[[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent, int page = -1);
 
 // The runner's directory for the job's channels, from the test program's
 // arguments; "" for a program the runner did not start (a trainer).

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -154,13 +155,21 @@ int main(int argc, char** argv) {
   // finds a copy still waiting in the job's folder. MPI starts first then.
   const bool salted = take_salt(results);
   if (salted && (MPI_Init(&argc, &argv) != MPI_SUCCESS || MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)) return 70;
+  // The driven mode's page of what the student's process does (side_page.h): the harness's to read alone.
+  dtrain::side_page::Page* page = nullptr;
+  const int page_fd = student.empty() ? -1 : memfd_create("kit-side-page", MFD_CLOEXEC);
+  if (page_fd >= 0 && ftruncate(page_fd, sizeof(dtrain::side_page::Page)) == 0) {
+    void* at = mmap(nullptr, sizeof(dtrain::side_page::Page), PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+    if (at != MAP_FAILED) page = static_cast<dtrain::side_page::Page*>(at);
+  }
   const pid_t parent = getpid();
   g_child = fork();
   if (g_child < 0) {
     std::perror("kit_mpi_side: fork");
     return 70;
   }
-  if (g_child == 0) start_child(argv + 1, link_ends.child, control_ends.child, parent);
+  if (g_child == 0) start_child(argv + 1, link_ends.child, control_ends.child, parent, page != nullptr ? page_fd : -1);
+  if (page_fd >= 0) close(page_fd);
   pid_t student_pid = -1;
   if (!student.empty()) {
     student_pid = fork();
@@ -201,6 +210,7 @@ int main(int argc, char** argv) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   std::thread(watch_control, control_ends.side).detach();
   Ops ops(g_traffic);
+  ops.keep_page(page);
   Peer program{link_ends.side, g_child, direct, false, student.empty() ? "program" : "harness"};
   if (student.empty()) serve_program(ops, g_traffic, program, finalize, end_like);
   Peer student_peer{student_ends.side, student_pid, direct, false, "student's process"};

@@ -43,7 +43,7 @@ Answer Ops::new_comm(MPI_Comm c, std::vector<int> members) {
   return a;
 }
 
-static std::vector<int> world_ranks_of(MPI_Comm comm) {
+std::vector<int> world_ranks_of(MPI_Comm comm) {
   MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
   check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
   check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
@@ -57,7 +57,7 @@ static std::vector<int> world_ranks_of(MPI_Comm comm) {
   return out;
 }
 
-Answer Ops::handle(const Header& h, std::vector<char>& in) {
+Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
   switch (h.kind) {
     case Kind::Hello: {
       Answer a;
@@ -167,6 +167,7 @@ Answer Ops::handle(const Header& h, std::vector<char>& in) {
     }
     case Kind::Case:
       traffic_.begin_case(std::string(in.begin(), in.end()));
+      page_case_begins();
       return {};
     case Kind::Return:
       traffic_.returned(std::string(in.begin(), in.end()));

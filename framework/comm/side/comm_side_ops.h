@@ -10,9 +10,13 @@
 
 #include "comm_side_mpi.h"
 #include "kit_facts.h"  // generated from kit/facts.py
+#include "side_page.h"
 #include "traffic.h"
 
 namespace dtrain::side {
+
+// The ranks of `comm`, by rank in MPI's world.
+std::vector<int> world_ranks_of(MPI_Comm comm);
 
 // One answer: the reply and its data.
 struct Answer {
@@ -37,6 +41,9 @@ class Ops {
   // number, the ranks n, then n rows of link::kAgreeFields values.
   void check_calls_of(const std::string* function);
   std::vector<std::int64_t> take_findings();
+  // ... and what that process is doing goes on `page`, for the harness's
+  // roll-call (side_page.h; comm_side_page.cpp).
+  void keep_page(side_page::Page* page) { page_ = page; }
 
  private:
   struct InFlight {
@@ -48,6 +55,13 @@ class Ops {
   int size_of(MPI_Comm c) const;
   std::int32_t add(MPI_Comm c);
   Answer new_comm(MPI_Comm c, std::vector<int> members);
+  Answer dispatch(const link::Header& h, std::vector<char>& in);
+
+  // The page's side of a request of the student's process (comm_side_page.cpp).
+  void page_begins(const link::Header& h);
+  void page_ends(const link::Header& h, const Answer* answer);
+  void page_case_begins();
+  side_page::Comm* page_comm(std::int64_t comm);
 
   Answer reduce(const link::Header& h, std::vector<char>& in, link::Kind kind);
   Answer point_to_point(const link::Header& h, const std::vector<char>& in);
@@ -66,6 +80,7 @@ class Ops {
   const std::string* checked_function_ = nullptr;
   std::map<std::int32_t, std::int64_t> sequence_;  // the student's collectives so far, by communicator
   std::vector<std::int64_t> findings_;
+  side_page::Page* page_ = nullptr;
 };
 
 }  // namespace dtrain::side

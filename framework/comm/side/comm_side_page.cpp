@@ -1,0 +1,122 @@
+// comm_side_page.cpp: what the side writes on its page of the student's
+// process (side_page.h), around each request of that process in the driven
+// mode: the call in flight, the requests left running, and the case's calls
+// per communicator, so that a hung case's roll-call can say what this rank
+// was doing from what the side saw, never from what the process claims.
+#include <algorithm>
+
+#include "comm_side_checks.h"
+#include "comm_side_ops.h"
+#include "function_id.h"
+
+namespace dtrain::side {
+
+using link::Kind;
+
+namespace {
+
+// The operation a request of the student's is, as the ledger names it; -1 for none it shows.
+std::int64_t operation_of(const link::Header& h) {
+  switch (h.kind) {
+    case Kind::Allreduce: return facts::kAllreduce;
+    case Kind::Allgather: return facts::kAllgather;
+    case Kind::ReduceScatter: return facts::kReduceScatter;
+    case Kind::Barrier: return static_cast<Idle>(h.ask.barrier.idle) == Idle::Sleep ? std::int64_t{-1} : std::int64_t{facts::kBarrier};
+    case Kind::Split: return facts::kSplit;
+    case Kind::Send: return facts::kSend;
+    case Kind::Recv: return facts::kRecv;
+    case Kind::Sendrecv: return facts::kSendrecv;
+    case Kind::Istart: return facts::kIallreduce;
+    case Kind::Wait: return facts::kWait;
+    default: return -1;
+  }
+}
+
+}  // namespace
+
+Answer Ops::handle(const link::Header& h, std::vector<char>& in) {
+  if (page_ == nullptr || checked_function_ == nullptr) return dispatch(h, in);
+  page_begins(h);
+  try {
+    Answer a = dispatch(h, in);
+    page_ends(h, &a);
+    return a;
+  } catch (...) {
+    page_ends(h, nullptr);
+    throw;
+  }
+}
+
+side_page::Comm* Ops::page_comm(std::int64_t comm) {
+  side_page::Page& p = *page_;
+  for (std::int64_t i = 0; i < p.comms; ++i)
+    if (p.per_comm[i].comm == comm) return &p.per_comm[i];
+  if (p.comms == side_page::kMostComms) return nullptr;
+  side_page::Comm& c = p.per_comm[p.comms++];
+  c = {comm, -1, 0, 0, 0, 0};
+  return &c;
+}
+
+void Ops::page_case_begins() {
+  if (page_ == nullptr) return;
+  side_page::begin_write(*page_);
+  // The communicators stay known (their origins name them); their counts start again.
+  for (std::int64_t i = 0; i < page_->comms; ++i) page_->per_comm[i].collectives = page_->per_comm[i].point_to_point = 0;
+  side_page::end_write(*page_);
+}
+
+void Ops::page_begins(const link::Header& h) {
+  const std::int64_t op = operation_of(h);
+  if (op < 0) return;
+  side_page::Page& p = *page_;
+  side_page::begin_write(p);
+  p.op = op;
+  p.comm = h.comm;
+  p.function = function_id(checked_function_->c_str());
+  p.seq = facts::is_collective(op) ? sequence_[h.comm] + 1 : 0;
+  p.to = p.to_local = p.send_tag = p.from = p.from_local = p.recv_tag = -1;
+  p.waited = 0;
+  p.count = 0;
+  if (h.kind == Kind::Allreduce || h.kind == Kind::Allgather || h.kind == Kind::ReduceScatter) p.count = h.ask.collective.count;
+  if (h.kind == Kind::Istart) p.count = h.ask.istart.count;
+  if (h.kind == Kind::Wait) p.waited = h.ask.pending.request;
+  if (facts::is_point_to_point(op)) {
+    const std::vector<int> members = world_ranks_of(comm(h.comm));
+    auto world = [&](std::int64_t r) { return r >= 0 && r < static_cast<std::int64_t>(members.size()) ? members[r] : r; };
+    if (h.kind == Kind::Send) p.to_local = h.ask.send.dest, p.send_tag = h.ask.send.tag;
+    if (h.kind == Kind::Recv) p.from_local = h.ask.recv.source, p.recv_tag = h.ask.recv.tag, p.count = h.ask.recv.count;
+    if (h.kind == Kind::Sendrecv) {
+      p.to_local = h.ask.sendrecv.dest, p.send_tag = h.ask.sendrecv.send_tag;
+      p.from_local = h.ask.sendrecv.source, p.recv_tag = h.ask.sendrecv.recv_tag;
+    }
+    if (p.to_local >= 0) p.to = world(p.to_local);
+    if (p.from_local >= 0) p.from = world(p.from_local);
+  }
+  p.active = h.kind != Kind::Istart;  // an iallreduce starts and returns: nothing waits in it
+  side_page::end_write(p);
+}
+
+void Ops::page_ends(const link::Header& h, const Answer* answer) {
+  const std::int64_t op = operation_of(h);
+  side_page::Page& p = *page_;
+  side_page::begin_write(p);
+  p.active = 0;
+  if (op >= 0 && op != facts::kWait) {
+    if (side_page::Comm* c = page_comm(h.comm)) (facts::is_collective(op) ? c->collectives : c->point_to_point) += 1;
+  }
+  const bool ok = answer != nullptr && answer->reply.status == link::Status::Ok;
+  if (ok && h.kind == Kind::Split)
+    if (side_page::Comm* made = page_comm(answer->reply.comm))
+      made->parent = h.comm, made->color = h.ask.split.color, made->key = h.ask.split.key;
+  if (ok && h.kind == Kind::Istart && p.requests < side_page::kMostRequests)
+    p.request[p.requests++] = {answer->reply.answer.istart.request, facts::kIallreduce, h.comm, p.seq, p.count, p.function};
+  const bool completed = h.kind == Kind::Wait || (h.kind == Kind::Test && ok && answer->reply.answer.test.complete != 0);
+  if (completed) {
+    side_page::Request* end = std::remove_if(p.request, p.request + p.requests,
+                                             [&](const side_page::Request& r) { return r.id == h.ask.pending.request; });
+    p.requests = end - p.request;
+  }
+  side_page::end_write(p);
+}
+
+}  // namespace dtrain::side
