@@ -92,6 +92,16 @@ KINDS: List[Kind] = [
 ]
 
 
+# What the side found of a driven call (comm_side_serve.cpp), which answers
+# the harness's Call before the student's values: each finding is its kind's
+# code, then its fields (int64), in this order. A disagreement's fields are
+# followed by `ranks` rows of kAgreeFields values (comm_agreement.cpp).
+FINDINGS = [
+    ("Disagreement", ("comm", "seq", "ranks")),
+    ("Ended", ("signaled", "code")),  # the student's process ended during the call: by signal `code`, or exit(code)
+]
+
+
 def snake(name: str) -> str:
     """ReduceScatter -> reduce_scatter."""
     return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
@@ -122,6 +132,9 @@ def cpp_text() -> str:
     for k in KINDS:
         if k.by not in ("both", "harness", "program"):
             raise SystemExit(f"kit/link.py: {k.name} is sent by {k.by!r}: both, harness or program")
+    findings = "\n".join(f"  {name}{' = 1' if i == 0 else ''},  // then {', '.join(fields)}"
+                         for i, (name, fields) in enumerate(FINDINGS))
+    finding_sizes = "\n".join(f"inline constexpr int k{name}Fields = {len(fields)};" for name, fields in FINDINGS)
     harness_only = " || ".join(f"k == Kind::{k.name}" for k in KINDS if k.by == "harness") or "false"
     program_only = " || ".join(f"k == Kind::{k.name}" for k in KINDS if k.by == "program") or "false"
     return f"""// Generated from kit/link.py when CMake configures; edit kit/link.py, not this file.
@@ -160,6 +173,12 @@ static_assert(sizeof(Asked) == {ASK_ROOM} * sizeof(std::int64_t) && sizeof(Answe
 
 // Whether a request of this kind gets an answer.
 inline constexpr bool answered(Kind k) {{ return !({unanswered}); }}
+
+// What the side found of a driven call, by code (kit/link.py, FINDINGS).
+enum class Finding : std::int64_t {{
+{findings}
+}};
+{finding_sizes}
 
 // Who may send it in the driven mode: the harness alone, or the student's process alone.
 inline constexpr bool harness_only(Kind k) {{ return {harness_only}; }}

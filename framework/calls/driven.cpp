@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "comm_internal.h"
+#include "crash_words.h"
 #include "function_id.h"
 #include "rank_state.h"
 #include "side_page.h"
@@ -78,24 +79,41 @@ std::map<std::int64_t, std::string>& called_names() {
   return names;
 }
 
-// The side's findings of one call (Ops::take_findings): each disagreement
-// as the message the ledger would have written in the student's process.
-std::string describe_findings(const std::vector<std::int64_t>& f, const std::string& function) {
-  std::string out;
-  for (std::size_t at = 0; at + 3 <= f.size();) {
-    const auto comm = static_cast<std::int32_t>(f[at]);
-    const long seq = static_cast<long>(f[at + 1]);
-    const int n = static_cast<int>(f[at + 2]);
+// The side's findings of one call (Ops::take_findings; link::Finding): each
+// disagreement in the words the ledger would have used in the student's
+// process, and how that process ended if it did.
+struct Found {
+  std::string disagreements;
+  std::string ended;  // "" if it did not
+};
+
+Found read_findings(const std::vector<std::int64_t>& f, const std::string& function) {
+  Found out;
+  for (std::size_t at = 0; at < f.size();) {
+    const auto kind = static_cast<link::Finding>(f[at]);
+    if (kind == link::Finding::Ended && at + 1 + link::kEndedFields <= f.size()) {
+      const int code = static_cast<int>(f[at + 2]);
+      out.ended = f[at + 1] != 0 ? std::string(crash_words(code)) : "exited with status " + std::to_string(code);
+      at += 1 + link::kEndedFields;
+      continue;
+    }
+    if (kind != link::Finding::Disagreement || at + 1 + link::kDisagreementFields > f.size()) break;
+    const auto comm = static_cast<std::int32_t>(f[at + 1]);
+    const long seq = static_cast<long>(f[at + 2]);
+    const int n = static_cast<int>(f[at + 3]);
     const std::size_t rows = static_cast<std::size_t>(n) * link::kAgreeFields;
-    if (n < 2 || at + 3 + rows > f.size()) break;  // the side's own numbers: never, short of a broken side
+    const std::size_t first = at + 1 + link::kDisagreementFields;
+    if (n < 2 || first + rows > f.size()) break;  // the side's own numbers: never, short of a broken side
     const auto named = comm_names().find(comm);
     const std::string comm_name = named != comm_names().end() ? named->second : "a communicator the call made";
-    if (!out.empty()) out += "\n";
-    out += comm_detail::disagreement_text(f.data() + at + 3, n, seq, comm_name, function.c_str(), [](std::int64_t id) {
-      const auto found = called_names().find(id);
-      return found == called_names().end() ? std::string() : found->second;
-    });
-    at += 3 + rows;
+    if (!out.disagreements.empty()) out.disagreements += "\n";
+    out.disagreements += comm_detail::disagreement_text(f.data() + first, n, seq, comm_name, function.c_str(),
+                                                        [](std::int64_t id) {
+                                                          const auto found = called_names().find(id);
+                                                          return found == called_names().end() ? std::string()
+                                                                                               : found->second;
+                                                        });
+    at = first + rows;
   }
   return out;
 }
@@ -190,7 +208,9 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
   if (side_bytes > 0) {
     std::vector<std::int64_t> findings(side_bytes / sizeof(std::int64_t));
     std::memcpy(findings.data(), back.data(), side_bytes);
-    throw CollectiveMismatch(describe_findings(findings, name));
+    const Found found = read_findings(findings, name);
+    if (!found.ended.empty()) throw ProcessGone("the student's process " + found.ended + " during " + name);
+    if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
   }
   return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
 }

@@ -134,6 +134,17 @@ int main(int argc, char** argv) {
   const std::string after = dtrain::calls::student_state();
   expect(after.rfind("after 6 collectives on world and 1 on mp_comm", 0) == 0, "the page's counts: " + after);
 
+  // The last rank's student process crashes: its harness learns how from the side.
+  try {
+    const int got = remote<int(int)>("crash_on_last_rank", size);
+    expect(rank != size - 1 && got == 0, "crash_on_last_rank returned on the last rank");
+  } catch (const dtrain::calls::ProcessGone& e) {
+    expect(rank == size - 1 && std::string(e.what()) ==
+                                   "the student's process crashed with SIGSEGV (invalid memory access) during "
+                                   "crash_on_last_rank",
+           std::string("the crash's message: ") + e.what());
+  }
+
   // What every rank found, on rank 0.
   long failed = static_cast<long>(g_failures.size());
   for (const auto& f : g_failures) std::fprintf(stderr, "rank %d: %s\n", rank, f.c_str());

@@ -1,9 +1,11 @@
 // test_server.cpp: a student's process for tests/driven/test_driven_calls.cpp:
 // the reference's functions, and three of its own: one whose ranks call
 // different collectives, one that writes a request of the harness's own
-// kind (a case's name) on its link, and one where rank 0 comes late.
+// kind (a case's name) on its link, one where rank 0 comes late, and one
+// that crashes on the last rank.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -40,6 +42,12 @@ dtrain::Matrix late_allreduce(const dtrain::Matrix& x, dtrain::Communicator& com
   return out;
 }
 
+// The last rank's process crashes; the others return 0.
+int crash_on_last_rank(int size) {
+  if (dtrain::Communicator::world().rank() == size - 1) std::raise(SIGSEGV);
+  return 0;
+}
+
 // 1 if the side refused a case's name from this process, 0 if it took it.
 int names_a_case(int) {
   const char name[] = "Part1DataSplit.SeedCase";
@@ -60,5 +68,6 @@ int main() {
   functions.push_back(dtrain::calls::served<&disagree>("disagree"));
   functions.push_back(dtrain::calls::served<&names_a_case>("names_a_case"));
   functions.push_back(dtrain::calls::served<&late_allreduce>("late_allreduce"));
+  functions.push_back(dtrain::calls::served<&crash_on_last_rank>("crash_on_last_rank"));
   return dtrain::calls::serve_calls(functions);
 }

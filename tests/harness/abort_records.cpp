@@ -1,6 +1,7 @@
 // abort_records.cpp: abort records from signal handlers and exit hooks
 // (abort_records.h). Everything here after a signal is async-signal-safe.
 #include "abort_records.h"
+#include "crash_words.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -86,12 +87,7 @@ void write_abort(const char* why) {
 
 void on_fatal_signal(int sig) {
   if (g_in_case) {
-    const char* why = sig == SIGSEGV   ? "crashed with SIGSEGV (invalid memory access)"
-                      : sig == SIGBUS  ? "crashed with SIGBUS (invalid memory access)"
-                      : sig == SIGFPE  ? "crashed with SIGFPE (arithmetic error, e.g. integer division by zero)"
-                      : sig == SIGILL  ? "crashed with SIGILL (illegal instruction)"
-                      : sig == SIGABRT ? "aborted (SIGABRT: abort(), a failed assert, or an uncaught exception)"
-                                       : "was ended by a signal";
+    const char* why = dtrain::crash_words(sig);
     // Which student function it happened in (the ledger's, readable here),
     // and whether the memory budget had refused it a block (malloc's null).
     const char* function = dtrain::ledger::function_now_signal_safe();

@@ -17,6 +17,10 @@ void Ops::check_calls_of(const std::string* function) { checked_function_ = func
 
 std::vector<std::int64_t> Ops::take_findings() { return std::move(findings_); }
 
+void Ops::found_ended(bool signaled, int code) {
+  findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Ended), signaled ? 1 : 0, code});
+}
+
 void Ops::agree(std::int32_t comm_number, std::int64_t op, std::int64_t count, std::int64_t reduction) {
   if (checked_function_ == nullptr) return;  // the harness's own, or a program of the usual mode (its ledger agrees)
   const MPI_Comm c = comm(comm_number);
@@ -38,7 +42,7 @@ void Ops::agree(std::int32_t comm_number, std::int64_t op, std::int64_t count, s
   bool same = true;
   for (int r = 1; r < n && same; ++r) same = std::equal(row(r), row(r) + 3, row(0));
   if (same) return;
-  findings_.insert(findings_.end(), {comm_number, seq, n});
+  findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Disagreement), comm_number, seq, n});
   findings_.insert(findings_.end(), all.begin(), all.end());
   throw std::runtime_error("collective #" + std::to_string(seq) + ": the ranks disagree (the kit's harness names how)");
 }

@@ -37,9 +37,10 @@ class Ops {
   // The driven mode (comm_side_agree.cpp): while `function` (the call the
   // harness asked for) is not null, each collective handled is the student
   // process's, and the side compares it with the other ranks' first. Each
-  // disagreement leaves a finding: the communicator's number, the sequence
-  // number, the ranks n, then n rows of link::kAgreeFields values.
+  // disagreement leaves a finding (link::Finding, kit/link.py's FINDINGS),
+  // as does the student's process ending during a call (found_ended).
   void check_calls_of(const std::string* function);
+  void found_ended(bool signaled, int code);
   std::vector<std::int64_t> take_findings();
   // ... and what that process is doing goes on `page`, for the harness's
   // roll-call (side_page.h; comm_side_page.cpp).

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -203,7 +204,11 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(student, r.h, again)) student_gone = true;
       } else if (!read) {
         student_gone = true;
-        if (harness_waits) {  // the call ended with its process: the harness learns it from the outcome
+        if (harness_waits) {  // the call ended with its process: the harness learns how from the findings
+          int status = 0;
+          while (waitpid(student.pid, &status, 0) < 0 && errno == EINTR) {
+          }
+          ops.found_ended(WIFSIGNALED(status), WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
           Answer gone;
           gone.reply.answer.call.outcome = -1;
           with_findings(ops, gone, {});
