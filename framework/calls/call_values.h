@@ -13,6 +13,7 @@
 //   Labels   n, then n int64 (each an int)
 //   Comm     the side's number for a communicator (the world is 0)
 //   Text     n, then n bytes (an exception's message)
+//   Object   the student's process's number for an object it holds (driven.h)
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@
 
 namespace dtrain::calls {
 
-enum class Tag : std::int64_t { Int = 1, Real, Matrix, Vector, Labels, Comm, Text };
+enum class Tag : std::int64_t { Int = 1, Real, Matrix, Vector, Labels, Comm, Text, Object };
 
 // What the student's process says of a call (the Serve's outcome field).
 enum class Outcome : std::int64_t {
@@ -73,6 +74,7 @@ class Writer {
     for (Eigen::Index i = 0; i < l.size(); ++i) word(l[i]);
   }
   void comm(std::int32_t side_number) { tagged(Tag::Comm, side_number); }
+  void object(std::int64_t id) { tagged(Tag::Object, id); }
   void text(const std::string& s) {
     word(static_cast<std::int64_t>(Tag::Text));
     word(static_cast<std::int64_t>(s.size()));
@@ -136,6 +138,7 @@ class Reader {
     if (v < 0 || v > std::numeric_limits<std::int32_t>::max()) throw BadValues("a communicator's number out of range");
     return static_cast<std::int32_t>(v);
   }
+  std::int64_t object() { return tagged(Tag::Object); }
   std::string text() {
     expect(Tag::Text);
     std::string s(static_cast<std::size_t>(elements()), '\0');

@@ -18,6 +18,18 @@
 
 namespace dtrain::calls {
 
+Communicator& borrowed(std::int32_t side_number) {
+  static std::map<std::int32_t, Communicator>& kept = *new std::map<std::int32_t, Communicator>;
+  auto found = kept.find(side_number);
+  if (found == kept.end()) found = kept.emplace(side_number, CommAccess::borrow(side_number, "comm")).first;
+  return found->second;
+}
+
+std::int64_t next_object_id() {
+  static std::int64_t next = 0;
+  return ++next;
+}
+
 void keep_alive(ParallelInfo& info) {
   // Never freed: the harness may use them for the rest of the job, and
   // the process ends with the job.

@@ -19,6 +19,8 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -31,6 +33,7 @@
 #include "comm_link.h"
 #include "comm_runtime.h"
 #include "func_impl.h"
+#include "zero_dp_stage3.h"
 #include "tensor.h"
 
 namespace dtrain::calls {
@@ -80,17 +83,67 @@ struct Value<Labels> {
 // the harness last passed it to a call ("mp_comm"), by the side's number.
 void note_comm_name(const Communicator& c);
 
+// A communicator by the side's number, borrowed once and kept: an object
+// of the student's may hold a reference to it past the call (the ZeRO layer).
+Communicator& borrowed(std::int32_t side_number);
+
 template <>
 struct Value<Communicator> {
   static void put(Writer& w, const Communicator& c) {
     note_comm_name(c);
     w.comm(CommAccess::side_number(c));
   }
-  static Communicator& get(Reader& r, Borrowed& borrowed) {
-    borrowed.push_back(CommAccess::borrow(r.comm(), "comm"));
-    return borrowed.back();
+  static Communicator& get(Reader& r, Borrowed&) { return borrowed(r.comm()); }
+};
+
+// An object of the student's code (a ZeRO layer, an optimizer) lives in the
+// student's process, under a number; the harness holds the number. A
+// function that makes one returns Object<T> with `held` set, and the
+// student's process numbers it as it travels; on the harness's end
+// `held` stays empty. A parameter T& travels as the number.
+template <class T>
+struct Object {
+  std::int64_t id = 0;
+  std::shared_ptr<T> held;
+};
+
+std::int64_t next_object_id();
+template <class T>
+std::map<std::int64_t, std::shared_ptr<T>>& objects() {
+  static std::map<std::int64_t, std::shared_ptr<T>>& table = *new std::map<std::int64_t, std::shared_ptr<T>>;
+  return table;
+}
+
+template <class T>
+struct Value<Object<T>> {
+  static void put(Writer& w, const Object<T>& o) {
+    std::int64_t id = o.id;
+    if (id == 0 && o.held) objects<T>()[id = next_object_id()] = o.held;
+    w.object(id);
+  }
+  // In the student's process, `held` is the object of that number (empty if none).
+  static Object<T> get(Reader& r, Borrowed&) {
+    Object<T> o{r.object(), {}};
+    const auto found = objects<T>().find(o.id);
+    if (found != objects<T>().end()) o.held = found->second;
+    return o;
   }
 };
+
+// The types whose parameters travel as an object's number.
+template <class T>
+struct HeldObject {
+  static void put(Writer& w, const Object<T>& o) { w.object(o.id); }
+  static T& get(Reader& r, Borrowed&) {
+    const auto found = objects<T>().find(r.object());
+    if (found == objects<T>().end()) throw BadValues("no object of that number in the student's process");
+    return *found->second;
+  }
+};
+template <>
+struct Value<ZeroDPStage3FCLayer> : HeldObject<ZeroDPStage3FCLayer> {};
+template <>
+struct Value<ZeroDPAdam> : HeldObject<ZeroDPAdam> {};
 template <class A, class B>
 struct Value<std::pair<A, B>> {
   static void put(Writer& w, const std::pair<A, B>& v) {
@@ -102,6 +155,26 @@ struct Value<std::pair<A, B>> {
     return {std::move(a), Value<B>::get(r, borrowed)};
   }
 };
+template <>
+struct Value<std::string> {
+  static void put(Writer& w, const std::string& v) { w.text(v); }
+  static std::string get(Reader& r, Borrowed&) { return r.text(); }
+};
+template <class T>
+struct Value<std::vector<T>> {
+  static void put(Writer& w, const std::vector<T>& v) {
+    w.put(static_cast<std::int64_t>(v.size()));
+    for (const T& item : v) Value<T>::put(w, item);
+  }
+  static std::vector<T> get(Reader& r, Borrowed& borrowed) {
+    const std::int64_t n = r.integer();
+    if (n < 0 || n > 4096) throw BadValues("a list's length out of range");
+    std::vector<T> out;
+    for (std::int64_t i = 0; i < n; ++i) out.push_back(Value<T>::get(r, borrowed));
+    return out;
+  }
+};
+
 // get_info's communicators are the student's process's: they stay alive
 // there (served_keep) and are borrowed here.
 template <>
@@ -131,10 +204,11 @@ template <class T>
 void keep_alive(T&) {}
 void keep_alive(ParallelInfo& info);
 
-// A parameter as the student's process holds it during the call: a
-// communicator by reference (borrowed), everything else by value.
+// A parameter as the student's process holds it during the call: what its
+// Value reads, by reference where that is a reference (a communicator, an
+// object), else by value.
 template <class A>
-using Held = std::conditional_t<std::is_same_v<std::decay_t<A>, Communicator>, Communicator&, std::decay_t<A>>;
+using Held = decltype(Value<std::decay_t<A>>::get(std::declval<Reader&>(), std::declval<Borrowed&>()));
 
 // --- the student's process ---
 

@@ -3,12 +3,13 @@
 #include "data_parallel_preprocess.h"
 #include "driven.h"
 #include "func_impl.h"
+#include "zero_calls.h"
 #include "zero_dp_stage3.h"
 
 namespace dtrain::calls {
 
 std::vector<Served> student_functions() {
-  return {
+  std::vector<Served> out = {
       served<&split_data>("split_data"),
       served<&get_info>("get_info"),
       served<&naive_collect_forward_input>("naive_collect_forward_input"),
@@ -22,6 +23,8 @@ std::vector<Served> student_functions() {
       served<&collect_weight_grad>("collect_weight_grad"),
       served<&ZeroDPStage3FCLayer::partition_flat_tensor>("partition_flat_tensor"),
   };
+  for (const Served& s : zero::served_functions()) out.push_back(s);
+  return out;
 }
 
 }  // namespace dtrain::calls

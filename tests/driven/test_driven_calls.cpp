@@ -8,6 +8,7 @@
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <unistd.h>
 
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "data_parallel_preprocess.h"
 #include "driven.h"
 #include "func_impl.h"
+#include "zero_calls.h"
 
 using dtrain::Communicator;
 using dtrain::Labels;
@@ -94,6 +96,35 @@ int main(int argc, char** argv) {
   both << filled(2, 3, 10 * (rank / 2 * 2)), filled(2, 3, 10 * (rank / 2 * 2 + 1));
   expect(near(gathered, both), "naive_collect_forward_input's column blocks, over a communicator get_info made");
 
+  // Parts 8-9's objects live in the student's process; the harness holds
+  // their numbers. The seed's layer on every rank: each shard of the
+  // gradient is the reduce-scatter sum, 4x one rank's.
+  {
+    using namespace dtrain::calls::zero;
+    Matrix w(2, 4), b(1, 4), x2(2, 2), grad_out(2, 4), out(2, 4), grad_x(2, 2);
+    w << 11, 6, 2, 3, 4, 5, 7, 8;
+    b << 1, 0, 2, 1;
+    x2 << 1, 2, 3, 4;
+    grad_out << 1, 2, 3, 4, 5, 6, 7, 8;
+    out << 20, 16, 18, 20, 50, 38, 36, 42;
+    grad_x << 41, 67, 129, 163;
+    RemoteLayer layer = remote_layer_from_full(world, 2, 4, size, w, b);
+    expect(near(layer.forward(x2), out), "the ZeRO layer's forward");
+    expect(near(layer.x(), x2) && layer.w_shard_size() == 2, "the ZeRO layer's fields after forward");
+    expect(near(layer.backward(grad_out), grad_x), "the ZeRO layer's backward");
+    const double w_shards[4][2] = {{64, 80}, {96, 112}, {88, 112}, {136, 160}};
+    const dtrain::Vector gw = layer.grad_w_shard(), gb = layer.grad_b_shard();
+    expect(gw.size() == 2 && gw[0] == w_shards[rank][0] && gw[1] == w_shards[rank][1] && gb.size() == 1 &&
+               gb[0] == 24.0 + 8 * rank,
+           "the ZeRO layer's gradient shards");
+    RemoteAdam adam({&layer});
+    adam.step();
+    const std::vector<std::string> keys = adam.state_keys();
+    expect(adam.step_idx() == 1 && keys == std::vector<std::string>{"0.b", "0.w"}, "Adam's state after a step");
+    const dtrain::Vector m = adam.moment("0.w", "m");
+    expect(m.size() == 2 && std::abs(m[0] - 0.1 * gw[0]) < 1e-12, "Adam's first moment of 0.w");
+  }
+
   // Rank 0 all-gathers where the others all-reduce: the side refuses the
   // collective on every rank, and the harness names it from the side's findings.
   try {
@@ -101,8 +132,9 @@ int main(int argc, char** argv) {
     expect(false, "a disagreeing collective went through");
   } catch (const dtrain::CollectiveMismatch& e) {
     const std::string m = e.what();
-    // The world's fifth collective of the student's process: collect_weight_grad's two allreduces and get_info's two splits came first.
-    expect(m.find("collective #5 on world in disagree: ranks disagree") != std::string::npos &&
+    // The world's tenth collective of the student's process: collect_weight_grad's two allreduces,
+    // get_info's two splits, and the ZeRO layer's five (the reference's) came first.
+    expect(m.find("collective #10 on world in disagree: ranks disagree") != std::string::npos &&
                m.find("rank 0:      allgather, 2 elements") != std::string::npos &&
                m.find("ranks 1,2,3: allreduce, 2 elements (Sum)") != std::string::npos,
            "the disagreement's message: " + m);
@@ -130,9 +162,9 @@ int main(int argc, char** argv) {
   watcher.join();
   std::remove(flag.c_str());
   if (rank != 0)
-    expect(seen == "waiting in allreduce #6 on world (1 element) in late_allreduce", "the page's state: " + seen);
+    expect(seen == "waiting in allreduce #11 on world (1 element) in late_allreduce", "the page's state: " + seen);
   const std::string after = dtrain::calls::student_state();
-  expect(after.rfind("after 6 collectives on world and 1 on mp_comm", 0) == 0, "the page's counts: " + after);
+  expect(after.rfind("after 11 collectives on world and 1 on mp_comm", 0) == 0, "the page's counts: " + after);
 
   // The last rank's student process crashes: its harness learns how from the side.
   try {
