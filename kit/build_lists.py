@@ -53,6 +53,7 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
             cmake_list("KIT_HIDDEN_SOURCES", hidden) +
             cmake_list("KIT_EXTENSION_FRAMEWORK", [f for p in lists.built for f in p.adds.framework]) +
             cmake_list("KIT_EXTENSION_PROGRAMS", [f for p in lists.built for f in p.adds.programs]) +
+            cmake_list("KIT_EXTENSION_SERVED", [f for p in lists.built for f in p.adds.served]) +
             cmake_list("KIT_EXTENSION_UNIT_TESTS", [f for p in lists.built for f in p.adds.unit_tests]) +
             # The built parts' rules and facts modules, which kit/facts.py writes into its header.
             cmake_list("KIT_PART_FACTS_FILES", dict.fromkeys(

@@ -35,6 +35,7 @@ class Adds:
     public tests, so that a build holds its sources only where the
     configuration holds the part, and a cut leaves them out with it."""
     framework: Tuple[str, ...] = ()   # sources of the kit's library (framework/)
+    served: Tuple[str, ...] = ()      # sources of the student's process of the driven mode (its KIT_SERVED functions)
     programs: Tuple[str, ...] = ()    # programs/KEY/<name>.cpp, built against each implementation as <name>
     unit_tests: Tuple[str, ...] = ()  # sources of the framework's unit tests (one process, no MPI)
     hidden: Tuple[str, ...] = ()      # its hidden cases (grader/hidden/KEY/)
@@ -51,7 +52,7 @@ class Adds:
     facts: str = ""
 
     def paths(self) -> Tuple[str, ...]:
-        return self.framework + self.programs + self.unit_tests + self.hidden + self.other + self.handout + \
+        return self.framework + self.served + self.programs + self.unit_tests + self.hidden + self.other + self.handout + \
             tuple(p for p in (self.make, self.allowlist) if p)
 
 

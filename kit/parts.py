@@ -183,7 +183,8 @@ ALL_PARTS: List[Part] = [
          [1, 2, 3, 4, 8], [RING], under("tests", "part11_ring", "test_part11_ring.cpp"), "Part 11",
          functions=["naive_allreduce", "ring_allreduce"], extension=True, about="collectives from point-to-point calls",
          traffic=True,
-         adds=Adds(programs=under("programs", "part11_ring", "ring_timing.cpp"),
+         adds=Adds(served=("framework/calls/ring_served.cpp",),
+                   programs=under("programs", "part11_ring", "ring_timing.cpp"),
                    hidden=under("grader/hidden", "part11_ring", "hidden_ring.cpp"),
                    other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py") +
                    under("tests", "part11_ring", "ring_checks.h"),

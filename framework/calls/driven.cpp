@@ -25,6 +25,11 @@ Communicator& borrowed(std::int32_t side_number) {
   return found->second;
 }
 
+std::vector<Served>& registered() {
+  static std::vector<Served>& functions = *new std::vector<Served>;
+  return functions;
+}
+
 std::int64_t next_object_id() {
   static std::int64_t next = 0;
   return ++next;

@@ -248,8 +248,18 @@ Served served(const char* name) {
 // it until the side hands it none. Returns the program's exit status.
 int serve_calls(const std::vector<Served>& functions);
 
-// Every student function of the parts this copy holds (student_functions.cpp).
+// Every student function of the parts this copy holds: the base parts'
+// (student_functions.cpp) and those an extension part's own file registers
+// (KIT_SERVED, in a source its row lists as served: kit/part_types.py).
 std::vector<Served> student_functions();
+std::vector<Served>& registered();
+struct Registrar {
+  explicit Registrar(Served s) { registered().push_back(s); }
+};
+#define KIT_SERVED_JOIN(a, b) a##b
+#define KIT_SERVED_NAME(line) KIT_SERVED_JOIN(kit_served_, line)
+#define KIT_SERVED(name, function) \
+  static const ::dtrain::calls::Registrar KIT_SERVED_NAME(__LINE__){::dtrain::calls::served<function>(name)}
 
 // --- the harness ---
 
