@@ -55,6 +55,11 @@ struct Value<int> {
   }
 };
 template <>
+struct Value<long> {
+  static void put(Writer& w, long v) { w.put(static_cast<std::int64_t>(v)); }
+  static long get(Reader& r, Borrowed&) { return static_cast<long>(r.integer()); }
+};
+template <>
 struct Value<bool> {
   static void put(Writer& w, bool v) { w.put(v); }
   static bool get(Reader& r, Borrowed&) { return r.integer() != 0; }
@@ -247,6 +252,10 @@ Served served(const char* name) {
 // The student's process's whole life: carries out each call the side hands
 // it until the side hands it none. Returns the program's exit status.
 int serve_calls(const std::vector<Served>& functions);
+
+// The name under which the student's process answers with the names of the
+// functions it serves (std::vector<std::string>), whatever they are.
+inline constexpr const char* kServedNames = "kit.served";
 
 // Every student function of the parts this copy holds: the base parts'
 // (student_functions.cpp) and those an extension part's own file registers

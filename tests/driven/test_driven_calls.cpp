@@ -6,6 +6,7 @@
 // so every expected value is closed-form; a failure on any rank fails the
 // run on rank 0, naming the rank.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -26,6 +27,9 @@
 #include "zero_calls.h"
 #if __has_include("ring_collectives.h")
 #include "ring_collectives.h"
+#endif
+#if __has_include("ddp.h")
+#include "ddp_driven.h"
 #endif
 
 using dtrain::Communicator;
@@ -99,13 +103,6 @@ int main(int argc, char** argv) {
   both << filled(2, 3, 10 * (rank / 2 * 2)), filled(2, 3, 10 * (rank / 2 * 2 + 1));
   expect(near(gathered, both), "naive_collect_forward_input's column blocks, over a communicator get_info made");
 
-#if __has_include("ring_collectives.h")
-  // Part 11, where this copy holds it: its own file registers its functions (ring_served.cpp).
-  dtrain::Vector v = dtrain::Vector::Constant(10, rank + 1.0);
-  const dtrain::Vector summed = remote<decltype(dtrain::ring_allreduce)>("ring_allreduce", v, world);
-  expect(summed.size() == 10 && summed[0] == size * (size + 1) / 2.0, "ring_allreduce's sum");
-#endif
-
   // Parts 8-9's objects live in the student's process; the harness holds
   // their numbers. The seed's layer on every rank: each shard of the
   // gradient is the reduce-scatter sum, 4x one rank's.
@@ -174,9 +171,41 @@ int main(int argc, char** argv) {
   if (rank != 0)
     expect(seen == "waiting in allreduce #11 on world (1 element) in late_allreduce", "the page's state: " + seen);
   const std::string after = dtrain::calls::student_state();
-  // (and Part 11's sends and receives on world, where this copy holds it)
-  expect(after.rfind("after 11 collectives", 0) == 0 && after.find(" on world and 1 on mp_comm") != std::string::npos,
-         "the page's counts: " + after);
+  expect(after == "after 11 collectives on world and 1 on mp_comm", "the page's counts: " + after);
+
+  // What the student's process serves: the base parts' functions, and
+  // each extension part's that this copy builds (registered by its own file).
+  const std::vector<std::string> served =
+      remote<std::vector<std::string>()>(dtrain::calls::kServedNames);
+  auto serves = [&](const char* name) { return std::find(served.begin(), served.end(), name) != served.end(); };
+  expect(serves("split_data") && serves("ZeroDPAdam::step") && serves("disagree"), "the served functions' names");
+#if __has_include("ring_collectives.h")
+  // Part 11, where this copy holds it: its own file registers its functions (ring_served.cpp).
+  if (serves("ring_allreduce")) {
+    const dtrain::Vector v = dtrain::Vector::Constant(10, rank + 1.0);
+    const dtrain::Vector summed = remote<decltype(dtrain::ring_allreduce)>("ring_allreduce", v, world);
+    expect(summed.size() == 10 && summed[0] == size * (size + 1) / 2.0, "ring_allreduce's sum");
+  }
+#endif
+
+#if __has_include("ddp.h")
+  // Part 13, where this copy holds it: the buckets live in the student's
+  // process, and each grad_ready is a call of its own.
+  if (serves("GradientBuckets::grad_ready")) {
+    const std::vector<long> elems = {3, 5, 2};
+    expect(!dtrain::calls::ddp::remote_plan_buckets(elems, 6).empty(), "plan_buckets's plan");
+    dtrain::calls::ddp::RemoteBuckets buckets(elems, 6, world);
+    std::vector<dtrain::Vector> grads;
+    for (long n : elems) grads.push_back(dtrain::Vector::Constant(n, rank + 1.0));
+    for (int p = 2; p >= 0; --p) buckets.grad_ready(p, grads[static_cast<std::size_t>(p)]);
+    std::vector<dtrain::Vector*> places;
+    for (auto& g : grads) places.push_back(&g);
+    buckets.finish(places);
+    bool averaged = true;
+    for (const auto& g : grads) averaged = averaged && (g.array() == (size + 1) / 2.0).all();
+    expect(averaged, "GradientBuckets's averaged gradients");
+  }
+#endif
 
   // The last rank's student process crashes: its harness learns how from the side.
   try {
