@@ -8,10 +8,15 @@
 
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "comm_internal.h"
 #include "crash_words.h"
+#include "heap_watch.h"
+#include "layer_profiler.h"
+#include "parts_table.h"  // a rank's limits (kit/parts.py)
+#include "platform.h"
 #include "function_id.h"
 #include "rank_state.h"
 #include "side_page.h"
@@ -41,6 +46,17 @@ void keep_alive(ParallelInfo& info) {
   static std::deque<Communicator>& kept = *new std::deque<Communicator>;
   kept.push_back(std::move(info.mp_comm));
   kept.push_back(std::move(info.dp_comm));
+}
+
+void guard_student_process(bool filter, bool allow_opening_files) {
+  platform::set_thread_stack_size(harness::kThreadStackBytes);
+  keep_big_blocks_for_reuse();
+  heap_budget::set(harness::kRankHeapBudgetBytes);
+  platform::limit_private_memory(harness::kRankDataLimitBytes);
+  platform::limit_main_stack(harness::kRankStackLimitBytes);
+  if (!filter) return;
+  const std::string refused = platform::restrict_system_calls(allow_opening_files);
+  if (!refused.empty()) std::fprintf(stderr, "kit: the student's process: syscall filter: off (%s)\n", refused.c_str());
 }
 
 int serve_calls(const std::vector<Served>& functions) {

@@ -249,6 +249,13 @@ Served served(const char* name) {
   return {name, &Invoker<F>::invoke};
 }
 
+// Before the first call, and so before any code of the student's runs: the
+// guards a test program puts on the code under test (the heap budget, the
+// data and stack limits, and, if `filter`, the system-call filter, keeping
+// open/openat if `allow_opening_files`). A filter the system refuses is said
+// on standard error.
+void guard_student_process(bool filter, bool allow_opening_files);
+
 // The student's process's whole life: carries out each call the side hands
 // it until the side hands it none. Returns the program's exit status.
 int serve_calls(const std::vector<Served>& functions);
