@@ -17,6 +17,16 @@
 #include "zero_dp_stage3.h"
 #include "zero_rules.h"
 
+// In the driven mode (KIT_DRIVEN, the harness built without student code:
+// docs/driven-calls.md) each function runs in the rank's student process,
+// by name (driven.h); the scope, the observations and the checks stay here.
+#ifdef KIT_DRIVEN
+#include "driven.h"
+#define KIT_STUDENT_CALL(function, ...) ::dtrain::calls::remote<decltype(::dtrain::function)>(#function, __VA_ARGS__)
+#else
+#define KIT_STUDENT_CALL(function, ...) ::dtrain::function(__VA_ARGS__)
+#endif
+
 namespace dtrain::student {
 
 inline ArgShape shape(const char* name, const Matrix& m) { return {name, static_cast<long>(m.rows()), static_cast<long>(m.cols())}; }
@@ -26,7 +36,7 @@ inline std::pair<Matrix, Labels> split_data(const Matrix& x_train, const Labels&
   StudentScope scope("split_data", nullptr, nullptr,
                      {shape("x_train", x_train), {"y_train", static_cast<long>(y_train.size()), 1}});
   try {
-    auto out = dtrain::split_data(x_train, y_train, mp_size, dp_size, rank);
+    auto out = KIT_STUDENT_CALL(split_data, x_train, y_train, mp_size, dp_size, rank);
     observe("split_data.x", out.first);
     observe("split_data.y", out.second);
     return out;
@@ -39,7 +49,7 @@ inline std::pair<Matrix, Labels> split_data(const Matrix& x_train, const Labels&
 inline ParallelInfo get_info(Communicator& comm, int rank, int mp_size, int dp_size, bool is_fc1, bool is_megatron_mp,
                              int in_dim, int out_dim) {
   StudentScope scope("get_info", &comm, "comm");
-  ParallelInfo info = dtrain::get_info(comm, rank, mp_size, dp_size, is_fc1, is_megatron_mp, in_dim, out_dim);
+  ParallelInfo info = KIT_STUDENT_CALL(get_info, comm, rank, mp_size, dp_size, is_fc1, is_megatron_mp, in_dim, out_dim);
   observe("get_info", {double(info.mp_idx), double(info.dp_idx), double(info.mp_comm.rank()), double(info.mp_comm.size()),
                        double(info.dp_comm.rank()), double(info.dp_comm.size()), double(info.part_in_dim),
                        double(info.part_out_dim)});
@@ -50,7 +60,7 @@ inline ParallelInfo get_info(Communicator& comm, int rank, int mp_size, int dp_s
 #define DTRAIN_STUDENT_COLLECT(function, arg)                                        \
   inline Matrix function(const Matrix& arg, Communicator& mp_comm, int mp_size) {    \
     StudentScope scope(#function, &mp_comm, "mp_comm", {shape(#arg, arg)});          \
-    Matrix result = dtrain::function(arg, mp_comm, mp_size);                         \
+    Matrix result = KIT_STUDENT_CALL(function, arg, mp_comm, mp_size);               \
     observe(#function, result);                                                      \
     return result;                                                                   \
   }
@@ -64,14 +74,14 @@ DTRAIN_STUDENT_COLLECT(megatron_collect_backward_x, grad_x)
 
 inline Matrix naive_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {
   StudentScope scope("naive_collect_backward_output", nullptr, nullptr, {shape("output_grad", output_grad)});
-  Matrix out = dtrain::naive_collect_backward_output(output_grad, mp_group_idx, mp_size);
+  Matrix out = KIT_STUDENT_CALL(naive_collect_backward_output, output_grad, mp_group_idx, mp_size);
   observe("naive_collect_backward_output", out);
   return out;
 }
 
 inline Matrix megatron_collect_backward_output(const Matrix& output_grad, int mp_group_idx, int mp_size) {
   StudentScope scope("megatron_collect_backward_output", nullptr, nullptr, {shape("output_grad", output_grad)});
-  Matrix out = dtrain::megatron_collect_backward_output(output_grad, mp_group_idx, mp_size);
+  Matrix out = KIT_STUDENT_CALL(megatron_collect_backward_output, output_grad, mp_group_idx, mp_size);
   observe("megatron_collect_backward_output", out);
   return out;
 }
@@ -79,7 +89,7 @@ inline Matrix megatron_collect_backward_output(const Matrix& output_grad, int mp
 inline std::pair<Matrix, Matrix> collect_weight_grad(const Matrix& grad_w, const Matrix& grad_b,
                                                      Communicator& dp_comm) {
   StudentScope scope("collect_weight_grad", &dp_comm, "dp_comm", {shape("grad_w", grad_w), shape("grad_b", grad_b)});
-  auto out = dtrain::collect_weight_grad(grad_w, grad_b, dp_comm);
+  auto out = KIT_STUDENT_CALL(collect_weight_grad, grad_w, grad_b, dp_comm);
   observe("collect_weight_grad.w", out.first);
   observe("collect_weight_grad.b", out.second);
   return out;
@@ -87,7 +97,12 @@ inline std::pair<Matrix, Matrix> collect_weight_grad(const Matrix& grad_w, const
 
 inline std::pair<Vector, int> partition_flat_tensor(const Matrix& tensor, int shard_idx, int num_shards) {
   StudentScope scope("partition_flat_tensor", nullptr, nullptr, {shape("tensor", tensor)});
+#ifdef KIT_DRIVEN
+  auto out = calls::remote<decltype(ZeroDPStage3FCLayer::partition_flat_tensor)>("partition_flat_tensor", tensor,
+                                                                                shard_idx, num_shards);
+#else
   auto out = ZeroDPStage3FCLayer::partition_flat_tensor(tensor, shard_idx, num_shards);
+#endif
   observe("partition_flat_tensor.shard", out.first);
   observe("partition_flat_tensor.size", {double(out.second)});
   return out;
