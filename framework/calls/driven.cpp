@@ -135,7 +135,7 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
     const auto kind = static_cast<link::Finding>(f[at]);
     if (kind == link::Finding::Ended && at + 1 + link::kEndedFields <= f.size()) {
       const int code = static_cast<int>(f[at + 2]);
-      out.ended = f[at + 1] != 0 ? std::string(crash_words(code)) : "exited with status " + std::to_string(code);
+      out.ended = f[at + 1] != 0 ? std::string(crash_words(code)) + " in " + function : kExitedWords;
       at += 1 + link::kEndedFields;
       continue;
     }
@@ -231,6 +231,15 @@ std::string student_state() {
   return state_text(s);
 }
 
+void (*g_gone_handler)(const std::string&) = nullptr;
+
+void on_process_gone(void (*handler)(const std::string& why)) { g_gone_handler = handler; }
+
+[[noreturn]] void process_gone(const std::string& why) {
+  if (g_gone_handler != nullptr) g_gone_handler(why);
+  throw ProcessGone("the student's process " + why);
+}
+
 void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }
 
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments) {
@@ -251,7 +260,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
     std::vector<std::int64_t> findings(side_bytes / sizeof(std::int64_t));
     std::memcpy(findings.data(), back.data(), side_bytes);
     const Found found = read_findings(findings, name);
-    if (!found.ended.empty()) throw ProcessGone("the student's process " + found.ended + " during " + name);
+    if (!found.ended.empty()) process_gone(found.ended);
     if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
   }
   return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};

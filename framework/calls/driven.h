@@ -286,6 +286,12 @@ class ProcessGone : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The harness's answer to the student's process ending during a call
+// (`why`: "crashed with SIGSEGV (invalid memory access) in F", ...): if set,
+// it is called instead of throwing ProcessGone, and does not return.
+void on_process_gone(void (*handler)(const std::string& why));
+[[noreturn]] void process_gone(const std::string& why);
+
 // One call: its outcome and values (what it returned or threw). Where the
 // side found the call's collectives disagreeing across the ranks, it throws
 // CollectiveMismatch, named from the side's findings alone.
@@ -309,7 +315,7 @@ struct Remote<R(A...)> {
     Reader r(values);
     if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(r.text());
     if (outcome == Outcome::Threw) throw std::runtime_error(r.text());
-    if (outcome == Outcome::Gone) throw ProcessGone(std::string("the student's process ended during ") + name);
+    if (outcome == Outcome::Gone) process_gone(std::string("ended before ") + name);
     if (outcome != Outcome::Returned) throw std::logic_error(std::string("the student's process has no ") + name);
     if constexpr (!std::is_void_v<R>) {
       Borrowed borrowed;

@@ -8,6 +8,9 @@
 
 namespace dtrain {
 
+// A process that exited while a case ran (exit() in the student's code).
+inline constexpr const char* kExitedWords = "the process exited in the middle of the case (exit() or quick_exit() called?)";
+
 inline const char* crash_words(int sig) {
   return sig == SIGSEGV   ? "crashed with SIGSEGV (invalid memory access)"
          : sig == SIGBUS  ? "crashed with SIGBUS (invalid memory access)"

@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
     expect(rank != size - 1 && got == 0, "crash_on_last_rank returned on the last rank");
   } catch (const dtrain::calls::ProcessGone& e) {
     expect(rank == size - 1 && std::string(e.what()) ==
-                                   "the student's process crashed with SIGSEGV (invalid memory access) during "
+                                   "the student's process crashed with SIGSEGV (invalid memory access) in "
                                    "crash_on_last_rank",
            std::string("the crash's message: ") + e.what());
   }

@@ -1,6 +1,7 @@
 // abort_records.cpp: abort records from signal handlers and exit hooks
 // (abort_records.h). Everything here after a signal is async-signal-safe.
 #include "abort_records.h"
+#include "comm_runtime.h"
 #include "crash_words.h"
 
 #include <signal.h>
@@ -106,7 +107,7 @@ void on_fatal_signal(int sig) {
 }
 
 void on_exit_inside_case() {
-  if (g_in_case) write_abort("the process exited in the middle of the case (exit() or quick_exit() called?)");
+  if (g_in_case) write_abort(dtrain::kExitedWords);
 }
 
 }  // namespace
@@ -146,5 +147,10 @@ void case_begins(const std::string& name) {
 }
 
 void case_ends() { g_in_case = 0; }
+
+void student_process_ended(const std::string& why) {
+  write_abort(why.c_str());
+  dtrain::MpiSession::abort_job(70);
+}
 
 }  // namespace harness

@@ -24,4 +24,10 @@ void install_abort_handlers();
 void case_begins(const std::string& name);
 void case_ends();
 
+// The driven mode: the rank's student process ended during a call of the
+// case (`why`, as a crash or an exit of this process would say it). Its
+// abort record goes out and the job ends, as if this process had crashed:
+// the runner starts the remaining cases in a new job.
+[[noreturn]] void student_process_ended(const std::string& why);
+
 }  // namespace harness

@@ -55,6 +55,9 @@
 #include "abort_records.h"
 #include "case_listener.h"
 #include "comm_runtime.h"
+#ifdef KIT_DRIVEN
+#include "driven.h"
+#endif
 #include "harness.h"
 #include "heap_watch.h"
 #include "idx_dataset.h"
@@ -167,6 +170,10 @@ int main(int argc, char** argv) {
   dtrain::platform::limit_main_stack(kRankStackLimitBytes);
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
+#ifdef KIT_DRIVEN
+  // The student's code runs in a process of its own: its end during a case is this rank's crash.
+  dtrain::calls::on_process_gone(student_process_ended);
+#endif
   install_sinks(job().results_fd >= 0);
 
   auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
