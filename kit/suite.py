@@ -148,6 +148,11 @@ def main(argv: List[str]) -> int:
                     help="the cases a gtest filter selects, instead of parts (tools/kitrun on a test binary)")
     ap.add_argument("--ranks", type=int, help="with --filter: ranks of the job (default: the most any case needs)")
     ap.add_argument("--binary", help="staff: a test binary built elsewhere (kit/build.py) instead of the build's")
+    ap.add_argument("--driven", action="store_true",
+                    help="staff: the driven harness (kit_tests_driven), the implementation's code in a process of "
+                         "its own (docs/driven-calls.md); parts 1-7")
+    ap.add_argument("--student-program", metavar="PATH",
+                    help="with --driven: the student process's program instead of the build's (a known bug's)")
     ap.add_argument("--sources", metavar="DIR", help="with --binary: the student files it was built from, "
                                                      "for the grader's static checks")
     args = ap.parse_args(argv)
@@ -158,9 +163,14 @@ def main(argv: List[str]) -> int:
     except KeyError as e:
         ap.error(str(e.args[0]))
     binary = args.binary or test_binary(build_dir(args.build), args.impl)
-    if not os.access(binary, os.X_OK):
-        print(f"kit test: {binary} is not built; run `make build` first", file=sys.stderr)
-        return 2
+    student_program = None
+    if args.driven:  # the harness alone, and the implementation's code in each rank's student process
+        binary = os.path.join(build_dir(args.build), "kit_tests_driven")
+        student_program = args.student_program or os.path.join(build_dir(args.build), args.impl, "student_server")
+    for program in (binary, student_program):
+        if program and not os.access(program, os.X_OK):
+            print(f"kit test: {program} is not built; run `make build` first", file=sys.stderr)
+            return 2
     if args.filter:
         return by_hand(args, binary)
 
@@ -186,6 +196,8 @@ def main(argv: List[str]) -> int:
                 print(f"note: {f}")
     refused = {name for name, findings in found.items() if any(": fail: " in f for f in findings)}
     launch_args = judged(build_dir(args.build))
+    if student_program:
+        launch_args["env"] = dict(os.environ, KIT_STUDENT_PROGRAM=student_program)
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
