@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass
 from typing import List, Sequence, Tuple
 
+from kit.records import FILTER_STATES
+
 # The most fields a request asks, and an answer says: the Header's and the
 # Reply's fixed room for them (comm_link.h).
 ASK_ROOM, ANSWER_ROOM = 5, 2
@@ -82,15 +84,22 @@ KINDS: List[Kind] = [
     # The driven mode (framework/calls/driven.h): the harness asks for a
     # student call, the side hands it to the student's process as the
     # answer to its Serve, carries that process's requests as the call's,
-    # and answers the Call with what the next Serve brings back.
+    # and answers the Call with what the next Serve brings back. A Serve's
+    # `filter` is, at the first (before any code of the student's has run),
+    # the system-call filter's state in that process (FILTER_CODES, from 1); 0 after.
     Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: the "
                  "side's findings (side_bytes of int64, Ops::take_findings), then what the call returned or threw",
          ask=("name_bytes",), answer=("outcome", "side_bytes"), by="harness"),
     Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
                   "first); data back: the next call (as Call's data), or none: the program ends",
-         ask=("outcome",), answer=("name_bytes",), by="program"),
+         ask=("outcome", "filter"), answer=("name_bytes",), by="program"),
 ]
 
+
+# The system-call filter's state in the driven mode's student process, as
+# its first Serve says it (and the side's page keeps it), by the records'
+# codes (kit/records.py) that one process can have: 0 is not known yet.
+FILTER_CODES = tuple(c for c in FILTER_STATES if c != "off_other_rank")
 
 # What the side found of a driven call (comm_side_serve.cpp), which answers
 # the harness's Call before the student's values: each finding is its kind's
@@ -134,6 +143,8 @@ def cpp_text() -> str:
             raise SystemExit(f"kit/link.py: {k.name} is sent by {k.by!r}: both, harness or program")
     findings = "\n".join(f"  {name}{' = 1' if i == 0 else ''},  // then {', '.join(fields)}"
                          for i, (name, fields) in enumerate(FINDINGS))
+    filter_codes = ", ".join(f"{''.join(w.title() for w in c.split('_'))}{' = 1' if i == 0 else ''}"
+                             for i, c in enumerate(FILTER_CODES))
     finding_sizes = "\n".join(f"inline constexpr int k{name}Fields = {len(fields)};" for name, fields in FINDINGS)
     harness_only = " || ".join(f"k == Kind::{k.name}" for k in KINDS if k.by == "harness") or "false"
     program_only = " || ".join(f"k == Kind::{k.name}" for k in KINDS if k.by == "program") or "false"
@@ -179,6 +190,9 @@ enum class Finding : std::int64_t {{
 {findings}
 }};
 {finding_sizes}
+
+// The student's process's system-call filter, as its first Serve says it (kit/link.py, FILTER_CODES).
+enum class FilterCode : std::int64_t {{ Unknown = 0, {filter_codes} }};
 
 // Who may send it in the driven mode: the harness alone, or the student's process alone.
 inline constexpr bool harness_only(Kind k) {{ return {harness_only}; }}

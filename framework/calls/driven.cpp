@@ -7,6 +7,7 @@
 #include <string>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -48,23 +49,26 @@ void keep_alive(ParallelInfo& info) {
   kept.push_back(std::move(info.dp_comm));
 }
 
-void guard_student_process(bool filter, bool allow_opening_files) {
+link::FilterCode guard_student_process(bool filter, bool allow_opening_files) {
   platform::set_thread_stack_size(harness::kThreadStackBytes);
   keep_big_blocks_for_reuse();
   heap_budget::set(harness::kRankHeapBudgetBytes);
   platform::limit_private_memory(harness::kRankDataLimitBytes);
   platform::limit_main_stack(harness::kRankStackLimitBytes);
-  if (!filter) return;
+  if (!filter) return link::FilterCode::OffAsked;
   const std::string refused = platform::restrict_system_calls(allow_opening_files);
-  if (!refused.empty()) std::fprintf(stderr, "kit: the student's process: syscall filter: off (%s)\n", refused.c_str());
+  if (refused.empty()) return link::FilterCode::On;
+  std::fprintf(stderr, "kit: the student's process: syscall filter: off (%s)\n", refused.c_str());
+  return link::FilterCode::OffRefused;
 }
 
-int serve_calls(const std::vector<Served>& functions) {
+int serve_calls(const std::vector<Served>& functions, link::FilterCode filter) {
   Outcome outcome = Outcome::Returned;
   std::vector<char> values;  // the last call's, or none before the first
-  for (;;) {
+  for (bool first = true;; first = false) {
     link::Header h = link::request(link::Kind::Serve);
     h.ask.serve.outcome = static_cast<std::int64_t>(outcome);
+    h.ask.serve.filter = first ? static_cast<std::int64_t>(filter) : 0;
     h.in_bytes = values.size();
     std::string next;
     const link::Reply reply = link::call(h, values.data(), nullptr, 0, &next);
@@ -238,6 +242,20 @@ void on_process_gone(void (*handler)(const std::string& why)) { g_gone_handler =
 [[noreturn]] void process_gone(const std::string& why) {
   if (g_gone_handler != nullptr) g_gone_handler(why);
   throw ProcessGone("the student's process " + why);
+}
+
+link::FilterCode student_filter(double seconds) {
+  const side_page::Page* page = the_page();
+  if (page == nullptr) return link::FilterCode::Unknown;
+  for (int waited = 0;; ++waited) {
+    side_page::Page p;
+    if (side_page::read(*page, p) && p.student_filter != 0) {
+      const auto code = static_cast<link::FilterCode>(p.student_filter);
+      return code == link::FilterCode::On || code == link::FilterCode::OffAsked ? code : link::FilterCode::OffRefused;
+    }
+    if (waited * 0.01 >= seconds) return link::FilterCode::Unknown;
+    ::usleep(10000);
+  }
 }
 
 void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }

@@ -253,12 +253,13 @@ Served served(const char* name) {
 // guards a test program puts on the code under test (the heap budget, the
 // data and stack limits, and, if `filter`, the system-call filter, keeping
 // open/openat if `allow_opening_files`). A filter the system refuses is said
-// on standard error.
-void guard_student_process(bool filter, bool allow_opening_files);
+// on standard error. Returns the filter's state (link::FilterCode).
+link::FilterCode guard_student_process(bool filter, bool allow_opening_files);
 
 // The student's process's whole life: carries out each call the side hands
 // it until the side hands it none. Returns the program's exit status.
-int serve_calls(const std::vector<Served>& functions);
+// `filter`: the guards' state, which its first Serve tells the side.
+int serve_calls(const std::vector<Served>& functions, link::FilterCode filter);
 
 // The name under which the student's process answers with the names of the
 // functions it serves (std::vector<std::string>), whatever they are.
@@ -301,6 +302,9 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
 // words (rank_state.h), from the side's page (side_page.h); "" where this
 // process has no page (outside the driven mode).
 std::string student_state();
+// The student process's system-call filter (link::FilterCode), as the side
+// keeps it, waiting up to `seconds` for that process to say it.
+link::FilterCode student_filter(double seconds);
 
 template <class F>
 struct Remote;

@@ -26,6 +26,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  dtrain::calls::guard_student_process(filter, false);
-  return dtrain::calls::serve_calls(dtrain::calls::student_functions());
+  const dtrain::link::FilterCode state = dtrain::calls::guard_student_process(filter, false);
+  return dtrain::calls::serve_calls(dtrain::calls::student_functions(), state);
 }

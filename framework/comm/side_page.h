@@ -37,6 +37,7 @@ struct Page {
   std::int64_t to, to_local, send_tag, from, from_local, recv_tag;  // -1 where the call has no such end
   std::int64_t waited;  // the id of the request it waits for, or 0
   std::int64_t requests, comms;
+  std::int64_t student_filter;  // link::FilterCode, as the student process's first Serve said it
   Request request[kMostRequests];
   Comm per_comm[kMostComms];
 };

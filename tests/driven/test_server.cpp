@@ -65,11 +65,11 @@ int names_a_case(int) {
 
 int main(int argc, char**) {
   // Guarded as the kit's student's process is, the filter keeping open() for late_allreduce's files.
-  dtrain::calls::guard_student_process(argc == 1, true);
+  const dtrain::link::FilterCode state = dtrain::calls::guard_student_process(argc == 1, true);
   std::vector<dtrain::calls::Served> functions = dtrain::calls::student_functions();
   functions.push_back(dtrain::calls::served<&disagree>("disagree"));
   functions.push_back(dtrain::calls::served<&names_a_case>("names_a_case"));
   functions.push_back(dtrain::calls::served<&late_allreduce>("late_allreduce"));
   functions.push_back(dtrain::calls::served<&crash_on_last_rank>("crash_on_last_rank"));
-  return dtrain::calls::serve_calls(functions);
+  return dtrain::calls::serve_calls(functions, state);
 }

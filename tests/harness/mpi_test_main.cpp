@@ -71,6 +71,12 @@
 
 namespace {
 
+#ifdef KIT_DRIVEN
+// How long the harness waits for its student process to say its filter's
+// state (it says it as soon as it starts, before any student code runs).
+constexpr double kStudentFilterWaitSeconds = 30.0;
+#endif
+
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=DIR] [--case-timeout=SECONDS] "
@@ -192,6 +198,17 @@ int main(int argc, char** argv) {
   job().syscall_filter = !syscall_filter            ? records::kFilterOffAsked
                          : !unfiltered.empty()      ? records::kFilterOffRefused
                                                     : records::kFilterOn;
+#ifdef KIT_DRIVEN
+  // The filter that matters is on the student's code: its process's, as it told its side first.
+  if (unfiltered.empty()) {
+    const dtrain::link::FilterCode student = dtrain::calls::student_filter(kStudentFilterWaitSeconds);
+    if (student != dtrain::link::FilterCode::On) {
+      unfiltered = "the student's process has none";
+      job().syscall_filter =
+          student == dtrain::link::FilterCode::OffAsked ? records::kFilterOffAsked : records::kFilterOffRefused;
+    }
+  }
+#endif
   if (dtrain::CommAccess::max_over_ranks(meeting, unfiltered.empty() ? 0 : 1) != 0 && unfiltered.empty())
     job().syscall_filter = records::kFilterOffOtherRank;
   // Asked for (make test's runs): rank 0 says it once. Refused: each rank says why.

@@ -45,6 +45,8 @@ class Ops {
   // ... and what that process is doing goes on `page`, for the harness's
   // roll-call (side_page.h; comm_side_page.cpp).
   void keep_page(side_page::Page* page) { page_ = page; }
+  // The student process's filter, as its first Serve said it (link::FilterCode).
+  void page_filter(std::int64_t code);
 
  private:
   struct InFlight {

@@ -57,6 +57,13 @@ side_page::Comm* Ops::page_comm(std::int64_t comm) {
   return &c;
 }
 
+void Ops::page_filter(std::int64_t code) {
+  if (page_ == nullptr || page_->student_filter != 0) return;  // the first Serve's word only
+  side_page::begin_write(*page_);
+  page_->student_filter = code;
+  side_page::end_write(*page_);
+}
+
 void Ops::page_case_begins() {
   if (page_ == nullptr) return;
   side_page::begin_write(*page_);

@@ -234,6 +234,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
           harness_waits = false;
           if (!send_answer(harness, calling.h, outcome)) wait_for_the_end();
         }
+        ops.page_filter(r.h.ask.serve.filter);
         serving = std::move(r);
         student_waits = true;
       } else if (r.h.kind == link::Kind::Finalize) {
