@@ -274,9 +274,9 @@ struct Registrar {
   explicit Registrar(Served s) { registered().push_back(s); }
 };
 #define KIT_SERVED_JOIN(a, b) a##b
-#define KIT_SERVED_NAME(line) KIT_SERVED_JOIN(kit_served_, line)
+#define KIT_SERVED_NAME(n) KIT_SERVED_JOIN(kit_served_, n)
 #define KIT_SERVED(name, function) \
-  static const ::dtrain::calls::Registrar KIT_SERVED_NAME(__LINE__){::dtrain::calls::served<function>(name)}
+  static const ::dtrain::calls::Registrar KIT_SERVED_NAME(__COUNTER__){::dtrain::calls::served<function>(name)}
 
 // --- the harness ---
 

@@ -3,7 +3,6 @@
 #include "data_parallel_preprocess.h"
 #include "driven.h"
 #include "func_impl.h"
-#include "zero_calls.h"
 #include "zero_dp_stage3.h"
 
 namespace dtrain::calls {
@@ -23,7 +22,6 @@ std::vector<Served> student_functions() {
       served<&collect_weight_grad>("collect_weight_grad"),
       served<&ZeroDPStage3FCLayer::partition_flat_tensor>("partition_flat_tensor"),
   };
-  for (const Served& s : zero::served_functions()) out.push_back(s);
   for (const Served& s : registered()) out.push_back(s);
   return out;
 }

@@ -1,5 +1,6 @@
 // zero_calls.cpp: the student's process's end of zero_calls.h: each function
-// makes an object, calls a method of the student's or reads a field.
+// makes an object, calls a method of the student's or reads a field, and
+// is served by the name the harness's handles call.
 #include "zero_calls.h"
 
 #include <stdexcept>
@@ -52,25 +53,20 @@ Vector moment(ZeroDPAdam& optimizer, std::string key, std::string which) {
   return which == "m" ? found->second.m : found->second.v;
 }
 
-std::vector<Served> served_functions() {
-  std::vector<Served> out = {
-      served<&layer_from_shards>("ZeroDPStage3FCLayer::ZeroDPStage3FCLayer"),
-      served<&layer_from_full>("ZeroDPStage3FCLayer::ZeroDPStage3FCLayer(full)"),
-      served<&forward>("ZeroDPStage3FCLayer::forward"),
-      served<&backward>("ZeroDPStage3FCLayer::backward"),
-      served<&zero_grad>("ZeroDPStage3FCLayer::zero_grad"),
-      served<&adam>("ZeroDPAdam::ZeroDPAdam"),
-      served<&step>("ZeroDPAdam::step"),
-      served<&step_idx>("ZeroDPAdam.step_idx"),
-      served<&state_keys>("ZeroDPAdam.state"),
-      served<&moment>("ZeroDPAdam.state[]"),
-  };
-#define KIT_ZERO_FIELD_SERVED(TYPE, NAME)                          \
-  out.push_back(served<&get_##NAME>("ZeroDPStage3FCLayer." #NAME)); \
-  out.push_back(served<&set_##NAME>("ZeroDPStage3FCLayer." #NAME "="));
-  KIT_ZERO_LAYER_FIELDS(KIT_ZERO_FIELD_SERVED)
-#undef KIT_ZERO_FIELD_SERVED
-  return out;
-}
-
 }  // namespace dtrain::calls::zero
+
+KIT_SERVED("ZeroDPStage3FCLayer::ZeroDPStage3FCLayer", &dtrain::calls::zero::layer_from_shards);
+KIT_SERVED("ZeroDPStage3FCLayer::ZeroDPStage3FCLayer(full)", &dtrain::calls::zero::layer_from_full);
+KIT_SERVED("ZeroDPStage3FCLayer::forward", &dtrain::calls::zero::forward);
+KIT_SERVED("ZeroDPStage3FCLayer::backward", &dtrain::calls::zero::backward);
+KIT_SERVED("ZeroDPStage3FCLayer::zero_grad", &dtrain::calls::zero::zero_grad);
+KIT_SERVED("ZeroDPAdam::ZeroDPAdam", &dtrain::calls::zero::adam);
+KIT_SERVED("ZeroDPAdam::step", &dtrain::calls::zero::step);
+KIT_SERVED("ZeroDPAdam.step_idx", &dtrain::calls::zero::step_idx);
+KIT_SERVED("ZeroDPAdam.state", &dtrain::calls::zero::state_keys);
+KIT_SERVED("ZeroDPAdam.state[]", &dtrain::calls::zero::moment);
+#define KIT_ZERO_FIELD_SERVED(TYPE, NAME)                                                          \
+  KIT_SERVED("ZeroDPStage3FCLayer." #NAME, &dtrain::calls::zero::get_##NAME);                      \
+  KIT_SERVED("ZeroDPStage3FCLayer." #NAME "=", &dtrain::calls::zero::set_##NAME);
+KIT_ZERO_LAYER_FIELDS(KIT_ZERO_FIELD_SERVED)
+#undef KIT_ZERO_FIELD_SERVED

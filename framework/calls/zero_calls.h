@@ -43,9 +43,6 @@ int step_idx(ZeroDPAdam& optimizer);
 std::vector<std::string> state_keys(ZeroDPAdam& optimizer);
 Vector moment(ZeroDPAdam& optimizer, std::string key, std::string which);
 
-// Every function above, as the student's process serves it.
-std::vector<Served> served_functions();
-
 // The harness's handles.
 class RemoteLayer {
  public:

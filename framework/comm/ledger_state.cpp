@@ -18,13 +18,7 @@ RequestView view_of(const Request::State& r) { return {r.op, r.seq, r.count, r.c
 
 // The ledger's records as the roll-call's numbers and names (rank_state.h).
 RankState view_of(const Ledger& l) {
-  RankState s;
-  s.active = l.active;
-  s.op = l.op;
-  s.seq = l.seq;
-  s.count = l.count;
-  s.comm = l.comm;
-  s.function = l.function;
+  RankState s{l.active, l.op, l.seq, l.count, l.comm, l.function};
   if (l.peers.dest >= 0)
     s.to = comm_detail::world_rank(l, l.peers.dest), s.to_local = l.peers.dest, s.send_tag = l.peers.send_tag;
   if (l.peers.source >= 0)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kit_facts.h"  // the operations (facts::OpCode), generated from kit/facts.py
@@ -22,6 +23,9 @@ struct RequestView {
 std::string request_text(const RequestView& r);
 
 struct RankState {
+  RankState() = default;
+  RankState(bool active_, facts::OpCode op_, long seq_, long count_, std::string comm_, std::string function_)
+      : active(active_), op(op_), seq(seq_), count(count_), comm(std::move(comm_)), function(std::move(function_)) {}
   // The call in flight, if any.
   bool active = false;
   facts::OpCode op = facts::kAllreduce;
