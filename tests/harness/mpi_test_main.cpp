@@ -89,6 +89,11 @@ int usage_error(const std::string& what) {
 
 int main(int argc, char** argv) {
   using namespace harness;
+#ifdef KIT_DRIVEN
+  // The student's process runs as this one's user: it may read or write no
+  // memory of the harness's (/proc/PID/mem), before its first call or after.
+  dtrain::platform::forbid_reading_memory();
+#endif
   // Before MPI starts its progress threads: the data limit counts a thread's
   // whole stack, and glibc's default (8 MiB) would take 24 MiB of a rank's.
   dtrain::platform::set_thread_stack_size(kThreadStackBytes);
