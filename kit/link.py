@@ -93,8 +93,23 @@ KINDS: List[Kind] = [
     Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
                   "first); data back: the next call (as Call's data), or none: the program ends",
          ask=("outcome", "filter"), answer=("name_bytes",), by="program"),
+    # A call back: the student's code calls a function of the kit's (a
+    # pipeline stage's forward, say) that runs in the harness. The side
+    # answers the harness's Call (or Resume) with it, and the student's
+    # Upcall with the harness's Resume; the account names it in its call.
+    Kind("Upcall", "during a call, a function of the harness's; data: its name (a Text), then its arguments "
+                   "(call_values.h); "
+                   "data back: the outcome (an Int) then what it returned or threw", by="program"),
+    Kind("Resume", "the harness's answer to an Upcall; data: what the function returned; data back: as a Call's",
+         answer=("outcome", "side_bytes"), ask_type="", answer_type="Call", by="harness"),
 ]
 
+
+# A driven call's outcome, as the Call's (or Resume's) answer says it, by
+# code from 0: what the student's process answered, or an Upcall of its
+# (the harness runs it and answers with a Resume). Gone (-1): the process
+# ended during the call (the side says so).
+OUTCOMES = ("Returned", "ThrewInvalid", "Threw", "Unknown", "Upcall")
 
 # The system-call filter's state in the driven mode's student process, as
 # its first Serve says it (and the side's page keeps it), by the records'
@@ -143,6 +158,7 @@ def cpp_text() -> str:
             raise SystemExit(f"kit/link.py: {k.name} is sent by {k.by!r}: both, harness or program")
     findings = "\n".join(f"  {name}{' = 1' if i == 0 else ''},  // then {', '.join(fields)}"
                          for i, (name, fields) in enumerate(FINDINGS))
+    outcomes = ", ".join(f"{o}{' = 0' if i == 0 else ''}" for i, o in enumerate(OUTCOMES))
     filter_codes = ", ".join(f"{''.join(w.title() for w in c.split('_'))}{' = 1' if i == 0 else ''}"
                              for i, c in enumerate(FILTER_CODES))
     finding_sizes = "\n".join(f"inline constexpr int k{name}Fields = {len(fields)};" for name, fields in FINDINGS)
@@ -184,6 +200,9 @@ static_assert(sizeof(Asked) == {ASK_ROOM} * sizeof(std::int64_t) && sizeof(Answe
 
 // Whether a request of this kind gets an answer.
 inline constexpr bool answered(Kind k) {{ return !({unanswered}); }}
+
+// A driven call's outcome (kit/link.py, OUTCOMES).
+enum class Outcome : std::int64_t {{ {outcomes}, Gone = -1 }};
 
 // What the side found of a driven call, by code (kit/link.py, FINDINGS).
 enum class Finding : std::int64_t {{

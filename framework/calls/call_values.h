@@ -24,20 +24,20 @@
 #include <utility>
 #include <vector>
 
+#include "link_messages.h"  // generated from kit/link.py
 #include "tensor.h"
 
 namespace dtrain::calls {
 
 enum class Tag : std::int64_t { Int = 1, Real, Matrix, Vector, Labels, Comm, Text, Object };
 
-// What the student's process says of a call (the Serve's outcome field).
-enum class Outcome : std::int64_t {
-  Returned = 0,         // the values: what the function returned
-  ThrewInvalid = 1,     // std::invalid_argument; the values: its message (Text)
-  Threw = 2,            // any other exception; the values: its message (Text)
-  Unknown = 3,          // no function of that name in this program
-  Gone = -1,            // the process ended during the call (said by the side)
-};
+// What the student's process says of a call (the Serve's outcome field),
+// kit/link.py's OUTCOMES: Returned (the values: what the function returned),
+// ThrewInvalid (std::invalid_argument; the values: its message, a Text),
+// Threw (any other exception, the same), Unknown (no function of that
+// name there), Upcall (a call of the harness's function: its name, a
+// Text, then its arguments), Gone (the process ended: said by the side).
+using Outcome = link::Outcome;
 
 class BadValues : public std::runtime_error {
  public:
@@ -146,6 +146,7 @@ class Reader {
     return s;
   }
   bool done() const { return at_ == end_; }
+  std::size_t remaining() const { return static_cast<std::size_t>(end_ - at_); }
 
  private:
   std::int64_t elements() {

@@ -31,6 +31,66 @@ Communicator& borrowed(std::int32_t side_number) {
   return found->second;
 }
 
+std::vector<Served>& upcallable() {
+  static std::vector<Served>& functions = *new std::vector<Served>;
+  return functions;
+}
+
+std::vector<char> upcall_values(const std::string& name, const std::vector<char>& arguments) {
+  Writer w;
+  w.text(name);
+  std::vector<char> data = w.take();
+  data.insert(data.end(), arguments.begin(), arguments.end());
+  link::Header h = link::request(link::Kind::Upcall);
+  h.in_bytes = data.size();
+  std::string back;
+  link::call(h, data.data(), nullptr, 0, &back);
+  // The harness's answer: an outcome, then its values (a Text if it threw).
+  Reader r(back.data(), back.size());
+  const auto outcome = static_cast<Outcome>(r.integer());
+  const std::size_t at = back.size() - static_cast<std::size_t>(r.remaining());
+  if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(r.text());
+  if (outcome != Outcome::Returned) throw std::runtime_error(outcome == Outcome::Threw ? r.text() : "no such upcall: " + name);
+  return std::vector<char>(back.begin() + static_cast<std::ptrdiff_t>(at), back.end());
+}
+
+// The harness runs an upcall: the outcome (an Int), then its values.
+std::vector<char> run_upcall(const std::vector<char>& data) {
+  Reader in(data);
+  const std::string name = in.text();
+  Writer out;
+  const Served* f = nullptr;
+  for (const Served& s : upcallable())
+    if (name == s.name) f = &s;
+  try {
+    if (f == nullptr) {
+      out.put(static_cast<std::int64_t>(Outcome::Unknown));
+      return out.take();
+    }
+    std::vector<char> values = f->invoke(in);
+    out.put(static_cast<std::int64_t>(Outcome::Returned));
+    std::vector<char> head = out.take();
+    head.insert(head.end(), values.begin(), values.end());
+    return head;
+  } catch (const std::invalid_argument& e) {
+    out.put(static_cast<std::int64_t>(Outcome::ThrewInvalid));
+    out.text(e.what());
+  } catch (const std::exception& e) {
+    out.put(static_cast<std::int64_t>(Outcome::Threw));
+    out.text(e.what());
+  }
+  return out.take();
+}
+
+std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments) {
+  auto [outcome, values] = call(name, arguments);
+  if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(Reader(values).text());
+  if (outcome == Outcome::Threw) throw std::runtime_error(Reader(values).text());
+  if (outcome == Outcome::Gone) process_gone("ended before " + name);
+  if (outcome != Outcome::Returned) throw std::logic_error("the student's process has no " + name);
+  return std::move(values);
+}
+
 std::vector<Served>& registered() {
   static std::vector<Served>& functions = *new std::vector<Served>;
   return functions;
@@ -266,22 +326,32 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
   data.insert(data.end(), arguments.begin(), arguments.end());
   link::Header h = link::request(link::Kind::Call);
   h.ask.call.name_bytes = static_cast<std::int64_t>(name.size());
-  h.in_bytes = data.size();
+  std::vector<std::int64_t> findings;  // the side's, across the call's upcalls
   std::string back;
-  const link::Reply reply = link::call(h, data.data(), nullptr, 0, &back);
-  const std::int64_t outcome = reply.answer.call.outcome;
-  const auto side_bytes = static_cast<std::size_t>(reply.answer.call.side_bytes);
-  if (outcome < static_cast<std::int64_t>(Outcome::Gone) || outcome > static_cast<std::int64_t>(Outcome::Unknown) ||
-      side_bytes > back.size() || side_bytes % sizeof(std::int64_t) != 0)
-    throw BadValues("a call's answer the side never writes");
-  if (side_bytes > 0) {
-    std::vector<std::int64_t> findings(side_bytes / sizeof(std::int64_t));
-    std::memcpy(findings.data(), back.data(), side_bytes);
-    const Found found = read_findings(findings, name);
-    if (!found.ended.empty()) process_gone(found.ended);
-    if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
+  for (;;) {
+    h.in_bytes = data.size();
+    const link::Reply reply = link::call(h, data.data(), nullptr, 0, &back);
+    const std::int64_t outcome = reply.answer.call.outcome;
+    const auto side_bytes = static_cast<std::size_t>(reply.answer.call.side_bytes);
+    if (outcome < static_cast<std::int64_t>(Outcome::Gone) || outcome > static_cast<std::int64_t>(Outcome::Upcall) ||
+        side_bytes > back.size() || side_bytes % sizeof(std::int64_t) != 0)
+      throw BadValues("a call's answer the side never writes");
+    const std::size_t had = findings.size();
+    findings.resize(had + side_bytes / sizeof(std::int64_t));
+    if (side_bytes > 0) std::memcpy(findings.data() + had, back.data(), side_bytes);
+    back.erase(0, side_bytes);
+    if (static_cast<Outcome>(outcome) != Outcome::Upcall) {
+      if (!findings.empty()) {
+        const Found found = read_findings(findings, name);
+        if (!found.ended.empty()) process_gone(found.ended);
+        if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
+      }
+      return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
+    }
+    // The student's code called a function of the harness's: run it here, and go on.
+    data = run_upcall(std::vector<char>(back.begin(), back.end()));
+    h = link::request(link::Kind::Resume);
   }
-  return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
 }
 
 }  // namespace dtrain::calls

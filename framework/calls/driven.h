@@ -261,6 +261,23 @@ link::FilterCode guard_student_process(bool filter, bool allow_opening_files);
 // `filter`: the guards' state, which its first Serve tells the side.
 int serve_calls(const std::vector<Served>& functions, link::FilterCode filter);
 
+// Upcalls: functions of the kit's that the student's code calls during a
+// call and that run in the harness (a pipeline stage's forward, say), so
+// that their order and arguments are the harness's to see. The harness
+// registers them (KIT_UPCALLED, in a file of its own); the student's
+// process calls them with upcall<F>(name, ...), F the function's type.
+std::vector<Served>& upcallable();
+struct UpcallRegistrar {
+  explicit UpcallRegistrar(Served s) { upcallable().push_back(s); }
+};
+#define KIT_UPCALLED(name, function)                                       \
+  static const ::dtrain::calls::UpcallRegistrar KIT_SERVED_NAME(__COUNTER__){ \
+      ::dtrain::calls::served<function>(name)}
+
+// The student's process's end of one upcall: its values back, or what the
+// harness's function threw, thrown here too.
+std::vector<char> upcall_values(const std::string& name, const std::vector<char>& arguments);
+
 // The name under which the student's process answers with the names of the
 // functions it serves (std::vector<std::string>), whatever they are.
 inline constexpr const char* kServedNames = "kit.served";
@@ -306,34 +323,56 @@ std::string student_state();
 // keeps it, waiting up to `seconds` for that process to say it.
 link::FilterCode student_filter(double seconds);
 
-template <class F>
-struct Remote;
-template <class R, class... A>
-struct Remote<R(A...)> {
+// A function's arguments as values, each as its parameter's type travels;
+// and what it returned, read back whole.
+template <class... A>
+struct Arguments {
   template <class... Given>
-  static R call(const char* name, const Given&... given) {
-    static_assert(sizeof...(Given) == sizeof...(A), "a remote call takes the function's parameters");
+  static std::vector<char> of(const Given&... given) {
+    static_assert(sizeof...(Given) == sizeof...(A), "a call takes the function's parameters");
     Writer w;
     (Value<std::decay_t<A>>::put(w, given), ...);
-    auto [outcome, values] = calls::call(name, w.bytes());
-    Reader r(values);
-    if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(r.text());
-    if (outcome == Outcome::Threw) throw std::runtime_error(r.text());
-    if (outcome == Outcome::Gone) process_gone(std::string("ended before ") + name);
-    if (outcome != Outcome::Returned) throw std::logic_error(std::string("the student's process has no ") + name);
-    if constexpr (!std::is_void_v<R>) {
-      Borrowed borrowed;
-      R result = Value<std::decay_t<R>>::get(r, borrowed);
-      if (!r.done()) throw BadValues("more values than the function returns");
-      return result;
-    }
+    return w.take();
   }
 };
+template <class R>
+R result_of(const std::vector<char>& values) {
+  Reader r(values);
+  Borrowed borrowed;
+  R result = Value<std::decay_t<R>>::get(r, borrowed);
+  if (!r.done()) throw BadValues("more values than the function returns");
+  return result;
+}
+
+// What a student call returned (its values), or what it threw, thrown here.
+std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments);
+
+// One call of the function whose declaration is F: a student call from the
+// harness, or an upcall from the student's process.
+enum class Caller { Harness, Student };
+template <Caller C, class F>
+struct Typed;
+template <Caller C, class R, class... A>
+struct Typed<C, R(A...)> {
+  template <class... Given>
+  static R call(const char* name, const Given&... given) {
+    const std::vector<char> arguments = Arguments<A...>::of(given...);
+    const std::vector<char> values =
+        C == Caller::Harness ? returned_values(name, arguments) : upcall_values(name, arguments);
+    if constexpr (!std::is_void_v<R>) return result_of<R>(values);
+  }
+};
+
+// An upcall of the harness's function whose declaration is F, by name, from the student's process.
+template <class F, class... Given>
+auto upcall(const char* name, const Given&... given) {
+  return Typed<Caller::Student, F>::call(name, given...);
+}
 
 // A call of the function whose declaration is F, by name, from the harness.
 template <class F, class... Given>
 auto remote(const char* name, const Given&... given) {
-  return Remote<F>::call(name, given...);
+  return Typed<Caller::Harness, F>::call(name, given...);
 }
 
 }  // namespace dtrain::calls

@@ -21,9 +21,9 @@ PROBE = """
 using namespace dtrain::link;
 int main() {
   static_assert(sizeof(Asked) == 40 && sizeof(Answered) == 16);
-  std::printf("%d %d %d\\n", static_cast<int>(Kind::Hello), static_cast<int>(Kind::Serve), answered(Kind::Enter));
-  std::printf("%d %d %d %d\\n", harness_only(Kind::Case), harness_only(Kind::Allreduce), program_only(Kind::Serve),
-              program_only(Kind::Call));
+  std::printf("%d %d %d\\n", static_cast<int>(Kind::Hello), static_cast<int>(Kind::Resume), answered(Kind::Enter));
+  std::printf("%d %d %d %d %d %d\\n", harness_only(Kind::Case), harness_only(Kind::Allreduce), program_only(Kind::Serve),
+              program_only(Kind::Call), program_only(Kind::Upcall), harness_only(Kind::Resume));
   Asked a{};
   a.sendrecv = {1, 2, 3, 4, 5};
   std::printf("%lld %lld\\n", static_cast<long long>(a.room[2]), static_cast<long long>(a.room[4]));
@@ -40,10 +40,10 @@ def test_the_header_compiles_and_numbers_the_kinds_in_order(tmp_path):
     subprocess.run([compiler, "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", str(tmp_path), "-o",
                     str(tmp_path / "probe"), str(tmp_path / "probe.cpp")], check=True)
     out = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout.split()
-    # Hello is 1, Serve the last kind; an Enter gets no answer; a case is the
-    # harness's alone, a Serve the student's process's alone, an allreduce
-    # either's; Sendrecv's fields lie in the order named.
-    assert out == ["1", str(len(link.KINDS)), "0", "1", "0", "1", "0", "3", "5"]
+    # Hello is 1, Resume the last kind; an Enter gets no answer; a case and a
+    # Resume are the harness's alone, a Serve and an Upcall the student's
+    # process's alone, an allreduce either's; Sendrecv's fields lie in the order named.
+    assert out == ["1", str(len(link.KINDS)), "0", "1", "0", "1", "0", "1", "1", "3", "5"]
 
 
 def test_every_kind_fits_and_shared_fields_agree():

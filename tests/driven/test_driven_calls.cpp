@@ -40,6 +40,14 @@ using dtrain::calls::remote;
 namespace {
 
 std::vector<std::string> g_failures;
+std::vector<double> g_scaled_by;  // the factors of each kit.scaled upcall, in order
+
+// The harness's function the test server's upcalls_twice calls back.
+Matrix scaled(const Matrix& x, double factor) {
+  g_scaled_by.push_back(factor);
+  return x * factor;
+}
+KIT_UPCALLED("kit.scaled", &scaled);
 
 void expect(bool ok, const std::string& what) {
   if (!ok) g_failures.push_back(what);
@@ -206,6 +214,17 @@ int main(int argc, char** argv) {
     expect(averaged, "GradientBuckets's averaged gradients");
   }
 #endif
+
+  // The student's code calls back into the harness (an upcall): the harness
+  // runs its function, and sees each call, in order, with its arguments.
+  {
+    const Matrix x = filled(1, 3, rank);
+    const Matrix got = remote<Matrix(const Matrix&, Communicator&)>("upcalls_twice", x, world);
+    Matrix sum = Matrix::Zero(1, 3);
+    for (int r = 0; r < size; ++r) sum += 2.0 * filled(1, 3, r);
+    expect(near(got, 2.5 * sum), "upcalls_twice's value");
+    expect(g_scaled_by == std::vector<double>{2.0, 3.0, 1.5}, "the upcalls the harness ran, in order");
+  }
 
   // The last rank's student process crashes: its harness learns how from the side.
   try {

@@ -1,8 +1,8 @@
 // test_server.cpp: a student's process for tests/driven/test_driven_calls.cpp:
 // the reference's functions, and three of its own: one whose ranks call
 // different collectives, one that writes a request of the harness's own
-// kind (a case's name) on its link, one where rank 0 comes late, and one
-// that crashes on the last rank.
+// kind (a case's name) on its link, one where rank 0 comes late, one that
+// crashes on the last rank, and one that calls back into the harness.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
 #include <chrono>
 #include <csignal>
@@ -48,6 +48,18 @@ int crash_on_last_rank(int size) {
   return 0;
 }
 
+// Calls the harness's kit.scaled three times, an allreduce among them: 2.5
+// times the world's sum of 2 x (the 3.0 call's value is not used).
+dtrain::Matrix upcalls_twice(const dtrain::Matrix& x, dtrain::Communicator& comm) {
+  using Scaled = dtrain::Matrix(const dtrain::Matrix&, double);
+  const dtrain::Matrix twice = dtrain::calls::upcall<Scaled>("kit.scaled", x, 2.0);
+  dtrain::Matrix summed(x.rows(), x.cols());
+  comm.allreduce(twice, summed);
+  dtrain::calls::upcall<Scaled>("kit.scaled", x, 3.0);
+  const dtrain::Matrix more = dtrain::calls::upcall<Scaled>("kit.scaled", summed, 1.5);
+  return summed + more;
+}
+
 // 1 if the side refused a case's name from this process, 0 if it took it.
 int names_a_case(int) {
   const char name[] = "Part1DataSplit.SeedCase";
@@ -71,5 +83,6 @@ int main(int argc, char**) {
   functions.push_back(dtrain::calls::served<&names_a_case>("names_a_case"));
   functions.push_back(dtrain::calls::served<&late_allreduce>("late_allreduce"));
   functions.push_back(dtrain::calls::served<&crash_on_last_rank>("crash_on_last_rank"));
+  functions.push_back(dtrain::calls::served<&upcalls_twice>("upcalls_twice"));
   return dtrain::calls::serve_calls(functions, state);
 }

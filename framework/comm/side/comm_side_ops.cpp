@@ -176,6 +176,8 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
     case Kind::Finalize:
     case Kind::Call:   // the driven mode's, which comm_side_serve.cpp carries between its two processes
     case Kind::Serve:
+    case Kind::Upcall:
+    case Kind::Resume:
       break;
   }
   bad_request("unknown request " + std::to_string(static_cast<int>(h.kind)));

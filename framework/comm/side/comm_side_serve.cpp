@@ -187,9 +187,11 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
                   void (*ended)(pid_t)) {
   // The student's process is waiting for a call (its Serve not yet answered),
   // and the harness waits for a call's outcome (its Call not yet answered).
-  Incoming serving, calling;
+  // During an upcall the student's process waits for its Upcall's answer,
+  // which the harness's Resume brings.
+  Incoming serving, calling, upcalling;
   std::string calling_name;
-  bool student_waits = false, harness_waits = false, student_gone = false;
+  bool student_waits = false, harness_waits = false, upcall_waits = false, student_gone = false;
   for (;;) {
     pollfd fds[2] = {{harness.fd, POLLIN, 0}, {student_gone ? -1 : student.fd, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
@@ -204,13 +206,15 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(student, r.h, again)) student_gone = true;
       } else if (!read) {
         student_gone = true;
-        if (harness_waits) {  // the call ended with its process: the harness learns how from the findings
+        if (harness_waits || upcall_waits) {  // the call ended with its process: the harness learns how from the findings
           int status = 0;
           while (waitpid(student.pid, &status, 0) < 0 && errno == EINTR) {
           }
           ops.found_ended(WIFSIGNALED(status), WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        }
+        if (harness_waits) {  // else its Resume hears it
           Answer gone;
-          gone.reply.answer.call.outcome = -1;
+          gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
           with_findings(ops, gone, {});
           harness_waits = false;
           if (!send_answer(harness, calling.h, gone)) wait_for_the_end();
@@ -225,6 +229,14 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
           Answer no = refusal(link::Status::BadArgument, "the kit's MPI side refused a request of its harness");
           if (!send_answer(student, r.h, no)) student_gone = true;
         }
+      } else if (r.h.kind == link::Kind::Upcall) {  // within a call: the harness runs it, and Resumes
+        Answer up;
+        up.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Upcall);
+        with_findings(ops, up, r.in);
+        harness_waits = false;
+        upcall_waits = true;
+        upcalling = std::move(r);
+        if (!send_answer(harness, calling.h, up)) wait_for_the_end();
       } else if (r.h.kind == link::Kind::Serve) {
         if (harness_waits) {  // the call's outcome, as the student's process returned it
           traffic.returned(calling_name);
@@ -256,16 +268,36 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
     } else if (link::program_only(r.h.kind)) {
       Answer no = refusal(link::Status::BadArgument, "a request of the student's process, from the harness");
       if (!send_answer(harness, r.h, no)) wait_for_the_end();
+    } else if (r.h.kind == link::Kind::Resume) {
+      if (!upcall_waits) {
+        Answer no = refusal(link::Status::BadArgument, "a Resume with no upcall waiting for it");
+        if (!send_answer(harness, r.h, no)) wait_for_the_end();
+        continue;
+      }
+      upcall_waits = false;
+      if (student_gone) {  // it ended while the harness ran its upcall
+        Answer gone;
+        gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
+        with_findings(ops, gone, {});
+        if (!send_answer(harness, r.h, gone)) wait_for_the_end();
+        continue;
+      }
+      Answer back;
+      back.data = std::move(r.in);
+      harness_waits = true;
+      calling = std::move(r);
+      if (!send_answer(student, upcalling.h, back)) student_gone = true;
     } else if (r.h.kind == link::Kind::Call) {
       const auto name_bytes = static_cast<std::size_t>(r.h.ask.call.name_bytes);
-      if (name_bytes == 0 || name_bytes > link::kMostNameBytes || name_bytes > r.in.size() || harness_waits) {
+      if (name_bytes == 0 || name_bytes > link::kMostNameBytes || name_bytes > r.in.size() || harness_waits ||
+          upcall_waits) {
         Answer no = refusal(link::Status::BadArgument, "a call without a function's name, or within another");
         if (!send_answer(harness, r.h, no)) wait_for_the_end();
         continue;
       }
       if (student_gone || !student_waits) {
         Answer gone;
-        gone.reply.answer.call.outcome = -1;
+        gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
         if (!send_answer(harness, r.h, gone)) wait_for_the_end();
         continue;
       }
