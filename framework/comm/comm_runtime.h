@@ -103,6 +103,9 @@ struct CommAccess {
   // side keeps beside its requests (the index of a parameter, say). Outside a case
   // neither costs anything. Not collective.
   static void mark_call(const char* function, std::int64_t argument);
+  // The driven mode's harness (framework/calls/driven.h) says so first: the
+  // side marks the calls it hands on, and these two then mark nothing.
+  static void drive_calls();
   static void mark_return(const char* function);
 
   // The name the ledger gives the communicator ("world", "mp_comm", or the

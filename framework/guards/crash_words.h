@@ -1,6 +1,6 @@
 // crash_words.h: how the kit says a program ended by a signal, in one place:
 // a test program's own handler (tests/harness/abort_records.cpp) and the
-// driven harness, which learns it from the MPI side (framework/calls/driven.cpp).
+// driven harness, which learns it from the MPI side (framework/calls/driven_harness.cpp).
 // Signal-safe: constant text only.
 #pragma once
 

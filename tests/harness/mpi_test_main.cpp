@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   // The student's process runs as this one's user: it may read or write no
   // memory of the harness's (/proc/PID/mem), before its first call or after.
   dtrain::platform::forbid_reading_memory();
+  dtrain::CommAccess::drive_calls();
 #endif
   // Before MPI starts its progress threads: the data limit counts a thread's
   // whole stack, and glibc's default (8 MiB) would take 24 MiB of a rank's.

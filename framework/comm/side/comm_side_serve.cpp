@@ -172,7 +172,7 @@ void serve_program(Ops& ops, Traffic& traffic, Peer& program, void (*finalize)(O
       send_answer(program, r.h, done);
       ended(program.pid);
     }
-    if (link::program_only(r.h.kind) || r.h.kind == link::Kind::Call) {
+    if (link::program_only(r.h.kind) || r.h.kind == link::Kind::Call || r.h.kind == link::Kind::Resume) {
       // A kind of the driven mode alone: no program of this mode sends it.
       traffic.unplanned();
       Answer no = refusal(link::Status::BadArgument, "this side drives no calls");
