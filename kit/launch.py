@@ -205,8 +205,9 @@ def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optiona
     Besides the job's time limit, a job that writes no record for too long
     is stuck where no watchdog reaches (before main, or with the watchdog
     itself blocked), and waiting out the whole limit would only cost time.
-    Each limit counts the time the job could have run (_JobClock), but the
-    grading's deadline is the platform's clock."""
+    The start-up, quiet and job limits count the time the job could have
+    run (_JobClock); the time after the last case and the grading's
+    deadline are the clock's."""
     clock = _JobClock(launch.ranks, time.monotonic())
     start = last_change = (clock.started, 0.0)
     last_size = 0
@@ -227,7 +228,9 @@ def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optiona
             last_size, last_change = size, (now, clock.counted)
             if all_reported is None and last_case.done():
                 all_reported = last_change
-        if all_reported is not None and clock.past(table.EXIT_SECONDS * launch.scale(), all_reported):
+        # The time after the last case is the handin's own, and its threads
+        # could stretch a counted clock: this limit is the clock's.
+        if all_reported is not None and now - all_reported[0] > table.EXIT_SECONDS * launch.scale():
             return (f"{AFTER_LAST_CASE}: it still ran {now - all_reported[0]:.0f} s after its last case's result "
                     "(code that runs after the cases, such as a static object's destructor, that does not end?)")
         if size == 0 and clock.past(startup, start):

@@ -59,6 +59,7 @@ std::vector<char> returned_values(const std::string& name, const std::vector<cha
   if (outcome != Outcome::Returned) throw std::logic_error("the student's process has no " + name);
   return std::move(values);
 }
+
 namespace {
 
 std::map<std::int32_t, std::string>& comm_names() {
