@@ -11,8 +11,8 @@ from grader.staging import Grading
 from kit import host_limits
 from kit import parts as table
 from kit import calibration
-from kit.build import ResourceFailure, build, public_twin
-from kit.jobs import run_cases, run_parts
+from kit.build import ResourceFailure, build, public_twin, server_of
+from kit.jobs import Driven, run_cases, run_parts
 from kit.launch import JobTally, Launch
 from kit.parts import IMPL_FILES
 from kit.paths import STUBS_DIR
@@ -32,7 +32,7 @@ def run(g: Grading) -> bool:
         return True
     try:
         ran = run_parts(g.binary, g.parts, hidden=True, tally=g.tally, launch_args=g.launch,
-                        public_binary=public_twin(g.binary))
+                        public_binary=public_twin(g.binary), driven=g.driven)
     except ResourceFailure as e:
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; grade it "
                                       "again once the setting is raised")
@@ -145,17 +145,18 @@ def isolate(g: Grading) -> bool:
         others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
         report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
                        obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others, pch=g.pch,
-                       workers=host_limits.compile_workers(), twin=True)
+                       workers=host_limits.compile_workers(), twin=True, server=server_of(binary))
         g.sandbox.clean_up()
         why = None
         if not report["linked"]:
             why = "it does not link with the stubs: " + (report["link_errors"] or "")[:1500]
         else:
-            for exe in (binary, public_twin(binary)):
+            for exe in (binary, public_twin(binary), server_of(binary)):
                 os.chmod(exe, 0o711)
             tally = JobTally()
             ran = run_parts(binary, parts, hidden=True, tally=tally, launch_args=g.launch,
-                            public_binary=public_twin(binary))
+                            public_binary=public_twin(binary),
+                            driven=Driven(g.driven.harness, server_of(binary)) if g.driven else None)
             g.tally.integrity += tally.integrity
             g.tally.lingered += tally.lingered
             if ran.outcomes:

@@ -12,8 +12,9 @@ from typing import Dict, List, Optional, Tuple
 from grader.grades import NOT_A_HANDIN, Grade, not_readable_sentence
 from grader.sandbox import Sandbox
 from kit import calibration, exec_guard, host_limits, judge
-from kit.build import ResourceFailure, build, public_twin
+from kit.build import ResourceFailure, build, place_driven_harness, public_twin, server_of
 from kit.handin_reader import read_handin
+from kit.jobs import Driven
 from kit import parts as table
 from kit.launch import JobTally
 from kit.outcomes import CaseOutcome
@@ -57,6 +58,7 @@ class Grading:
     impl: str = ""                         # the same files, where the sandbox user compiles them
     refused: Dict[str, str] = field(default_factory=dict)  # file -> why the static checks refused it
     binary: str = ""
+    driven: Optional[Driven] = None        # the driven parts' programs (kit/jobs.py), beside `binary`
     broken: str = ""                       # why the combined program could not run its cases
     link_errors: str = ""
     launch: Dict = field(default_factory=dict)
@@ -167,7 +169,7 @@ def compile_files(g: Grading) -> bool:
     try:
         report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.sandbox.compile,
                        obj_dir=g.sandbox.own_dir("objs"), refused=g.refused, pch=g.pch,
-                       workers=host_limits.compile_workers(), headers=headers, twin=True)
+                       workers=host_limits.compile_workers(), headers=headers, twin=True, server=server_of(g.binary))
     except ResourceFailure as e:
         g.sandbox.clean_up()
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; nothing was "
@@ -217,8 +219,10 @@ def compile_files(g: Grading) -> bool:
                      lines[0] if lines else "the linker gave no message")
         g.broken = "the files did not link together: " + first.split(": ", 1)[-1] if ": " in first else first
         return True
-    for exe in (g.binary, public_twin(g.binary)):
+    for exe in (g.binary, public_twin(g.binary), server_of(g.binary)):
         os.chmod(exe, 0o711)  # run, not read: the first holds the hidden cases
+    # The driven parts' harness (docs/driven-calls.md) is the kit's, the same for every handin.
+    g.driven = Driven(place_driven_harness(g.build_dir, g.binary), server_of(g.binary))
     return True
 
 

@@ -192,10 +192,28 @@ def public_twin(binary: str) -> str:
     return binary + "_public"
 
 
+def server_of(binary: str) -> str:
+    """The student process's program linked beside a grading's test binary
+    (build's `server`): the same student objects, for the driven parts."""
+    return binary + "_server"
+
+
+def place_driven_harness(build_dir: str, beside: str) -> str:
+    """Copies the build's driven harness and its public twin beside the
+    binary `beside` (a grading's, in the sandbox); returns the harness's path."""
+    there = os.path.join(os.path.dirname(os.path.abspath(beside)), "kit_tests_driven")
+    for name in (there, public_twin(there)):
+        shutil.copyfile(os.path.join(build_dir, os.path.basename(name)), name + ".tmp")
+        os.chmod(name + ".tmp", 0o711)  # run, not read: the first holds the hidden cases
+        os.replace(name + ".tmp", name)
+    return there
+
+
 def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = None, runner=run_plainly,
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
           workers: Optional[int] = None, headers: Optional[str] = None,
-          enforce: Optional[bool] = None, compiler_cache: bool = False, twin: bool = False) -> Dict:
+          enforce: Optional[bool] = None, compiler_cache: bool = False, twin: bool = False,
+          server: Optional[str] = None) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
     `pch`: whether the compiler may use the precompiled header (default:
@@ -207,7 +225,9 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     `enforce=False`, only reports), and what its compile took ("cpu",
     "ran_past": compile_one), against its limit on this machine
     (kit/calibration.py). `compiler_cache`: compile_one's. `twin`: also link
-    public_twin(output), without the hidden cases (a grading's)."""
+    public_twin(output), without the hidden cases (a grading's). `server`:
+    also link the same objects into this student process's program of the
+    driven mode (student_server; kit/jobs.py, Driven)."""
     enforce = link_check.enforced() if enforce is None else enforce
     how = recipe(build_dir)
     limits = calibration.limits(build_dir)
@@ -263,16 +283,18 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     if unsafe:
         report["link_errors"] = "not regular files, not linked: " + ", ".join(unsafe)
     elif len(objects) == len(files):
-        def link(out: str, hidden: bool) -> subprocess.CompletedProcess:
-            inputs = [i for i in how["link_inputs"] if i.endswith(".o") and (hidden or HIDDEN_OBJECTS not in i)]
+        def link(out: str, hidden: bool, kit_inputs: str = "link_inputs") -> subprocess.CompletedProcess:
+            inputs = [i for i in how[kit_inputs] if i.endswith(".o") and (hidden or HIDDEN_OBJECTS not in i)]
             cmd = [how["compiler"]] + shlex.split(how["link_flags"]) + inputs + objects + \
-                [i for i in how["link_inputs"] if not i.endswith(".o")] + ["-o", out]
+                [i for i in how[kit_inputs] if not i.endswith(".o")] + ["-o", out]
             return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         oom_before = host_limits.oom_kills()
         try:
             proc = link(output, True)
             if proc.returncode == 0 and twin:
                 proc = link(public_twin(output), False)
+            if proc.returncode == 0 and server:
+                proc = link(server, False, "server_link_inputs")
         except subprocess.TimeoutExpired:
             report["link_errors"] = "the linker did not finish within 600 s"
             return report

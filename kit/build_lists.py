@@ -12,10 +12,12 @@ from typing import Callable, Dict, List, Sequence
 # The staff's make targets, included where the copy holds staff/; a handout holds neither.
 STAFF_MAKEFILE = "make/staff.mk"
 # What a grading uses of a build, besides the student files it compiles: the
-# test program's objects and precompiled header (kit_tests_student), each
-# rank's MPI side, the exec guard around MPI's launcher and the sandbox's
-# mounts (grader/platforms/prepare-image builds these, and nothing more).
-GRADING_TARGETS = ("kit_tests_student", "kit_mpi_side", "exec_guard", "sandbox_mounts")
+# test program's objects and precompiled header (kit_tests_student), the
+# driven harness and the student process's objects (docs/driven-calls.md),
+# each rank's MPI side, the exec guard around MPI's launcher and the
+# sandbox's mounts (grader/platforms/prepare-image builds these, and nothing more).
+GRADING_TARGETS = ("kit_tests_student", "kit_tests_driven", "kit_tests_driven_public", "student_server_objects",
+                   "kit_mpi_side", "exec_guard", "sandbox_mounts")
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,13 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
             tests.append(f)
     held = [p for p in lists.built if p.extension]
     holds = lists.configuration.holds
-    # Every built part's own hidden cases (grader/hidden/KEY/), where the copy holds the grader.
-    hidden = ["grader/hidden/hidden_cases.cpp"] + [h for p in lists.built for h in p.adds.hidden] \
-        if "grader" in holds else []
+    grader = "grader" in holds
+
+    def hidden_of(parts) -> List[str]:
+        """Their own hidden cases (grader/hidden/KEY/), where the copy holds the grader."""
+        return list(dict.fromkeys(h for p in parts for h in p.adds.hidden)) if grader else []
+
+    driven = [p for p in lists.built if p.driven]
 
     def cmake_list(name: str, items) -> str:
         return f"set({name} {' '.join(items)})\n"
@@ -50,7 +56,11 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
             cmake_list("KIT_PART_KEYS", [p.key for p in lists.built]) +
             cmake_list("KIT_IMPL_FILES", built_files) +
             cmake_list("KIT_PART_TEST_SOURCES", tests) +
-            cmake_list("KIT_HIDDEN_SOURCES", hidden) +
+            cmake_list("KIT_HIDDEN_SOURCES", hidden_of(lists.built)) +
+            # The driven harness's (docs/driven-calls.md): the cases of the parts it grades.
+            cmake_list("KIT_DRIVEN_PARTS", [p.key for p in driven]) +
+            cmake_list("KIT_DRIVEN_TEST_SOURCES", dict.fromkeys(t for p in driven for t in p.tests)) +
+            cmake_list("KIT_DRIVEN_HIDDEN_SOURCES", hidden_of(driven)) +
             cmake_list("KIT_EXTENSION_FRAMEWORK", [f for p in lists.built for f in p.adds.framework]) +
             cmake_list("KIT_EXTENSION_PROGRAMS", [f for p in lists.built for f in p.adds.programs]) +
             cmake_list("KIT_EXTENSION_SERVED", [f for p in lists.built for f in p.adds.served]) +
@@ -64,7 +74,8 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
             f"set(KIT_SOME_EXTENSIONS {','.join(p.key for i, p in enumerate(held) if i != 1 or len(held) < 2)})\n" +
             f"set(KIT_DEFAULT_MPI {lists.mpi})\n" +
             cmake_bool("KIT_HOLDS_REFERENCE", "reference" in holds) +
-            cmake_bool("KIT_HOLDS_STAFF", "staff" in holds))
+            cmake_bool("KIT_HOLDS_STAFF", "staff" in holds) +
+            cmake_bool("KIT_HOLDS_GRADER", grader))
 
 
 def make_text(lists: Lists) -> str:

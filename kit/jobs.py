@@ -14,10 +14,15 @@ from the program's output, and the records are evidence, never a verdict: with e
 case, the list of cases is the judge's own, and a case the ranks never
 reported fails.
 
+The parts a row marks `driven` run in jobs of their own, of the driven
+harness (docs/driven-calls.md), whose student calls each rank's student
+process carries out: a job is all of one mode.
+
 Starting and stopping one job is kit/launch.py's; its records read as
 outcomes, kit/outcomes.py's; the roll-call of a case that hung,
 kit/diagnosis.py's.
 """
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
@@ -25,8 +30,10 @@ from typing import Callable, Dict, List, Optional
 from kit import calibration, host_limits
 from kit import parts as table
 from kit import rules
+from kit.build import public_twin
 from kit.launch import OUT_OF_TIME, JobTally, Launch, run_job
 from kit.outcomes import CaseOutcome, outcomes_of
+from kit.paths import driven_harness, student_program
 
 
 # A job needs this much of the grading's time left to be worth starting: MPI's
@@ -160,11 +167,27 @@ class PartsRun:
         return f"{self.keys}: {self.error}" if self.error else None
 
 
+@dataclass(frozen=True)
+class Driven:
+    """The programs of the driven parts' jobs (a row's `driven`): the
+    harness (with the hidden cases; its public twin without) and the student
+    process's program, whose calls it drives."""
+    harness: str
+    student_program: str
+
+    @staticmethod
+    def of_build(build: str, impl: str) -> "Driven":
+        return Driven(driven_harness(build), student_program(build, impl))
+
+    def missing(self) -> List[str]:
+        return [p for p in (public_twin(self.harness), self.student_program) if not os.access(p, os.X_OK)]
+
+
 def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launch_args: Optional[Dict] = None,
               tally: Optional[JobTally] = None,
               on_outcome: Optional[Callable[[CaseOutcome], None]] = None,
               settled: Optional[Callable[[str, Dict[str, CaseOutcome]], bool]] = None,
-              public_binary: Optional[str] = None) -> PartsRun:
+              public_binary: Optional[str] = None, driven: Optional[Driven] = None) -> PartsRun:
     """Runs the chosen parts' public cases in one job with as many ranks as
     the largest case needs, then, if asked, their hidden cases in jobs of
     their own: no process that ran a hidden case runs a public one, so
@@ -177,24 +200,41 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     a put-off case for which `settled(case, outcomes so far)` holds is not
     run: the known-bug checks stop a part whose verdict is already certain.
     `public_binary`: the binary without the hidden cases (kit/build.py,
-    public_twin), for the public jobs."""
+    public_twin), for the public jobs. `driven`: the driven parts' programs;
+    without it, every part's cases run in `binary`."""
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
 
     expected = (launch_args or {}).get("expected")
 
+    driven_runs = {r.filter for p in chosen if p.driven for r in p.runs} if driven else set()
+
     def run(runs: List[table.Run], cases: Optional[List[str]] = None, later: Optional[List[str]] = None) -> None:
+        for in_driven in (False, True):  # a job is all of one mode
+            mine = [r for r in runs if (r.filter in driven_runs) == in_driven]
+            picked = None if cases is None else [c for c in cases if any(table.matches(r.filter, c) for r in mine)]
+            run_job_of(mine, picked, later, in_driven)
+
+    def run_job_of(runs: List[table.Run], cases: Optional[List[str]], later: Optional[List[str]],
+                   in_driven: bool) -> None:
         if not runs or tally.error or (cases is not None and not cases):
             return
         share = table.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
         salt = expected.salt if expected is not None and all(r.hidden for r in runs) else None
         # A run's job limit grows with its cases' limits on this machine.
         limits = (launch_args or {}).get("limits") or calibration.limits()
-        exe = binary if public_binary is None or all(r.hidden for r in runs) else public_binary
+        all_hidden = all(r.hidden for r in runs)
+        if in_driven and driven:
+            exe = driven.harness if all_hidden else public_twin(driven.harness)
+        else:
+            exe = binary if public_binary is None or all_hidden else public_binary
+        args = dict(launch_args or {})
+        if in_driven and driven:
+            args["env"] = dict(args.get("env") or os.environ, KIT_STUDENT_PROGRAM=driven.student_program)
         launch = Launch(exe, max(r.ranks for r in runs),
                         timeout=sum(r.job_seconds * limits.case_factor(r) for r in runs),
                         **{"capture": on_outcome is None, "case_share": share, "hidden_salt": salt, "limits": limits,
-                           **(launch_args or {})})
+                           **args})
         chosen_filter = ":".join(cases) if cases is not None else ":".join(r.filter for r in runs)
         outcomes.update(run_cases(launch, chosen_filter, tally, on_outcome, deferred=later))
 

@@ -109,7 +109,7 @@ KINDS: List[Kind] = [
 # code from 0: what the student's process answered, or an Upcall of its
 # (the harness runs it and answers with a Resume). Gone (-1): the process
 # ended during the call (the side says so).
-OUTCOMES = ("Returned", "ThrewInvalid", "Threw", "Unknown", "Upcall")
+OUTCOMES = ("Returned", "ThrewInvalid", "Threw", "CheckFailed", "Unknown", "Upcall")
 
 # The system-call filter's state in the driven mode's student process, as
 # its first Serve says it (and the side's page keeps it), by the records'

@@ -77,6 +77,10 @@ class Part:
     # and holds it to the part's own rules besides (kit/rules/NAME.py).
     traffic: bool = False
     rules: Tuple[str, ...] = ()
+    # Its cases are graded by the driven harness (docs/driven-calls.md): its
+    # student calls run in a process of their own, which the harness, in
+    # another, drives; its jobs are then its own, apart from the others'.
+    driven: bool = False
 
     def text(self, slot: str) -> Optional[str]:
         """Its handout text for the slot `slot` ("section": handout/parts/KEY.md)."""
@@ -148,13 +152,13 @@ def hidden(run: Run, ranks: int) -> Run:
 
 
 def part(key, title, points, runs, hidden_ranks, files, tests, section, gates=(), adds=None, functions=(),
-         extension=False, about="", traffic=False, rules=()) -> Part:
+         extension=False, about="", traffic=False, rules=(), driven=False) -> Part:
     """A part whose hidden cases mirror its public runs, on `hidden_ranks` (one
     per run); an extension part is graded only where the course says so."""
     runs = tuple(runs)
     return Part(key, title, points, runs + tuple(hidden(r, n) for r, n in zip(runs, hidden_ranks)), section,
                 tuple(files), tuple(tests), tuple(gates), extension, adds or Adds(), tuple(functions), about, traffic,
-                tuple(rules))
+                tuple(rules), driven)
 
 
 def under(folder: str, key: str, *names: str) -> Tuple[str, ...]:

@@ -55,5 +55,16 @@ def test_binary(build: str, impl: str) -> str:
     return os.path.join(build, impl, "kit_tests")
 
 
+def driven_harness(build: str) -> str:
+    """The driven harness (docs/driven-calls.md), built once per build: it
+    holds no student code, and the hidden cases where the copy holds the grader."""
+    return os.path.join(build, "kit_tests_driven")
+
+
+def student_program(build: str, impl: str) -> str:
+    """What carries out the driven harness's calls: an implementation's files and the server."""
+    return os.path.join(build, impl, "student_server")
+
+
 def impl_dir(impl: str) -> str:
     return os.path.join(KIT_DIR, impl)

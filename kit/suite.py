@@ -20,7 +20,8 @@ from typing import Dict, List, Optional
 from kit import calibration, judge
 from kit import parts as table
 from kit import timeline, trace_file
-from kit.jobs import PartsRun, run_cases, run_parts
+from kit.build import public_twin
+from kit.jobs import Driven, PartsRun, run_cases, run_parts
 from kit.launch import JobTally, Launch
 from kit.outcomes import CaseOutcome
 from kit.paths import KIT_DIR, build_dir, impl_dir, test_binary
@@ -40,7 +41,7 @@ def show_job_death(outcome: CaseOutcome, max_lines: Optional[int] = 12) -> None:
 
 
 def run_shown(binary: str, chosen: List[table.Part], label: str, launch_args: Optional[Dict] = None,
-              verbose: bool = False) -> PartsRun:
+              verbose: bool = False, driven: Optional[Driven] = None) -> PartsRun:
     """run_parts, saying what runs and showing each case as it ends."""
     counts = sorted({run.ranks for part in chosen for run in part.public_runs()})
     ranks = counts[-1]
@@ -49,7 +50,7 @@ def run_shown(binary: str, chosen: List[table.Part], label: str, launch_args: Op
           flush=True)
     tally = JobTally()
     ran = run_parts(binary, chosen, launch_args=dict(launch_args or {}, capture=False), tally=tally,
-                    on_outcome=lambda o: show_job_death(o, None if verbose else 12))
+                    on_outcome=lambda o: show_job_death(o, None if verbose else 12), driven=driven)
     if ran.error:
         print(f"!! {ran.error}", flush=True)
     if tally.lingered:
@@ -98,13 +99,17 @@ def judged(build: str) -> Dict:
     return settings
 
 
-def by_hand(args, binary: str) -> int:
+def by_hand(args, binary: str, driven: Optional[Driven] = None) -> int:
     """Cases a gtest filter selects, run the way `make test-partN` runs them
     (tools/kitrun sends a test binary started by hand here): the same
     diagnosis, and after a hang or a crash the remaining cases go on in a
-    new job. Points are only for whole parts, so none are printed."""
+    new job. Points are only for whole parts, so none are printed. With
+    `driven`, the cases are the driven harness's."""
     started = time.monotonic()
     launch_args = judged(build_dir(args.build))
+    if driven:
+        binary = public_twin(driven.harness)
+        launch_args["env"] = dict(os.environ, KIT_STUDENT_PROGRAM=driven.student_program)
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
@@ -149,8 +154,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--ranks", type=int, help="with --filter: ranks of the job (default: the most any case needs)")
     ap.add_argument("--binary", help="staff: a test binary built elsewhere (kit/build.py) instead of the build's")
     ap.add_argument("--driven", action="store_true",
-                    help="staff: the driven harness (kit_tests_driven), the implementation's code in a process of "
-                         "its own (docs/driven-calls.md); parts 1-7")
+                    help="staff: the parts the grader drives from outside (a row's `driven`; docs/driven-calls.md) "
+                         "as it does: the driven harness, and the implementation's code in a process of its own")
     ap.add_argument("--student-program", metavar="PATH",
                     help="with --driven: the student process's program instead of the build's (a known bug's)")
     ap.add_argument("--sources", metavar="DIR", help="with --binary: the student files it was built from, "
@@ -163,16 +168,17 @@ def main(argv: List[str]) -> int:
     except KeyError as e:
         ap.error(str(e.args[0]))
     binary = args.binary or test_binary(build_dir(args.build), args.impl)
-    student_program = None
+    driven = None
     if args.driven:  # the harness alone, and the implementation's code in each rank's student process
-        binary = os.path.join(build_dir(args.build), "kit_tests_driven")
-        student_program = args.student_program or os.path.join(build_dir(args.build), args.impl, "student_server")
-    for program in (binary, student_program):
-        if program and not os.access(program, os.X_OK):
+        driven = Driven.of_build(build_dir(args.build), args.impl)
+        if args.student_program:
+            driven = Driven(driven.harness, args.student_program)
+    for program in [binary] + (driven.missing() if driven else []):
+        if not os.access(program, os.X_OK):
             print(f"kit test: {program} is not built; run `make build` first", file=sys.stderr)
             return 2
     if args.filter:
-        return by_hand(args, binary)
+        return by_hand(args, binary, driven)
 
     started = time.monotonic()
     # The grader checks every file before it compiles anything, and grades a
@@ -196,12 +202,10 @@ def main(argv: List[str]) -> int:
                 print(f"note: {f}")
     refused = {name for name, findings in found.items() if any(": fail: " in f for f in findings)}
     launch_args = judged(build_dir(args.build))
-    if student_program:
-        launch_args["env"] = dict(os.environ, KIT_STUDENT_PROGRAM=student_program)
     if args.trace_dir:
         os.makedirs(args.trace_dir, exist_ok=True)
         launch_args["trace_dir"] = os.path.abspath(args.trace_dir)
-    ran = run_shown(binary, chosen, args.impl, launch_args=launch_args, verbose=args.verbose)
+    ran = run_shown(binary, chosen, args.impl, launch_args=launch_args, verbose=args.verbose, driven=driven)
     outcomes = ran.outcomes
     errors = [ran.error] if ran.error else []
     print()

@@ -27,7 +27,7 @@ def record(build_dir: str, out: str = FIGURES_FILE, rounds: int = 2) -> Figures:
     (without the precompiled header, the fewest of `rounds`), and each run's
     slowest case, public and hidden, at one CPU."""
     from kit.build import compile_one
-    from kit.jobs import run_parts
+    from kit.jobs import Driven, run_parts
     from kit.launch import JobTally
     from kit.paths import REFERENCE_DIR
     from kit.recipe import recipe
@@ -57,7 +57,8 @@ def record(build_dir: str, out: str = FIGURES_FILE, rounds: int = 2) -> Figures:
     for _ in range(rounds):
         tally = JobTally()
         ran = run_parts(binary, table.built_parts(), hidden=True, tally=tally,
-                        launch_args={"capture": True, "expected": expected, "time_scale": 1.0})
+                        launch_args={"capture": True, "expected": expected, "time_scale": 1.0},
+                        driven=Driven.of_build(build_dir, "reference"))  # as a grading runs them
         if ran.error:
             raise RuntimeError(f"the reference's cases did not run: {ran.error}")
         failed = [c for c, o in ran.outcomes.items() if not o.passed]

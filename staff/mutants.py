@@ -26,10 +26,10 @@ from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional
 
 from kit import parts as table
-from kit.build import build
-from kit.jobs import CaseOutcome, run_parts
+from kit.build import build, server_of
+from kit.jobs import CaseOutcome, Driven, run_parts
 from kit.suite import judged
-from kit.paths import KITRUN, REFERENCE_DIR, build_dir
+from kit.paths import KITRUN, REFERENCE_DIR, build_dir, driven_harness
 from kit.report import fmt
 # The table has a file of its own; the tests and the other staff checks read it from here.
 from staff.mutant_table import MUTANTS, WRONG_ANSWERS_FROM, Mutant  # noqa: F401
@@ -79,7 +79,7 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     with open(path, "w") as f:
         f.write(text.replace(mutant.find, mutant.replace, 1))
     binary = os.path.join(scratch, "student", "kit_tests")
-    report = build(impl, binary, build_dir, compiler_cache=True)
+    report = build(impl, binary, build_dir, compiler_cache=True, server=server_of(binary))
     if not report["linked"]:
         errors = [r["errors"] for r in report["files"].values() if r["errors"]] + [report["link_errors"] or ""]
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
@@ -90,7 +90,9 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     # parts (graded or not), which share no student file with them.
     extension = any(mutant.file in p.files for p in table.ALL_PARTS if p.extension)
     parts = [p for p in table.built_parts() if p.extension == extension]
-    ran = run_parts(binary, parts, launch_args=launch_args, settled=lambda case, so_far: settled(mutant, case, so_far))
+    # The driven parts as the grader runs them: the mutant's code in a process of its own.
+    ran = run_parts(binary, parts, launch_args=launch_args, settled=lambda case, so_far: settled(mutant, case, so_far),
+                    driven=Driven(driven_harness(build_dir), server_of(binary)))
     outcomes = ran.outcomes
     problems = [ran.labelled_error()] if ran.error else []
     passed = {c: o.passed for c, o in outcomes.items()}

@@ -1,6 +1,7 @@
 // tools/exec_guard: starts an MPI launcher so that, once the job's ranks have
 // all started, neither the launcher nor anything it starts can run a program.
 //   build/exec_guard --program build/student/kit_tests --ranks 8 -- mpirun -n 8 build/student/kit_tests ...
+//   (--program twice in the driven mode: the harness and the student's process, each started once per rank)
 //   build/exec_guard --probe        exit 0 if this machine lets it guard a job, else 1 and why
 // tools/kitrun puts it before the launcher when the grader asks (KIT_EXEC_GUARD).
 //
@@ -49,7 +50,7 @@ constexpr unsigned kArch = AUDIT_ARCH_X86_64;
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "exec_guard: %s\nusage: exec_guard --program PATH --ranks N -- LAUNCHER [ARGS...]\n"
+               "exec_guard: %s\nusage: exec_guard --program PATH [--program PATH] --ranks N -- LAUNCHER [ARGS...]\n"
                "       exec_guard --probe\n",
                why);
   std::exit(2);
@@ -109,12 +110,23 @@ bool exec_path(const seccomp_notif& req, std::string& path) {
   return true;
 }
 
+struct Program {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  long started = 0;  // its execs let through
+};
+
 struct Job {
-  dev_t program_dev = 0;
-  ino_t program_ino = 0;
+  std::vector<Program> programs;  // each runs once per rank
   long ranks = 0;
-  long started = 0;  // execs of the program let through
   bool closed = false;
+
+  // Whether every program has started on every rank.
+  bool all_started() const {
+    for (const Program& p : programs)
+      if (p.started < ranks) return false;
+    return true;
+  }
 };
 
 // Lets the exec through while the job starts; refuses it once every rank has.
@@ -130,13 +142,13 @@ void answer(int listener, Job& job) {
   } else {
     std::string path;
     struct stat st {};
-    if (req.data.nr == SYS_execve && exec_path(req, path) && ::stat(path.c_str(), &st) == 0 &&
-        st.st_dev == job.program_dev && st.st_ino == job.program_ino)
-      ++job.started;
+    if (req.data.nr == SYS_execve && exec_path(req, path) && ::stat(path.c_str(), &st) == 0)
+      for (Program& p : job.programs)
+        if (st.st_dev == p.dev && st.st_ino == p.ino) ++p.started;
     // The memory read must have been the waiting caller's, not a new process's of the same pid.
     if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
     resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-    if (job.started >= job.ranks) job.closed = true;
+    if (job.all_started()) job.closed = true;
   }
   ::ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
@@ -189,8 +201,7 @@ int probe() {
   Job job;
   struct stat st {};
   if (::stat("/bin/true", &st) != 0) return 1;
-  job.program_dev = st.st_dev;
-  job.program_ino = st.st_ino;
+  job.programs.push_back({st.st_dev, st.st_ino, 0});
   job.ranks = 1;
   const int status = exec_true(listener, job);
   const int refused = exec_true(listener, job);
@@ -211,22 +222,21 @@ int probe() {
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--probe") == 0) return probe();
   Job job;
-  const char* program = nullptr;
   int at = 1;
   for (; at < argc && std::strcmp(argv[at], "--") != 0; ++at) {
     if (std::strcmp(argv[at], "--program") == 0 && at + 1 < argc) {
-      program = argv[++at];
+      const char* program = argv[++at];
+      struct stat st {};
+      if (::stat(program, &st) != 0) usage((std::string(program) + ": " + std::strerror(errno)).c_str());
+      job.programs.push_back({st.st_dev, st.st_ino, 0});
     } else if (std::strcmp(argv[at], "--ranks") == 0 && at + 1 < argc) {
       job.ranks = std::strtol(argv[++at], nullptr, 10);
     } else {
       usage((std::string("unknown argument ") + argv[at]).c_str());
     }
   }
-  if (!program || job.ranks <= 0 || at + 1 >= argc) usage("--program, --ranks and a launcher after -- are needed");
-  struct stat st {};
-  if (::stat(program, &st) != 0) usage((std::string(program) + ": " + std::strerror(errno)).c_str());
-  job.program_dev = st.st_dev;
-  job.program_ino = st.st_ino;
+  if (job.programs.empty() || job.ranks <= 0 || at + 1 >= argc)
+    usage("--program, --ranks and a launcher after -- are needed");
   std::string why;
   const int listener = install_filter(why);
   if (listener < 0) {

@@ -77,6 +77,15 @@ StudentScope::StudentScope(const char* function, Communicator* comm, const char*
   CommAccess::mark_call(function, argument);
 }
 
+ServedScope::ServedScope(const char* function) : outer_function_(g_function.exchange(function)) {
+  g_call_serial.fetch_add(1);
+}
+
+ServedScope::~ServedScope() {
+  g_function.store(outer_function_);
+  g_call_serial.fetch_add(1);
+}
+
 StudentScope::~StudentScope() {
   const LibraryAllocations bookkeeping;
   // By the time a test sees the exception every scope is gone: remember the

@@ -38,4 +38,19 @@ std::string function_name(std::int64_t id);
 
 }  // namespace ledger
 
+// The driven mode's student process (driven_student.cpp), while it carries
+// out a call: the function it runs, for the heap budget (which refuses
+// only inside student code) and for a check's message. The harness's own
+// StudentScope does the rest (the ledger, the call's marks).
+class ServedScope {
+ public:
+  explicit ServedScope(const char* function);
+  ~ServedScope();
+  ServedScope(const ServedScope&) = delete;
+  ServedScope& operator=(const ServedScope&) = delete;
+
+ private:
+  const char* outer_function_;
+};
+
 }  // namespace dtrain

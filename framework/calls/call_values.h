@@ -34,7 +34,8 @@ enum class Tag : std::int64_t { Int = 1, Real, Matrix, Vector, Labels, Comm, Tex
 // What the student's process says of a call (the Serve's outcome field),
 // kit/link.py's OUTCOMES: Returned (the values: what the function returned),
 // ThrewInvalid (std::invalid_argument; the values: its message, a Text),
-// Threw (any other exception, the same), Unknown (no function of that
+// Threw (any other exception, the same), CheckFailed (a check in the
+// student's code: its fields, call_answer.h), Unknown (no function of that
 // name there), Upcall (a call of the harness's function: its name, a
 // Text, then its arguments), Gone (the process ended: said by the side).
 using Outcome = link::Outcome;

@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 
+#include "call_answer.h"
 #include "comm_internal.h"
 #include "crash_words.h"
 #include "driven.h"
@@ -55,6 +56,10 @@ std::vector<char> returned_values(const std::string& name, const std::vector<cha
   auto [outcome, values] = call(name, arguments);
   if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(Reader(values).text());
   if (outcome == Outcome::Threw) throw std::runtime_error(Reader(values).text());
+  if (outcome == Outcome::CheckFailed) {  // worded here, where the StudentScope knows the call's arguments
+    Reader in(values);
+    throw StudentCheckFailed(get_check_failure(in));
+  }
   if (outcome == Outcome::Gone) process_gone("ended before " + name);
   if (outcome != Outcome::Returned) throw std::logic_error("the student's process has no " + name);
   return std::move(values);
@@ -228,6 +233,13 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
     if (side_bytes > 0) std::memcpy(findings.data() + had, back.data(), side_bytes);
     back.erase(0, side_bytes);
     if (static_cast<Outcome>(outcome) != Outcome::Upcall) {
+      if (static_cast<Outcome>(outcome) != Outcome::Gone) {
+        // The student's process's memory refusal in the call (call_answer.h),
+        // told with the case's other failures as the in-process harness tells it.
+        Reader head(back.data(), back.size());
+        heap_budget::keep(get_refusal(head));
+        back.erase(0, back.size() - head.remaining());
+      }
       if (!findings.empty()) {
         const Found found = read_findings(findings, name);
         if (!found.ended.empty()) process_gone(found.ended);

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "call_answer.h"
 #include "driven.h"
 #include "heap_watch.h"
 #include "layer_profiler.h"
@@ -82,9 +83,13 @@ int serve_calls(const std::vector<Served>& functions, link::FilterCode filter) {
     link::Header h = link::request(link::Kind::Serve);
     h.ask.serve.outcome = static_cast<std::int64_t>(outcome);
     h.ask.serve.filter = first ? static_cast<std::int64_t>(filter) : 0;
-    h.in_bytes = values.size();
+    Writer head;  // call_answer.h: the memory budget's refusal in the call, then its values
+    put_refusal(head, heap_budget::take());
+    std::vector<char> answer = head.take();
+    answer.insert(answer.end(), values.begin(), values.end());
+    h.in_bytes = answer.size();
     std::string next;
-    const link::Reply reply = link::call(h, values.data(), nullptr, 0, &next);
+    const link::Reply reply = link::call(h, answer.data(), nullptr, 0, &next);
     if (next.empty()) return 0;  // no call: the program ends
     const auto name_bytes = static_cast<std::size_t>(reply.answer.serve.name_bytes);
     if (name_bytes > next.size()) return 70;  // a broken side
@@ -109,9 +114,13 @@ int serve_calls(const std::vector<Served>& functions, link::FilterCode filter) {
         values.clear();
         continue;
       }
+      const ServedScope scope(f->name);
       values = f->invoke(in);
       outcome = Outcome::Returned;
       continue;
+    } catch (const StudentCheckFailed& e) {
+      outcome = Outcome::CheckFailed;
+      put_check_failure(thrown, e.failure());
     } catch (const std::invalid_argument& e) {
       outcome = Outcome::ThrewInvalid;
       thrown.text(e.what());

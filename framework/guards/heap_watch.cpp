@@ -141,6 +141,10 @@ Refusal take() {
   return r;
 }
 
+void keep(const Refusal& r) {
+  if (r.happened) heap_hooks::keep_refusal(static_cast<std::size_t>(r.asked), r.held, r.function, r.by_system, r.rule);
+}
+
 }  // namespace heap_budget
 
 HeapWatch::HeapWatch() {

@@ -89,6 +89,9 @@ struct Refusal {
 };
 // The first refusal since the last call, which forgets it.
 Refusal take();
+// Keeps `r` as if refused here, unless one is kept already: the driven
+// harness's copy of a refusal in the student's process (driven_harness.cpp).
+void keep(const Refusal& r);
 // The same, without forgetting it; for a signal handler (no allocation).
 Refusal peek();
 }  // namespace heap_budget

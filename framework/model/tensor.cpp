@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "call_context.h"
+#include "check_failure.h"
 #include "student_line.h"
 
 namespace dtrain::detail {
@@ -59,20 +60,29 @@ std::string sides_in_words(const char* condition, const CheckSides& sides) {
 
 }  // namespace
 
-// "Eigen check failed in F (called with ...) at student/x.cpp:N: <what>",
-// then the student's line's text and `more` on lines of their own.
-[[noreturn]] static void fail_in_student_code(const std::string& what, const std::string& more) {
+}  // namespace dtrain::detail
+
+namespace dtrain {
+
+std::string check_failure_text(const CheckFailure& f) {
   std::string message = "Eigen check failed";
   if (const std::string function = ledger::function_now(); !function.empty()) {
     message += " in " + function;
     if (const std::string args = ledger::arguments_now(); !args.empty()) message += " (called with " + args + ")";
   }
+  if (!f.where.empty()) message += " at " + f.where;
+  message += ": " + f.what;
+  if (!f.source.empty()) message += "\n  " + f.where + ": " + f.source;
+  return message + f.more;
+}
+
+}  // namespace dtrain
+
+namespace dtrain::detail {
+
+[[noreturn]] static void fail_in_student_code(const std::string& what, const std::string& more) {
   const std::string where = student_line_now();
-  if (!where.empty()) message += " at " + where;
-  message += ": " + what;
-  if (const std::string source = where.empty() ? "" : student_source_now(); !source.empty())
-    message += "\n  " + where + ": " + source;
-  throw std::logic_error(message + more);
+  throw StudentCheckFailed({what, where, where.empty() ? "" : student_source_now(), more});
 }
 
 void eigen_check_failed(const char* condition, const char* file, int line, CheckSides sides) {

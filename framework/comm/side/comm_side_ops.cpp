@@ -167,7 +167,9 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
     }
     case Kind::Case:
       traffic_.begin_case(std::string(in.begin(), in.end()));
-      page_case_begins();
+      // The page's counts start again with a case, and stay once it ends:
+      // a finished rank's roll-call says what its case did.
+      if (!in.empty()) page_case_begins();
       return {};
     case Kind::Return:
       traffic_.returned(std::string(in.begin(), in.end()));
