@@ -123,6 +123,7 @@ FILTER_CODES = tuple(c for c in FILTER_STATES if c != "off_other_rank")
 FINDINGS = [
     ("Disagreement", ("comm", "seq", "ranks")),
     ("Ended", ("signaled", "code")),  # the student's process ended during the call: by signal `code`, or exit(code)
+    ("Strays", ("count",)),  # processes the call started and left running, which the side ended
 ]
 
 

@@ -82,6 +82,18 @@ SIDE_DATA_LIMIT_MIB = 24
 # stack (RLIMIT_STACK; the system-call filter refuses every other mapping
 # that grows down, and mremap). The reference's ranks use 0.2 MiB of it.
 RANK_STACK_LIMIT_MIB = 2
+# The driven mode (docs/driven-calls.md) runs a rank's cases in two
+# processes, the harness, which holds no student code, and the student's
+# process, and they share the rank's limits: the harness keeps
+# DRIVEN_HARNESS_DATA_MIB of the data limit (it uses 2.4 MiB, the hidden
+# cases of parts 1-7 included) and a main stack of DRIVEN_HARNESS_STACK_MIB,
+# the student's process the rest of the data limit and the rank's stack, so
+# a driven job holds no more than one of the usual mode. The student's
+# process holds only the framework's few MiB beside the handin's own (the
+# usual mode's test program, some 21 MiB): its room only grows.
+DRIVEN_HARNESS_DATA_MIB = 5
+DRIVEN_HARNESS_STACK_MIB = 1
+STUDENT_PROCESS_DATA_MIB = RANK_DATA_LIMIT_MIB - DRIVEN_HARNESS_DATA_MIB - DRIVEN_HARNESS_STACK_MIB
 # Every other thread's stack (MPI's progress threads, the watchdog) is data:
 # 1 MiB each rather than glibc's 8, since the data limit counts a stack at
 # its full size, touched or not (tests/harness/mpi_test_main.cpp).
@@ -336,7 +348,10 @@ def cpp_text() -> str:
         "long long kRankDataLimitBytes": f"{RANK_DATA_LIMIT_MIB}LL << 20",
         "long long kRankStackLimitBytes": f"{RANK_STACK_LIMIT_MIB}LL << 20",
         "long long kSideDataLimitBytes": f"{SIDE_DATA_LIMIT_MIB}LL << 20",
-        "long long kThreadStackBytes": f"{THREAD_STACK_KIB}LL << 10"})
+        "long long kThreadStackBytes": f"{THREAD_STACK_KIB}LL << 10",
+        "long long kDrivenHarnessDataLimitBytes": f"{DRIVEN_HARNESS_DATA_MIB}LL << 20",
+        "long long kDrivenHarnessStackLimitBytes": f"{DRIVEN_HARNESS_STACK_MIB}LL << 20",
+        "long long kStudentProcessDataLimitBytes": f"{STUDENT_PROCESS_DATA_MIB}LL << 20"})
 
 
 def main(argv: List[str]) -> int:

@@ -83,6 +83,7 @@ std::map<std::int64_t, std::string>& called_names() {
 struct Found {
   std::string disagreements;
   std::string ended;  // "" if it did not
+  std::string strays;  // "" if it left none
 };
 
 Found read_findings(const std::vector<std::int64_t>& f, const std::string& function) {
@@ -93,6 +94,12 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       const int code = static_cast<int>(f[at + 2]);
       out.ended = f[at + 1] != 0 ? std::string(crash_words(code)) + " in " + function : kExitedWords;
       at += 1 + link::kEndedFields;
+      continue;
+    }
+    if (kind == link::Finding::Strays && at + 1 + link::kStraysFields <= f.size()) {
+      out.strays = "the case started " + std::to_string(f[at + 1]) + " process(es) and left them running; they were "
+                   "killed (code under test may not start processes)";
+      at += 1 + link::kStraysFields;
       continue;
     }
     if (kind != link::Finding::Disagreement || at + 1 + link::kDisagreementFields > f.size()) break;
@@ -244,6 +251,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
         const Found found = read_findings(findings, name);
         if (!found.ended.empty()) process_gone(found.ended);
         if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
+        if (!found.strays.empty()) throw std::runtime_error(found.strays);
       }
       return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
     }

@@ -67,7 +67,7 @@ link::FilterCode guard_student_process(bool filter, bool allow_opening_files) {
   platform::set_thread_stack_size(harness::kThreadStackBytes);
   keep_big_blocks_for_reuse();
   heap_budget::set(harness::kRankHeapBudgetBytes);
-  platform::limit_private_memory(harness::kRankDataLimitBytes);
+  platform::limit_private_memory(harness::kStudentProcessDataLimitBytes);  // the rank's, less its harness's
   platform::limit_main_stack(harness::kRankStackLimitBytes);
   if (!filter) return link::FilterCode::OffAsked;
   const std::string refused = platform::restrict_system_calls(allow_opening_files);

@@ -38,11 +38,16 @@ void forge_and_leave() {
     std::string arg(all.c_str() + at);
     if (arg.rfind("--results=", 0) == 0) targets.push_back(arg.substr(10));
   }
-  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = std::string(info->test_suite_name()) + "." + info->name();
-  std::string record = "{\"event\":\"result\",\"case\":\"" + name + "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]";
-  const std::string forged = record + "}\n" + record + ",\"mac\":\"" + std::string(64, 'a') + "\"}\n" +
-                             "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" + name + "\"]}\n";
+  // The cases it may be in, from the public test files (a process that runs
+  // student code links no test framework to ask: the driven parts' doesn't).
+  std::string forged;
+  for (const char* name : {"Part8Backward.SeedDivisibleCase", "Part8Backward.SeedPaddingCase",
+                           "Part9Adam.ThreeStepsMatchUnshardedAndRecordedAdam", "Part9Adam.PaddingStaysExactlyZero"}) {
+    const std::string record = std::string("{\"event\":\"result\",\"case\":\"") + name +
+                               "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]";
+    forged += record + "}\n" + record + ",\"mac\":\"" + std::string(64, 'a') + "\"}\n" +
+              "{\"event\":\"plan\",\"ranks\":4,\"cases\":[\"" + name + "\"]}\n";
+  }
   for (const auto& path : targets) std::ofstream(path, std::ios::app) << forged;
   for (int fd = 3; fd < 1024; ++fd) {
     struct stat st {};
@@ -263,11 +268,10 @@ GALLERY: List[Hostile] = [
     Hostile("forged_result_records_with_honest_tensor_parallel_parts",
             lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
                          zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
-                                   prologue=PROLOGUE + "#include <gtest/gtest.h>\n#include <sys/stat.h>\n"
-                                   + FORGE_RESULTS)],
-            # Lines no harness writes fail every case of their job (an anomaly is never a note): the
-            # honest parts lose the cases that shared a job with a forging call.
-            35.93, says=("results for this case, where the harness writes one",
+                                   prologue=PROLOGUE + "#include <sys/stat.h>\n" + FORGE_RESULTS)],
+            # Lines no harness writes fail every case of their job (an anomaly is never a note); the
+            # honest parts 1-7 run in jobs of their own (the driven harness's), which it can't reach.
+            100, says=("results for this case, where the harness writes one",
                          "no record of the kit's format (written by code under test: every case of its job fails)"),
             static="warn", gone=("/tmp/kit-results.jsonl",),
             scores={"part8_forward": 0, "part8_backward": 0, "part9": 0}),
@@ -280,26 +284,31 @@ GALLERY: List[Hostile] = [
                          for name, fns in (("data_parallel_preprocess.cpp", ["split_data"]),
                                            ("func_impl.cpp", ["get_info", "collect_weight_grad"]),
                                            ("zero_dp_stage3.cpp", ZERO_FUNCS))] + [FEEDBACK],
-            0, says=("integrity:",), never=("FORGER:",), static="warn"),
+            # The student's process of the driven parts holds no test framework and no record
+            # channel: a hook into the harness does not even link there.
+            0, says=("undefined reference to `testing::UnitTest::GetInstance()'",), never=("FORGER:",), static="warn"),
     Hostile("hidden_inputs_written_into_a_public_cases_messages",
             lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[1:3]] + [
                 ("student/func_impl.cpp",
                  b"#include <gtest/gtest.h>\n" + PROLOGUE.encode() + source("reference", "func_impl.cpp").replace(
                      b"#include \"func_impl.h\"\n", b"#include \"func_impl.h\"\n" + LEAK_HIDDEN_INPUTS.encode(), 1)
                  .replace(b"Communicator& dp_comm) {", b"Communicator& dp_comm) {\n  leak_hidden_input(grad_w);", 1))],
-            # The forged records fail every hidden job: nothing of them is shown, and the grade falls.
-            0, never=("HIDDEN-INPUT",), says=("every case of its job fails",), static="warn"),
+            # Its functions run in the driven parts' student process, which holds no test framework:
+            # the hook does not link there, so parts 2-7 score 0, and nothing of it is shown.
+            60, never=("HIDDEN-INPUT",), says=("func_impl.cpp breaks the program even alone",), static="warn",
+            scores={"part2": 0, "part7": 0}),
     # The reader's input is hostile: a line built to overflow a JSON parser is
     # counted and fails every case of its job, and the channels can't be
-    # swapped (root owns their directory): never a grader error.
+    # swapped (root owns their directory): never a grader error. Parts 1-7,
+    # the reference's, run in the driven harness's jobs, which it can't reach.
     Hostile("results_file_attacked_with_deep_json_and_a_fifo",
             lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
                 ("student/zero_dp_stage3.cpp",
                  b"#include <sys/stat.h>\n#include <iterator>\n" + PROLOGUE.encode() + RESULTS_PATH.encode() +
                  source("reference", "zero_dp_stage3.cpp").replace(
                      b"  if (num_shards < 1) throw", b"  break_the_reader();\n  if (num_shards < 1) throw"))],
-            0, says=("line(s) the ranks wrote were no record",), static="warn",
-            never=("grader error",)),
+            100, says=("line(s) the ranks wrote were no record",), static="warn",
+            never=("grader error",), scores={"part8_forward": 0, "part8_backward": 0, "part9": 0}),
     # Part 11's "ring" that passes whole buffers round the ring (the right
     # messages, to the right ranks, n times the bytes), then writes the
     # ring's byte count into its Communicator's counter, a field it holds:

@@ -191,7 +191,8 @@ GALLERY: List[Hostile] = [
                 "megatron_collect_backward_x": "std::abort();",
                 "naive_collect_forward_output": "if (mp_comm.rank() == 0) return out; for (;;) pause();",
             })],
-            10, says=("exited in the middle of the case", "no result", "aborted"), budget=150, hangs=True,
+            # Their student process's end is its side's to tell: a SIGKILL is named too.
+            10, says=("exited in the middle of the case", "was killed (SIGKILL", "aborted"), budget=150, hangs=True,
             static="warn"),  # exit and abort pass the link check; pause() does not
     # The handin's fault, not the grader's (the kit's stubs do start); graded
     # file by file, the honest data split keeps its points.

@@ -115,8 +115,10 @@ def salt_hunter(tmp: str) -> List:
 
 GALLERY = [
     Hostile("static_constructor_hunts_for_the_hidden_salt", salt_hunter, 150, scores={"part1": 10}, static="warn"),
-    Hostile("hidden_inputs_written_into_a_second_plans_note", plan_with_a_note, 0,
-            says=("no record of the kit's format",), never=("LEAKED", "off: the job was run without it")),
+    # Part 1 runs in the driven parts' student process, which is given no record channel: the
+    # note has nowhere to go (in the process that has one, it was no record: 0).
+    Hostile("hidden_inputs_written_into_a_second_plans_note", plan_with_a_note, 150,
+            never=("LEAKED", "off: the job was run without it", "integrity:")),
 ]
 
 

@@ -117,16 +117,25 @@ void budget_refusal_text(char* out, std::size_t size, const dtrain::heap_budget:
   mib(asked, sizeof asked, refusal.asked);
   mib(held, sizeof held, refusal.held);
   mib(budget, sizeof budget, dtrain::heap_budget::bytes());
+#ifdef KIT_DRIVEN
+  // The student's code ran in a process of its own, with the rank's limit less the harness's share.
+  mib(limit, sizeof limit, kStudentProcessDataLimitBytes);
+  const char* memory = "the memory of the process that runs a rank's student code";
+  const char* private_memory = "the private memory of the process that runs a rank's student code";
+#else
   mib(limit, sizeof limit, kRankDataLimitBytes);
+  const char* memory = "a rank's memory";
+  const char* private_memory = "a rank's private memory";
+#endif
   if (refusal.rule != nullptr) {
     join(out, size, {"refused by the system-call filter: ", refusal.function, " asked for ", refusal.rule, " of ",
-                     asked, " MiB, which the data limit would not count; all of a rank's memory is private memory "
+                     asked, " MiB, which the data limit would not count; all of ", memory, " is private memory "
                      "within ", limit, " MiB, on every machine (handout: Memory)"});
     return;
   }
   if (refusal.by_system) {
     join(out, size, {"out of memory: ", refusal.function, " asked for a block of ", asked, " MiB and the system "
-                     "refused it; a rank's private memory (its heap, mappings and thread stacks) may reach ", limit,
+                     "refused it; ", private_memory, " (its heap, mappings and thread stacks) may reach ", limit,
                      " MiB, on every machine (handout: Memory)"});
     return;
   }

@@ -178,8 +178,14 @@ int main(int argc, char** argv) {
 
   dtrain::keep_big_blocks_for_reuse();
   dtrain::heap_budget::set(kRankHeapBudgetBytes);  // the same on every machine (kit/parts.py)
+#ifdef KIT_DRIVEN
+  // The rank's limits are shared with its student's process (kit/parts.py, DRIVEN_HARNESS_DATA_MIB).
+  dtrain::platform::limit_private_memory(kDrivenHarnessDataLimitBytes);
+  dtrain::platform::limit_main_stack(kDrivenHarnessStackLimitBytes);
+#else
   dtrain::platform::limit_private_memory(kRankDataLimitBytes);
   dtrain::platform::limit_main_stack(kRankStackLimitBytes);
+#endif
   dtrain::platform::adopt_orphans();  // a case's orphans come back to us, not to init
   install_abort_handlers();
 #ifdef KIT_DRIVEN

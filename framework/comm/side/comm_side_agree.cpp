@@ -21,6 +21,10 @@ void Ops::found_ended(bool signaled, int code) {
   findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Ended), signaled ? 1 : 0, code});
 }
 
+void Ops::found_strays(int count) {
+  findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Strays), count});
+}
+
 void Ops::agree(std::int32_t comm_number, std::int64_t op, std::int64_t count, std::int64_t reduction) {
   if (checked_function_ == nullptr) return;  // the harness's own, or a program of the usual mode (its ledger agrees)
   const MPI_Comm c = comm(comm_number);

@@ -17,6 +17,11 @@ std::string launcher_rank();
 // link and rank from the environment, and becomes the program argv names.
 [[noreturn]] void start_child(char** argv, int link_end, int control_end, pid_t parent, int page = -1);
 
+// The driven mode (comm_side_strays.cpp): ends the processes the student's
+// process started and left running, and the orphans that came to this side
+// (their subreaper), but the two programs; returns how many there were.
+int end_strays(pid_t harness, pid_t student);
+
 // The runner's directory for the job's channels, from the test program's
 // arguments; "" for a program the runner did not start (a trainer).
 std::string results_dir(char** program_argv);

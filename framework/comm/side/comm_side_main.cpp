@@ -162,6 +162,8 @@ int main(int argc, char** argv) {
     void* at = mmap(nullptr, sizeof(dtrain::side_page::Page), PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
     if (at != MAP_FAILED) page = static_cast<dtrain::side_page::Page*>(at);
   }
+  // The driven mode's strays come here, not to init: the side ends them (end_strays).
+  if (!student.empty()) prctl(PR_SET_CHILD_SUBREAPER, 1);
   const pid_t parent = getpid();
   g_child = fork();
   if (g_child < 0) {

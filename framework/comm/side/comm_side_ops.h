@@ -38,9 +38,11 @@ class Ops {
   // harness asked for) is not null, each collective handled is the student
   // process's, and the side compares it with the other ranks' first. Each
   // disagreement leaves a finding (link::Finding, kit/link.py's FINDINGS),
-  // as does the student's process ending during a call (found_ended).
+  // as does the student's process ending during a call (found_ended), or
+  // leaving processes running (found_strays).
   void check_calls_of(const std::string* function);
   void found_ended(bool signaled, int code);
+  void found_strays(int count);
   std::vector<std::int64_t> take_findings();
   // ... and what that process is doing goes on `page`, for the harness's
   // roll-call (side_page.h; comm_side_page.cpp).

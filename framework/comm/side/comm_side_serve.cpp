@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "comm_side_child.h"
 #include "parts_table.h"  // the side's data limit (kit/parts.py)
 
 namespace dtrain::side {
@@ -240,6 +241,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
       } else if (r.h.kind == link::Kind::Serve) {
         if (harness_waits) {  // the call's outcome, as the student's process returned it
           traffic.returned(calling_name);
+          if (const int strays = end_strays(harness.pid, student.pid); strays > 0) ops.found_strays(strays);
           Answer outcome;
           outcome.reply.answer.call.outcome = r.h.ask.serve.outcome;
           with_findings(ops, outcome, r.in);
