@@ -2,14 +2,14 @@
 runs of cases, and the files it adds to the kit; and how a part scores its
 cases. kit/parts.py holds the rows; nothing here knows a part.
 
-A part whose files its key finds (every extension part, and a part added
-by the recipe of docs/course-staff.md) keeps them under its key: its tests
-in tests/KEY/, its hidden cases in grader/hidden/KEY/, its programs in
-programs/KEY/, its handout texts in handout/parts/KEY*.md (KEY.md its
-section, KEY.SLOT.md the text it adds where the handout has the slot SLOT,
-KEY.feedback.txt its questions in feedback.txt), its make targets in
-make/KEY.mk and its lines of the link check's allowlist in
-kit/allowlist/KEY.txt. Its row names each of them.
+Every part keeps its files under its key (Part 8's two halves under
+"part8"): its tests in tests/KEY/, its hidden cases in grader/hidden/KEY/.
+An extension part, and a part added by the recipe of
+docs/course-staff.md, keeps its programs in programs/KEY/, its handout
+texts in handout/parts/KEY*.md (KEY.md its section, KEY.SLOT.md the text it
+adds where the handout has the slot SLOT, KEY.feedback.txt its questions in
+feedback.txt), its make targets in make/KEY.mk and its lines of the link
+check's allowlist in kit/allowlist/KEY.txt. Its row names each of them.
 """
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase

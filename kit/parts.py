@@ -161,40 +161,41 @@ def test_file(name: str) -> str:
 
 
 def own_hidden(key: str) -> Adds:
-    """A part's hidden cases, found by its key: grader/hidden/KEY/hidden_KEY.cpp."""
+    """A part's hidden cases, found by its key: grader/hidden/KEY/hidden_KEY.cpp
+    (Part 8's two halves share theirs, and their tests, under "part8")."""
     return Adds(hidden=under("grader/hidden", key, f"hidden_{key}.cpp"))
 
 
 ALL_PARTS: List[Part] = [
-    part("part1", "data split", 10, [Run("Part1DataSplit.*", 1)], [1], [SPLIT], [test_file("test_part1_data_split.cpp")],
+    part("part1", "data split", 10, [Run("Part1DataSplit.*", 1)], [1], [SPLIT], under("tests", "part1", "test_part1_data_split.cpp"),
          "Part 1", functions=["split_data"], adds=own_hidden("part1"), driven=True),
     part("part2", "layer initialization", 20, [Run("Part2GetInfo.*", 8)], [8], [FUNC],
-         [test_file("test_part2_get_info.cpp")], "Part 2", functions=["get_info"], adds=own_hidden("part2"), driven=True),
+         under("tests", "part2", "test_part2_get_info.cpp"), "Part 2", functions=["get_info"], adds=own_hidden("part2"), driven=True),
     part("part3", "naive TP forward", 15, [Run("Part3NaiveForward.*", 4)], [8], [FUNC],
-         [test_file("test_part3_naive_forward.cpp")], "Part 3",
+         under("tests", "part3", "test_part3_naive_forward.cpp"), "Part 3",
          functions=["naive_collect_forward_input", "naive_collect_forward_output"], adds=own_hidden("part3"), driven=True),
     part("part4", "Megatron TP forward", 15, [Run("Part4MegatronForward.*", 4)], [8], [FUNC],
-         [test_file("test_part4_megatron_forward.cpp")], "Part 4",
+         under("tests", "part4", "test_part4_megatron_forward.cpp"), "Part 4",
          functions=["megatron_collect_forward_input", "megatron_collect_forward_output"], adds=own_hidden("part4"), driven=True),
     part("part5", "naive TP backward", 20, [Run("Part5NaiveBackward.*", 4)], [8], [FUNC],
-         [test_file("test_part5_naive_backward.cpp")], "Part 5",
+         under("tests", "part5", "test_part5_naive_backward.cpp"), "Part 5",
          functions=["naive_collect_backward_output", "naive_collect_backward_x"], adds=own_hidden("part5"), driven=True),
     part("part6", "Megatron TP backward", 10, [Run("Part6MegatronBackward.*", 4)], [8], [FUNC],
-         [test_file("test_part6_megatron_backward.cpp")], "Part 6",
+         under("tests", "part6", "test_part6_megatron_backward.cpp"), "Part 6",
          functions=["megatron_collect_backward_output", "megatron_collect_backward_x"], adds=own_hidden("part6"), driven=True),
     part("part7", "DP gradient averaging", 10, [Run("Part7WeightGrad.*", 4)], [8], [FUNC],
-         [test_file("test_part7_weight_grad.cpp")], "Part 7", functions=["collect_weight_grad"], adds=own_hidden("part7"), driven=True),
+         under("tests", "part7", "test_part7_weight_grad.cpp"), "Part 7", functions=["collect_weight_grad"], adds=own_hidden("part7"), driven=True),
     part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition.*", 1), Run("Part8Forward.*", 4)], [1, 8],
-         [ZERO], [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"],
+         [ZERO], under("tests", "part8", "test_part8_zero_layer.cpp"), "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"],
          functions=["partition_flat_tensor", "forward"], traffic=True, rules=["zero_memory"],
-         adds=own_hidden("part8_forward")),
+         adds=own_hidden("part8")),
     part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward.*", 4)], [8], [ZERO],
-         [test_file("test_part8_zero_layer.cpp")], "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"],
+         under("tests", "part8", "test_part8_zero_layer.cpp"), "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"],
          functions=["backward"], traffic=True, rules=["zero_memory"],
-         adds=own_hidden("part8_backward")),
+         adds=own_hidden("part8")),
     part("part9", "ZeRO-3 sharded Adam", 10,
          [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
-         [test_file("test_part9_zero_adam.cpp"), test_file("test_part9_zero_training.cpp")], "Part 9",
+         under("tests", "part9", "test_part9_zero_adam.cpp", "test_part9_zero_training.cpp"), "Part 9",
          functions=["ZeroDPAdam::step"], traffic=True, rules=["zero_memory"],
          adds=own_hidden("part9")),
     # The extension parts: one suite per rank count (a case runs on its run's

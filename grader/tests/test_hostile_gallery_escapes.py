@@ -309,7 +309,7 @@ GALLERY: List[Hostile] = [
     Hostile("ships_files_named_like_the_grader",
             lambda tmp: [HONEST_PART1, ("grader/grade", b"#!/bin/sh\necho 150\n"),
                          ("grader/grading.py", b"raise SystemExit(0)\n"), ("kit/jobs.py", b"x = 1\n"),
-                         ("tests/test_part2_get_info.cpp", b"int main() { return 0; }\n"),
+                         ("tests/part2/test_part2_get_info.cpp", b"int main() { return 0; }\n"),
                          ("build/student/kit_tests", b"#!/bin/sh\n"), FEEDBACK],
             10, says=("grader/grading.py: not one of the handed-in files",)),
     Hostile("tar_members_that_escape",

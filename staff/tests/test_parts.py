@@ -119,7 +119,7 @@ def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
         importlib.reload(dist)
     assert "set(KIT_HIDDEN_SOURCES )" in copies["handout"][0]
     own = [f"grader/hidden/{key}/hidden_{key}.cpp" for key in
-           ("part1", "part2", "part3", "part4", "part5", "part6", "part7", "part8_forward", "part8_backward", "part9")]
+           ("part1", "part2", "part3", "part4", "part5", "part6", "part7", "part8", "part9")]
     assert f"set(KIT_HIDDEN_SOURCES {' '.join(own)} grader/hidden/part13_ddp/hidden_ddp.cpp)" in copies["bundle"][0]
     # The driven harness's: the parts it grades, and their hidden cases where the copy holds the grader.
     assert f"set(KIT_DRIVEN_HIDDEN_SOURCES {' '.join(own[:7])})" in copies["bundle"][0]
