@@ -124,6 +124,9 @@ FINDINGS = [
     ("Disagreement", ("comm", "seq", "ranks")),
     ("Ended", ("signaled", "code")),  # the student's process ended during the call: by signal `code`, or exit(code)
     ("Strays", ("count",)),  # processes the call started and left running, which the side ended
+    # A request the call made, as the ledger logs one (LoggedCall): its operation (facts' OpCode), communicator
+    # (the side's number), other ends by rank on it (-1: none) and elements (sent; a recv's: received).
+    ("Request", ("op", "comm", "dest", "source", "count")),
 ]
 
 

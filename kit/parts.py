@@ -203,7 +203,7 @@ ALL_PARTS: List[Part] = [
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],
          [1, 2, 3, 4, 8], [RING], under("tests", "part11_ring", "test_part11_ring.cpp"), "Part 11",
          functions=["naive_allreduce", "ring_allreduce"], extension=True, about="collectives from point-to-point calls",
-         traffic=True,
+         traffic=True, driven=True,
          adds=Adds(served=("framework/calls/ring_served.cpp",),
                    programs=under("programs", "part11_ring", "ring_timing.cpp"),
                    hidden=under("grader/hidden", "part11_ring", "hidden_ring.cpp"),

@@ -75,15 +75,27 @@ void note_comm_name(const Communicator& c);
 
 // A communicator by the side's number, borrowed once and kept: an object
 // of the student's may hold a reference to it past the call (the ZeRO layer).
-Communicator& borrowed(std::int32_t side_number);
+// The harness says its members (by world rank) with it, so that the student's
+// process asks the side nothing the call's account would hold.
+Communicator& borrowed(std::int32_t side_number, std::vector<int> members);
 
 template <>
 struct Value<Communicator> {
   static void put(Writer& w, const Communicator& c) {
     note_comm_name(c);
     w.comm(CommAccess::side_number(c));
+    const std::vector<int>& members = CommAccess::members(c);
+    w.put(static_cast<std::int64_t>(members.size()));
+    for (int m : members) w.put(m);
   }
-  static Communicator& get(Reader& r, Borrowed&) { return borrowed(r.comm()); }
+  static Communicator& get(Reader& r, Borrowed&) {
+    const std::int32_t number = r.comm();
+    const std::int64_t n = r.integer();
+    if (n < 0 || n > 4096) throw BadValues("a communicator's size out of range");
+    std::vector<int> members;
+    for (std::int64_t i = 0; i < n; ++i) members.push_back(static_cast<int>(r.integer()));
+    return borrowed(number, std::move(members));
+  }
 };
 
 // An object of the student's code (a ZeRO layer, an optimizer) lives in the
@@ -172,8 +184,9 @@ struct Value<ParallelInfo> {
   static void put(Writer& w, const ParallelInfo& v) {
     w.put(v.mp_idx);
     w.put(v.dp_idx);
-    Value<Communicator>::put(w, v.mp_comm);
-    Value<Communicator>::put(w, v.dp_comm);
+    // By number alone: the harness asks its side for their members, never the student's process.
+    w.comm(CommAccess::side_number(v.mp_comm));
+    w.comm(CommAccess::side_number(v.dp_comm));
     w.put(v.part_in_dim);
     w.put(v.part_out_dim);
   }

@@ -72,6 +72,12 @@ std::map<std::int32_t, std::string>& comm_names() {
   return names;
 }
 
+// A communicator by the side's number, as the harness named it.
+std::string comm_called_by_number(std::int32_t comm) {
+  const auto named = comm_names().find(comm);
+  return named != comm_names().end() ? named->second : "a communicator the call made";
+}
+
 std::map<std::int64_t, std::string>& called_names() {
   static std::map<std::int64_t, std::string>& names = *new std::map<std::int64_t, std::string>;
   return names;
@@ -84,6 +90,7 @@ struct Found {
   std::string disagreements;
   std::string ended;  // "" if it did not
   std::string strays;  // "" if it left none
+  std::vector<ledger::LoggedCall> requests;  // what the call did, as the ledger would have logged it
 };
 
 Found read_findings(const std::vector<std::int64_t>& f, const std::string& function) {
@@ -94,6 +101,17 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       const int code = static_cast<int>(f[at + 2]);
       out.ended = f[at + 1] != 0 ? std::string(crash_words(code)) + " in " + function : kExitedWords;
       at += 1 + link::kEndedFields;
+      continue;
+    }
+    if (kind == link::Finding::Request && at + 1 + link::kRequestFields <= f.size()) {
+      const std::int64_t op = f[at + 1];
+      if (op < 0 || op >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames)) break;
+      ledger::LoggedCall c{ledger::LoggedCall::Event::Call, static_cast<facts::OpCode>(op), static_cast<long>(f[at + 5]),
+                   comm_called_by_number(static_cast<std::int32_t>(f[at + 2]))};
+      c.dest = static_cast<int>(f[at + 3]);
+      c.source = static_cast<int>(f[at + 4]);
+      out.requests.push_back(std::move(c));
+      at += 1 + link::kRequestFields;
       continue;
     }
     if (kind == link::Finding::Strays && at + 1 + link::kStraysFields <= f.size()) {
@@ -109,8 +127,7 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
     const std::size_t rows = static_cast<std::size_t>(n) * link::kAgreeFields;
     const std::size_t first = at + 1 + link::kDisagreementFields;
     if (n < 2 || first + rows > f.size()) break;  // the side's own numbers: never, short of a broken side
-    const auto named = comm_names().find(comm);
-    const std::string comm_name = named != comm_names().end() ? named->second : "a communicator the call made";
+    const std::string comm_name = comm_called_by_number(comm);
     if (!out.disagreements.empty()) out.disagreements += "\n";
     out.disagreements += comm_detail::disagreement_text(f.data() + first, n, seq, comm_name, function.c_str(),
                                                         [](std::int64_t id) {
@@ -251,6 +268,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
         const Found found = read_findings(findings, name);
         if (!found.ended.empty()) process_gone(found.ended);
         if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
+        if (!found.requests.empty()) ledger::log_calls(found.requests);
         if (!found.strays.empty()) throw std::runtime_error(found.strays);
       }
       return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};

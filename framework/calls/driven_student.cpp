@@ -15,10 +15,11 @@
 
 namespace dtrain::calls {
 
-Communicator& borrowed(std::int32_t side_number) {
+Communicator& borrowed(std::int32_t side_number, std::vector<int> members) {
   static std::map<std::int32_t, Communicator>& kept = *new std::map<std::int32_t, Communicator>;
   auto found = kept.find(side_number);
-  if (found == kept.end()) found = kept.emplace(side_number, CommAccess::borrow(side_number, "comm")).first;
+  if (found == kept.end())
+    found = kept.emplace(side_number, CommAccess::borrow(side_number, "comm", std::move(members))).first;
   return found->second;
 }
 
@@ -77,6 +78,9 @@ link::FilterCode guard_student_process(bool filter, bool allow_opening_files) {
 }
 
 int serve_calls(const std::vector<Served>& functions, link::FilterCode filter) {
+  // The link's Hello now, outside every call, rather than in the first call
+  // that uses a communicator: no call's account holds it.
+  (void)Communicator::world();
   Outcome outcome = Outcome::Returned;
   std::vector<char> values;  // the last call's, or none before the first
   for (bool first = true;; first = false) {

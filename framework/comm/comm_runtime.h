@@ -88,8 +88,11 @@ struct CommAccess {
   // in both; and a communicator the other process made, by that number,
   // named `name` in this one. A borrowed one is not freed with its object:
   // the process that made it frees it. Neither is collective.
+  // `members` (by rank in MPI's world), where the lender says them, saves
+  // asking the side: a request the call's account would hold.
   static std::int32_t side_number(const Communicator& comm);
-  static Communicator borrow(std::int32_t side_number, const std::string& name);
+  static const std::vector<int>& members(const Communicator& comm);
+  static Communicator borrow(std::int32_t side_number, const std::string& name, std::vector<int> members = {});
 
   // The test case now beginning, for the MPI side's account of its traffic
   // (side/traffic.h), or "" once it is over (its account then goes out).
@@ -227,6 +230,9 @@ class CallLog {
  private:
   std::vector<LoggedCall> calls_;
 };
+// The driven harness's (driven_harness.cpp): the requests the side saw a
+// call of the student's process make, appended to every open log.
+void log_calls(const std::vector<LoggedCall>& calls);
 // The entries kept while tracing, oldest first; they are handed over once.
 std::vector<LedgerEntry> take_entries();
 // The collective this rank is in now, as an entry ending now (pending), for

@@ -75,15 +75,21 @@ Communicator CommAccess::duplicate(Communicator& comm) {
 
 std::int32_t CommAccess::side_number(const Communicator& comm) { return live(comm.handle_).comm; }
 
-Communicator CommAccess::borrow(std::int32_t side_number, const std::string& name) {
+const std::vector<int>& CommAccess::members(const Communicator& comm) { return live(comm.handle_).members; }
+
+Communicator CommAccess::borrow(std::int32_t side_number, const std::string& name, std::vector<int> members) {
   if (side_number == 0) return Communicator::world();
   const int me = Communicator::world().rank();
   const int world_size = Communicator::world().size();
-  std::vector<int> members(static_cast<std::size_t>(world_size));
-  const link::Reply listed = ask(link::request(link::Kind::Members, side_number), nullptr, 0, members.data(),
-                                 members.size() * sizeof(int));
-  if (listed.out_bytes % sizeof(int) != 0) throw std::runtime_error("the MPI side's members of a communicator are not whole");
-  members.resize(listed.out_bytes / sizeof(int));
+  if (members.empty()) {
+    members.resize(static_cast<std::size_t>(world_size));
+    const link::Reply listed = ask(link::request(link::Kind::Members, side_number), nullptr, 0, members.data(),
+                                   members.size() * sizeof(int));
+    if (listed.out_bytes % sizeof(int) != 0) throw std::runtime_error("the MPI side's members of a communicator are not whole");
+    members.resize(listed.out_bytes / sizeof(int));
+  }
+  for (int m : members)
+    if (m < 0 || m >= world_size) throw std::invalid_argument("a communicator's member out of the world's ranks");
   link::Reply made{};
   made.comm = side_number;
   made.answer.made.size = static_cast<std::int64_t>(members.size());

@@ -224,6 +224,12 @@ std::vector<LoggedCall> CallLog::take() {
   return std::exchange(calls_, {});
 }
 
+void log_calls(const std::vector<LoggedCall>& calls) {
+  Ledger& l = the_ledger();
+  std::lock_guard<std::mutex> lock(l.mu);
+  for (std::vector<LoggedCall>* log : l.logs) log->insert(log->end(), calls.begin(), calls.end());
+}
+
 std::vector<LedgerEntry> take_entries() {
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);

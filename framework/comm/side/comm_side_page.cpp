@@ -114,6 +114,14 @@ void Ops::page_ends(const link::Header& h, const Answer* answer) {
     if (side_page::Comm* c = page_comm(h.comm)) (facts::is_collective(op) ? c->collectives : c->point_to_point) += 1;
   }
   const bool ok = answer != nullptr && answer->reply.status == link::Status::Ok;
+  if (ok && op >= 0 && op != facts::kWait) {
+    // The call's own record of what it did (link::Finding::Request), for the
+    // harness's log of the call (ledger::CallLog): elements sent, or received by a recv.
+    const bool sends = h.kind == Kind::Send || h.kind == Kind::Sendrecv;
+    const std::int64_t count = sends ? static_cast<std::int64_t>(h.in_bytes / sizeof(double)) : p.count;
+    findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), op, h.comm, p.to_local,
+                                       p.from_local, count});
+  }
   if (ok && h.kind == Kind::Split)
     if (side_page::Comm* made = page_comm(answer->reply.comm))
       made->parent = h.comm, made->color = h.ask.split.color, made->key = h.ask.split.key;
