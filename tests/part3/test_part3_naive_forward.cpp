@@ -28,28 +28,22 @@ void expect_pairs_gather(Collect collect) {
   EXPECT_MATRIX_NEAR(got, joined_blocks(3, 2, 2, rank() / 2 * 2));
 }
 
+// Seed cases: rank r holds 4r..4r+3 as (1, 4) or as (2, 2); the input and
+// the output gather the same blocks the same way.
+void expect_seed_one_row(Collect collect) {
+  const Matrix got = collect(block_of(rank(), 1, 4), world(), 4);
+  EXPECT_MATRIX_NEAR(got, arange(1, 16));
+}
+void expect_seed_two_rows(Collect collect) {
+  const Matrix got = collect(block_of(rank(), 2, 2), world(), 4);
+  EXPECT_MATRIX_NEAR(got, mat(2, 8, {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}));
+}
+
 }  // namespace
 
-// Seed cases: rank r holds 4r..4r+3 as (1, 4) or as (2, 2).
-TEST(Part3NaiveForward, InputOneRow) {
-  const Matrix got = dtrain::student::naive_collect_forward_input(block_of(rank(), 1, 4), world(), 4);
-  EXPECT_MATRIX_NEAR(got, arange(1, 16));
-}
-
-TEST(Part3NaiveForward, InputTwoRows) {
-  const Matrix got = dtrain::student::naive_collect_forward_input(block_of(rank(), 2, 2), world(), 4);
-  EXPECT_MATRIX_NEAR(got, mat(2, 8, {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}));
-}
-
-TEST(Part3NaiveForward, OutputOneRow) {
-  const Matrix got = dtrain::student::naive_collect_forward_output(block_of(rank(), 1, 4), world(), 4);
-  EXPECT_MATRIX_NEAR(got, arange(1, 16));
-}
-
-TEST(Part3NaiveForward, OutputTwoRows) {
-  const Matrix got = dtrain::student::naive_collect_forward_output(block_of(rank(), 2, 2), world(), 4);
-  EXPECT_MATRIX_NEAR(got, mat(2, 8, {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15}));
-}
-
+TEST(Part3NaiveForward, InputOneRow) { expect_seed_one_row(dtrain::student::naive_collect_forward_input); }
+TEST(Part3NaiveForward, InputTwoRows) { expect_seed_two_rows(dtrain::student::naive_collect_forward_input); }
+TEST(Part3NaiveForward, OutputOneRow) { expect_seed_one_row(dtrain::student::naive_collect_forward_output); }
+TEST(Part3NaiveForward, OutputTwoRows) { expect_seed_two_rows(dtrain::student::naive_collect_forward_output); }
 TEST(Part3NaiveForward, InputThreeRowsInTwoGroupsOfTwo) { expect_pairs_gather(dtrain::student::naive_collect_forward_input); }
 TEST(Part3NaiveForward, OutputThreeRowsInTwoGroupsOfTwo) { expect_pairs_gather(dtrain::student::naive_collect_forward_output); }
