@@ -187,7 +187,8 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
               tally: Optional[JobTally] = None,
               on_outcome: Optional[Callable[[CaseOutcome], None]] = None,
               settled: Optional[Callable[[str, Dict[str, CaseOutcome]], bool]] = None,
-              public_binary: Optional[str] = None, driven: Optional[Driven] = None) -> PartsRun:
+              public_binary: Optional[str] = None, driven: Optional[Driven] = None,
+              hidden_salt: Optional[int] = None) -> PartsRun:
     """Runs the chosen parts' public cases in one job with as many ranks as
     the largest case needs, then, if asked, their hidden cases in jobs of
     their own: no process that ran a hidden case runs a public one, so
@@ -201,7 +202,8 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
     run: the known-bug checks stop a part whose verdict is already certain.
     `public_binary`: the binary without the hidden cases (kit/build.py,
     public_twin), for the public jobs. `driven`: the driven parts' programs;
-    without it, every part's cases run in `binary`."""
+    without it, every part's cases run in `binary`. `hidden_salt`: the
+    hidden jobs' salt where no judge's values give one (make hidden-data)."""
     tally = tally if tally is not None else JobTally()
     outcomes: Dict[str, CaseOutcome] = {}
 
@@ -220,7 +222,7 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
         if not runs or tally.error or (cases is not None and not cases):
             return
         share = table.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
-        salt = expected.salt if expected is not None and all(r.hidden for r in runs) else None
+        salt = (expected.salt if expected is not None else hidden_salt) if all(r.hidden for r in runs) else None
         # A run's job limit grows with its cases' limits on this machine.
         limits = (launch_args or {}).get("limits") or calibration.limits()
         all_hidden = all(r.hidden for r in runs)

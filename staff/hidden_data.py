@@ -1,5 +1,8 @@
 """`make hidden-data` (staff): records what the reference's student functions
-return in every case, public and hidden, of every part the build has: the
+return in every case, public and hidden, of every part the build has, each
+part's cases run as a grading runs them (kit/jobs.py, run_parts: the driven
+parts in the driven harness's jobs, so each call's account is the one a
+handin's is compared with): the
 judge's values (kit/judge.py), and, for the parts whose rules are about
 traffic (kit/parts.py, `traffic`), what the ranks' MPI sides carried in
 each case (kit/traffic.py). The public cases' go to
@@ -22,22 +25,18 @@ import sys
 
 from kit import judge
 from kit import parts as table
-from kit.jobs import run_cases
-from kit.launch import JobTally, Launch
+from kit.jobs import Driven, run_parts
+from kit.launch import JobTally
 from kit.paths import KIT_DIR as KIT, build_dir, test_binary
 
-def record(binary: str, salt: int) -> dict:
+def record(build: str, salt: int) -> dict:
     """The files' texts, by path: the reference's values in every case its
-    parts have, the hidden cases' with their inputs salted by `salt`."""
+    parts have, the hidden cases' with their inputs salted by `salt`, each
+    part's cases run as a grading runs them (the driven parts driven)."""
     tally = JobTally(observed={}, observed_traffic={})
-    outcomes = {}
-    for hidden in (False, True):
-        runs = [run for part in table.built_parts() for run in part.runs if run.hidden == hidden]
-        if not runs:
-            continue
-        launch = Launch(binary, max(r.ranks for r in runs), timeout=sum(r.job_seconds for r in runs), capture=True,
-                        hidden_salt=salt if hidden else None)
-        outcomes.update(run_cases(launch, ":".join(r.filter for r in runs), tally))
+    outcomes = run_parts(test_binary(build, "reference"), table.built_parts(), hidden=True, tally=tally,
+                         launch_args={"capture": True}, driven=Driven.of_build(build, "reference"),
+                         hidden_salt=salt).outcomes
     failed = [c for c, o in outcomes.items() if not o.passed]
     if tally.error or failed or not outcomes:
         raise SystemExit(f"hidden-data: the reference does not pass its own cases ({tally.error or failed[:5]}); "
@@ -63,8 +62,7 @@ def course_salt(new: bool) -> int:
 
 def main() -> int:
     args = [a for a in sys.argv[1:] if a != "--new-salt"]
-    binary = test_binary(build_dir(args[0] if args else None), "reference")
-    for path, text in record(binary, course_salt("--new-salt" in sys.argv[1:])).items():
+    for path, text in record(build_dir(args[0] if args else None), course_salt("--new-salt" in sys.argv[1:])).items():
         full = os.path.join(KIT, path)
         with open(full + ".tmp", "w") as f:
             f.write(text)
