@@ -190,10 +190,34 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
   // and the harness waits for a call's outcome (its Call not yet answered).
   // During an upcall the student's process waits for its Upcall's answer,
   // which the harness's Resume brings.
-  Incoming serving, calling, upcalling;
+  // A Call that came before the student's process's first Serve is held
+  // until that Serve comes (the process starts beside the harness, not first).
+  Incoming serving, calling, upcalling, held;
   std::string calling_name;
-  bool student_waits = false, harness_waits = false, upcall_waits = false, student_gone = false;
+  bool student_waits = false, harness_waits = false, upcall_waits = false, student_gone = false, call_held = false;
+  // Hands the harness's Call to the student's process, waiting in its Serve.
+  auto start_call = [&](Incoming&& r) {
+    const auto name_bytes = static_cast<std::size_t>(r.h.ask.call.name_bytes);
+    calling_name.assign(r.in.data(), name_bytes);
+    traffic.enter(calling_name, 0);
+    Answer call;
+    call.data = r.in;
+    call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
+    student_waits = false;
+    harness_waits = true;
+    calling = std::move(r);
+    if (!send_answer(student, serving.h, call)) student_gone = true;
+  };
+  // The held Call's answer once the student's process is gone before it.
+  auto refuse_held = [&]() {
+    if (!call_held) return;
+    call_held = false;
+    Answer gone;
+    gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
+    if (!send_answer(harness, held.h, gone)) wait_for_the_end();
+  };
   for (;;) {
+    if (student_gone) refuse_held();
     pollfd fds[2] = {{harness.fd, POLLIN, 0}, {student_gone ? -1 : student.fd, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
@@ -251,6 +275,10 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         ops.page_filter(r.h.ask.serve.filter);
         serving = std::move(r);
         student_waits = true;
+        if (call_held) {
+          call_held = false;
+          start_call(std::move(held));
+        }
       } else if (r.h.kind == link::Kind::Finalize) {
         Answer done;  // its MPI is the side's: only the harness's Finalize ends it
         if (!send_answer(student, r.h, done)) student_gone = true;
@@ -297,21 +325,18 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(harness, r.h, no)) wait_for_the_end();
         continue;
       }
-      if (student_gone || !student_waits) {
+      if (student_gone) {
         Answer gone;
         gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
         if (!send_answer(harness, r.h, gone)) wait_for_the_end();
         continue;
       }
-      calling_name.assign(r.in.data(), name_bytes);
-      traffic.enter(calling_name, 0);
-      Answer call;
-      call.data = r.in;
-      call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
-      student_waits = false;
-      harness_waits = true;
-      calling = std::move(r);
-      if (!send_answer(student, serving.h, call)) student_gone = true;
+      if (!student_waits) {  // before its first Serve: the call waits for it
+        held = std::move(r);
+        call_held = true;
+        continue;
+      }
+      start_call(std::move(r));
     } else if (r.h.kind == link::Kind::Finalize) {
       finalize(ops);
       if (student_waits && !student_gone) {
