@@ -118,6 +118,19 @@ GALLERY: List[Hostile] = [
             lambda tmp: zero_backward_with_a_raw_request(b'\n  raw_return("ZeroDPStage3FCLayer::backward");'),
             126.67, scores={"part8_backward": 0}, says=("a student call's mark its MPI side could not pair",),
             never=("RAW:",), static="warn"),
+    # The same requests from a driven part (Part 7: the student's process):
+    # a case's name, a call's return mark and a salt, each a kind of the
+    # harness's, which the side refuses from that process (an unpaired entry
+    # in the case's account); every Part 7 case fails, nothing else moves.
+    Hostile("driven_student_process_sends_the_harness_kinds",
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[1:3]] + [
+                ("student/func_impl.cpp", reference_with_prologue(
+                    "func_impl.cpp", "#include <vector>\n" + RAW_LINK, "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n",
+                    "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n  try { raw_request(20); } catch (...) {}\n"
+                    "  try { raw_return(\"collect_weight_grad\"); } catch (...) {}\n"
+                    "  try { raw_request(24, 8, 0); } catch (...) {}\n")), FEEDBACK],
+            # (A return mark has no answer: the raw call waits for one, and the case hangs, the handin's.)
+            140, scores={"part7": 0}, says=("still running collect_weight_grad",), never=("RAW:",), static="warn"),
     # Kind 20 with no name ends the case's account, as the harness does when
     # the case is over; a request after it lands in what followed the case,
     # where only the harness's own requests belong. (An allreduce made in the

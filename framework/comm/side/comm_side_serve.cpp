@@ -149,6 +149,14 @@ void with_findings(Ops& ops, Answer& answer, const std::vector<char>& values) {
   for (;;) pause();
 }
 
+// The harness's Call answered: the student's process is gone (how, in the findings).
+void tell_gone(Ops& ops, Peer& harness, const link::Header& call) {
+  Answer gone;
+  gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
+  with_findings(ops, gone, {});
+  if (!send_answer(harness, call, gone)) wait_for_the_end();
+}
+
 // Serves one request of `peer` that is not a Finalize; false once the peer is gone.
 bool serve_one(Ops& ops, Traffic& traffic, Peer& peer, Incoming& r) {
   if (!link::answered(r.h.kind)) {
@@ -208,16 +216,11 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
     calling = std::move(r);
     if (!send_answer(student, serving.h, call)) student_gone = true;
   };
-  // The held Call's answer once the student's process is gone before it.
-  auto refuse_held = [&]() {
-    if (!call_held) return;
-    call_held = false;
-    Answer gone;
-    gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
-    if (!send_answer(harness, held.h, gone)) wait_for_the_end();
-  };
   for (;;) {
-    if (student_gone) refuse_held();
+    if (student_gone && call_held) {  // the held Call: the process is gone before it
+      call_held = false;
+      tell_gone(ops, harness, held.h);
+    }
     pollfd fds[2] = {{harness.fd, POLLIN, 0}, {student_gone ? -1 : student.fd, POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
@@ -238,11 +241,8 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
           ops.found_ended(WIFSIGNALED(status), WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         }
         if (harness_waits) {  // else its Resume hears it
-          Answer gone;
-          gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
-          with_findings(ops, gone, {});
           harness_waits = false;
-          if (!send_answer(harness, calling.h, gone)) wait_for_the_end();
+          tell_gone(ops, harness, calling.h);
         }
       } else if (link::harness_only(r.h.kind) || (!harness_waits && r.h.kind != link::Kind::Serve &&
                                                   r.h.kind != link::Kind::Hello && r.h.kind != link::Kind::Free &&
@@ -306,10 +306,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
       }
       upcall_waits = false;
       if (student_gone) {  // it ended while the harness ran its upcall
-        Answer gone;
-        gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
-        with_findings(ops, gone, {});
-        if (!send_answer(harness, r.h, gone)) wait_for_the_end();
+        tell_gone(ops, harness, r.h);
         continue;
       }
       Answer back;
@@ -326,9 +323,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         continue;
       }
       if (student_gone) {
-        Answer gone;
-        gone.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Gone);
-        if (!send_answer(harness, r.h, gone)) wait_for_the_end();
+        tell_gone(ops, harness, r.h);
         continue;
       }
       if (!student_waits) {  // before its first Serve: the call waits for it
