@@ -298,13 +298,16 @@ class Sandbox:
             self.clean_up()
             raise
 
-    def compile(self, cmd: List[str], timeout: float, stall: Optional[float] = None) -> Ran:
+    def compile(self, cmd: List[str], timeout: float, stall: Optional[float] = None,
+                cpu_limit: Optional[float] = None) -> Ran:
         """A compile in the sandbox, which sees of the kit only the build's
         precompiled header and the stubs (the public headers it reads are the
         grader's copy in the scratch directory); past `timeout` s, or `stall` s
-        without CPU, only its own processes are ended, not a compile beside
-        it. The CPU time it took is measured."""
-        return run_measured(self.prefix(hide_kit=True) + cmd, timeout, stall=stall, env=self.env(), cwd=self.run_dir)
+        without CPU, or once it took `cpu_limit` s of CPU, only its own
+        processes are ended, not a compile beside it. The CPU time it took
+        is measured."""
+        return run_measured(self.prefix(hide_kit=True) + cmd, timeout, stall=stall, cpu_limit=cpu_limit,
+                            env=self.env(), cwd=self.run_dir)
 
     # ---- afterwards ----
 

@@ -71,7 +71,7 @@ class Grading:
     kit_stamp: Optional[str] = None        # the stamp the platform's bundle expects of this kit (--kit-stamp)
     parts: List = field(default_factory=lambda: list(table.PARTS))  # the parts whose cases run
 
-    def in_sandbox(self, cmd, timeout, stall=None):  # noqa: ARG002 (the wall limit alone, here)
+    def in_sandbox(self, cmd, timeout, stall=None, cpu_limit=None):  # noqa: ARG002 (the wall limit alone, here)
         proc = self.sandbox.run(cmd, timeout)
         return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
 

@@ -23,7 +23,7 @@ from kit import calibration, facts, host_limits, link_check, object_cache
 from kit.host_limits import ResourceFailure
 from kit import parts as table
 from kit.parts import IMPL_FILES
-from kit.measured import Ran, run_measured
+from kit.measured import Ran, RanPastCpu, run_measured
 from kit.recipe import recipe
 from kit.safe_read import open_sandbox_file
 
@@ -59,15 +59,17 @@ def resource_failure(status: int, oom_before: Optional[int]) -> Optional[str]:
     return host_limits.killed_by_oom(oom_before)
 
 
-def run_plainly(cmd: List[str], timeout: float, stall: Optional[float] = None) -> Ran:
-    return run_measured(cmd, timeout, stall=stall)
+def run_plainly(cmd: List[str], timeout: float, stall: Optional[float] = None,
+                cpu_limit: Optional[float] = None) -> Ran:
+    return run_measured(cmd, timeout, stall=stall, cpu_limit=cpu_limit)
 
 
 def compile_limits(seconds: float) -> List[str]:
     """The compile's limits, set on the compiler's processes: its CPU
-    seconds (SIGXCPU at the limit, SIGKILL 5 s later) and its private
-    memory (kit/parts.py, COMPILE_DATA_MIB)."""
-    limit = max(1, int(seconds + 0.999))
+    seconds, as a backstop (SIGXCPU half again past the limit the runner
+    enforces, SIGKILL 5 s later: the kernel's clock runs ahead under load)
+    and its private memory (kit/parts.py, COMPILE_DATA_MIB)."""
+    limit = max(2, int(1.5 * seconds + 1.999))
     return [shutil.which("prlimit"), f"--cpu={limit}:{limit + 5}", f"--data={table.COMPILE_DATA_MIB << 20}", "--"] \
         if shutil.which("prlimit") else []
 
@@ -119,7 +121,10 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
     name = os.path.basename(source)
     oom_before = host_limits.oom_kills()
     try:
-        ran = runner(cmd, timeout, stall=STALL_SECONDS)
+        ran = runner(cmd, timeout, stall=STALL_SECONDS, cpu_limit=cpu_limit)
+    except RanPastCpu as e:
+        spent.update(cpu=round(e.cpu, 2), ran_past=True)
+        return ran_past_cpu(name, cpu_limit, basis)
     except subprocess.TimeoutExpired as e:
         spent["ran_past"] = True
         if e.timeout < timeout:
@@ -132,12 +137,11 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
         killed = resource_failure(status, oom_before)
         if killed:
             raise ResourceFailure(f"the compiler of {name} was killed; what ran out: {killed}")
-        # The kernel ends the compiler at its limit; wait4's figure for it
-        # runs a little behind the kernel's own (9 s at a 10 s limit, seen).
-        if spent["cpu"] is not None and spent["cpu"] >= 0.8 * cpu_limit:
+        # The backstop's kill (a runner that does not watch the CPU): the
+        # kernel's clock is ahead of wait4's figure (9 s at a 10 s limit, seen).
+        if spent["cpu"] is not None and spent["cpu"] >= cpu_limit:
             spent["ran_past"] = True
-            return (f"{name}: its compile ran past {cpu_limit:.0f} s of CPU, the time a file's compile may take "
-                    f"here ({basis or 'the least a compile gets'})")
+            return ran_past_cpu(name, cpu_limit, basis)
         if "out of memory allocating" in output or "virtual memory exhausted" in output:
             # The compiler's words (a handin may write them itself: never
             # evidence of anything), then what they would mean here.
@@ -153,6 +157,11 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
             return f"{name}: the compiled object can't be used: {e}"
         object_cache.to_cache(cache_dir, cached, data)
     return None
+
+
+def ran_past_cpu(name: str, cpu_limit: float, basis: str) -> str:
+    return (f"{name}: its compile ran past {cpu_limit:.0f} s of CPU, the time a file's compile may take "
+            f"here ({basis or 'the least a compile gets'})")
 
 
 def own_names(messages: Optional[str], impl_dir: str) -> Optional[str]:

@@ -51,7 +51,7 @@ def test_a_compiler_killed_during_grading_is_a_grader_error(tmp_path, monkeypatc
     real = Sandbox.compile
     counts = {"oom": 0}
 
-    def killed_compiler(self, cmd, timeout, stall=None):
+    def killed_compiler(self, cmd, timeout, stall=None, cpu_limit=None):
         if marker.strip("/ \n") not in open(cmd[cmd.index("-c") + 1]).read():
             return real(self, cmd, timeout)
         counts["oom"] += 1
@@ -72,7 +72,7 @@ def test_a_compiler_killed_without_the_oom_killer_is_the_handins(tmp_path, monke
     tar = handin(tmp_path, edits={"func_impl.cpp": ("#include", marker + "#include")})
     real = Sandbox.compile
 
-    def killed_compiler(self, cmd, timeout, stall=None):
+    def killed_compiler(self, cmd, timeout, stall=None, cpu_limit=None):
         if marker.strip("/ \n") not in open(cmd[cmd.index("-c") + 1]).read():
             return real(self, cmd, timeout)
         return Ran(1, "c++: fatal error: Killed signal terminated program cc1plus", 0.5)
