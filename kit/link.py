@@ -87,9 +87,14 @@ KINDS: List[Kind] = [
     # and answers the Call with what the next Serve brings back. A Serve's
     # `filter` is, at the first (before any code of the student's has run),
     # the system-call filter's state in that process (FILTER_CODES, from 1); 0 after.
+    # A Call's `marked` (1) makes it a student call in the case's account,
+    # with a return mark and the memory read at its return, as the
+    # in-process harness's StudentScope does; 0 is the kit's own access to
+    # an object in that process (a field read or set, a constructor of the
+    # framework's), whose requests the account still counts.
     Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: the "
                  "side's findings (side_bytes of int64, Ops::take_findings), then what the call returned or threw",
-         ask=("name_bytes",), answer=("outcome", "side_bytes"), by="harness"),
+         ask=("name_bytes", "marked"), answer=("outcome", "side_bytes"), by="harness"),
     Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
                   "first); data back: the next call (as Call's data), or none: the program ends",
          ask=("outcome", "filter"), answer=("name_bytes",), by="program"),

@@ -91,7 +91,7 @@ RANK_STACK_LIMIT_MIB = 2
 # a driven job holds no more than one of the usual mode. The student's
 # process holds only the framework's few MiB beside the handin's own (the
 # usual mode's test program, some 21 MiB): its room only grows.
-DRIVEN_HARNESS_DATA_MIB = 5
+DRIVEN_HARNESS_DATA_MIB = 10
 DRIVEN_HARNESS_STACK_MIB = 1
 STUDENT_PROCESS_DATA_MIB = RANK_DATA_LIMIT_MIB - DRIVEN_HARNESS_DATA_MIB - DRIVEN_HARNESS_STACK_MIB
 # Every other thread's stack (MPI's progress threads, the watchdog) is data:
@@ -188,16 +188,16 @@ ALL_PARTS: List[Part] = [
     part("part8_forward", "ZeRO-3 FC forward", 20, [Run("Part8Partition.*", 1), Run("Part8Forward.*", 4)], [1, 8],
          [ZERO], under("tests", "part8", "test_part8_zero_layer.cpp"), "Part 8", gates=["Part8Forward.KeepsNoFullWeight*"],
          functions=["partition_flat_tensor", "forward"], traffic=True, rules=["zero_memory"],
-         adds=own_hidden("part8")),
+         driven=True, adds=own_hidden("part8")),
     part("part8_backward", "ZeRO-3 FC backward", 20, [Run("Part8Backward.*", 4)], [8], [ZERO],
          under("tests", "part8", "test_part8_zero_layer.cpp"), "Part 8", gates=["Part8Backward.KeepsNoFullWeight*"],
          functions=["backward"], traffic=True, rules=["zero_memory"],
-         adds=own_hidden("part8")),
+         driven=True, adds=own_hidden("part8")),
     part("part9", "ZeRO-3 sharded Adam", 10,
          [Run("Part9Adam.*", 4), Run("Part9Training.*", 4, case_seconds=120.0, job_seconds=180.0)], [8, 4], [ZERO],
          under("tests", "part9", "test_part9_zero_adam.cpp", "test_part9_zero_training.cpp"), "Part 9",
          functions=["ZeroDPAdam::step"], traffic=True, rules=["zero_memory"],
-         adds=own_hidden("part9")),
+         driven=True, adds=own_hidden("part9")),
     # The extension parts: one suite per rank count (a case runs on its run's
     # ranks); each part's files are found by its key (kit/part_types.py).
     part("part11_ring", "ring collectives", 20, [Run(f"Part11Ring{n}.*", n) for n in (1, 2, 3, 4, 8)],

@@ -27,11 +27,12 @@ dtrain::ZeroMLP model_from_seed(Communicator& comm) {
 struct Watched {
   Watched(int in, int out, int batch)
       : w(arange(in, out, 0.0) / (in * out)), weight_bytes(std::int64_t(in) * out * 8),
-        layer(layer_from_full(world(), w, Matrix::Zero(1, out))), x(arange(batch, in, rank()) / 1000.0),
-        shape(dtrain::shape_before(layer, batch)) {}
+        handle(layer_from_full(world(), w, Matrix::Zero(1, out))), layer(handle.held()),
+        x(arange(batch, in, rank()) / 1000.0), shape(dtrain::shape_before(layer, batch)) {}
   Matrix w;
   std::int64_t weight_bytes;
-  dtrain::ZeroDPStage3FCLayer layer;
+  ZeroLayer handle;  // in one process: it holds the layer
+  dtrain::ZeroDPStage3FCLayer& layer;
   Matrix x, result;
   dtrain::LayerShape shape;
 };

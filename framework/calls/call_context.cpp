@@ -79,9 +79,11 @@ StudentScope::StudentScope(const char* function, Communicator* comm, const char*
 
 ServedScope::ServedScope(const char* function) : outer_function_(g_function.exchange(function)) {
   g_call_serial.fetch_add(1);
+  CommAccess::serving(true);
 }
 
 ServedScope::~ServedScope() {
+  CommAccess::serving(false);
   g_function.store(outer_function_);
   g_call_serial.fetch_add(1);
 }

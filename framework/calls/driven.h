@@ -128,7 +128,9 @@ void on_process_gone(void (*handler)(const std::string& why));
 // One call: its outcome and values (what it returned or threw). Where the
 // side found the call's collectives disagreeing across the ranks, it throws
 // CollectiveMismatch, named from the side's findings alone.
-std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments);
+// `marked`: a student call (link.py, Call's `marked`); false: the kit's own access to an object.
+std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments,
+                                           bool marked = true);
 
 // What the student's process of this rank is doing now, in the roll-call's
 // words (rank_state.h), from the side's page (side_page.h); "" where this
@@ -139,11 +141,11 @@ std::string student_state();
 link::FilterCode student_filter(double seconds);
 
 // What a student call returned (its values), or what it threw, thrown here.
-std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments);
+std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked);
 
 // One call of the function whose declaration is F: a student call from the
 // harness, or an upcall from the student's process.
-enum class Caller { Harness, Student };
+enum class Caller { Harness, Access, Student };
 template <Caller C, class F>
 struct Typed;
 template <Caller C, class R, class... A>
@@ -152,7 +154,7 @@ struct Typed<C, R(A...)> {
   static R call(const char* name, const Given&... given) {
     const std::vector<char> arguments = Arguments<A...>::of(given...);
     const std::vector<char> values =
-        C == Caller::Harness ? returned_values(name, arguments) : upcall_values(name, arguments);
+        C == Caller::Student ? upcall_values(name, arguments) : returned_values(name, arguments, C == Caller::Harness);
     if constexpr (!std::is_void_v<R>) return result_of<R>(values);
   }
 };
@@ -167,6 +169,14 @@ auto upcall(const char* name, const Given&... given) {
 template <class F, class... Given>
 auto remote(const char* name, const Given&... given) {
   return Typed<Caller::Harness, F>::call(name, given...);
+}
+
+// The kit's own access to an object of the student's process (a field read
+// or set, the framework's constructor), by name: not a student call, so
+// the account marks no return for it (its requests it still counts).
+template <class F, class... Given>
+auto access(const char* name, const Given&... given) {
+  return Typed<Caller::Access, F>::call(name, given...);
 }
 
 }  // namespace dtrain::calls

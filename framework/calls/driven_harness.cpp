@@ -52,8 +52,8 @@ std::vector<char> run_upcall(const std::vector<char>& data) {
 
 }  // namespace
 
-std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments) {
-  auto [outcome, values] = call(name, arguments);
+std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked) {
+  auto [outcome, values] = call(name, arguments, marked);
   if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(Reader(values).text());
   if (outcome == Outcome::Threw) throw std::runtime_error(Reader(values).text());
   if (outcome == Outcome::CheckFailed) {  // worded here, where the StudentScope knows the call's arguments
@@ -236,12 +236,13 @@ link::FilterCode student_filter(double seconds) {
 
 void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }
 
-std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments) {
+std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments, bool marked) {
   called_names().emplace(function_id(name.c_str()), name);
   std::vector<char> data(name.begin(), name.end());
   data.insert(data.end(), arguments.begin(), arguments.end());
   link::Header h = link::request(link::Kind::Call);
   h.ask.call.name_bytes = static_cast<std::int64_t>(name.size());
+  h.ask.call.marked = marked ? 1 : 0;
   std::vector<std::int64_t> findings;  // the side's, across the call's upcalls
   std::string back;
   for (;;) {

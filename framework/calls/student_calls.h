@@ -22,6 +22,7 @@
 // by name (driven.h); the scope, the observations and the checks stay here.
 #ifdef KIT_DRIVEN
 #include "driven.h"
+#include "zero_calls.h"
 #define KIT_STUDENT_CALL(function, ...) ::dtrain::calls::remote<decltype(::dtrain::function)>(#function, __VA_ARGS__)
 #else
 #define KIT_STUDENT_CALL(function, ...) ::dtrain::function(__VA_ARGS__)
@@ -108,20 +109,55 @@ inline std::pair<Vector, int> partition_flat_tensor(const Matrix& tensor, int sh
   return out;
 }
 
+// ZeRO-3's rules (zero_rules.h) judge every forward and backward: the
+// harness numbers the call and reads its traffic from the requests logged
+// while it runs; the memory rule's watch is where the student's code runs.
+#ifdef KIT_DRIVEN
+inline Matrix forward(calls::zero::RemoteLayer& layer, const Matrix& x) {
+  StudentScope scope("ZeroDPStage3FCLayer::forward", &layer.comm(), "comm", {shape("x", x)});
+  ZeroCallRules rules(layer.shape(static_cast<long>(x.rows())), true);
+  calls::zero::Answer a = layer.forward(x);
+  rules.returned(a.kept);
+  observe("forward", a.result);
+  return std::move(a.result);
+}
+
+inline Matrix backward(calls::zero::RemoteLayer& layer, const Matrix& output_grad) {
+  StudentScope scope("ZeroDPStage3FCLayer::backward", &layer.comm(), "comm", {shape("output_grad", output_grad)});
+  ZeroCallRules rules(layer.shape(static_cast<long>(output_grad.rows())), false);
+  calls::zero::Answer a = layer.backward(output_grad);
+  rules.returned(a.kept);
+  observe("backward.grad_x", a.result);
+  observe("backward.grad_w_shard", a.grad_w_shard);
+  observe("backward.grad_b_shard", a.grad_b_shard);
+  return std::move(a.result);
+}
+
+inline void step(calls::zero::RemoteAdam& optimizer) {
+  StudentScope scope("ZeroDPAdam::step");
+  const std::vector<Vector> shards = optimizer.step();
+  for (size_t i = 0; 2 * i + 1 < shards.size(); ++i) {
+    observe("step.w_shard" + std::to_string(i), shards[2 * i]);
+    observe("step.b_shard" + std::to_string(i), shards[2 * i + 1]);
+  }
+}
+#else
 inline Matrix forward(ZeroDPStage3FCLayer& layer, const Matrix& x) {
   StudentScope scope("ZeroDPStage3FCLayer::forward", &layer.comm, "comm", {shape("x", x)});
-  ZeroCallRules rules(layer, true, static_cast<long>(x.rows()));
+  ZeroCallRules rules(shape_before(layer, static_cast<long>(x.rows())), true);
+  ZeroMemoryWatch watch(layer, true, static_cast<long>(x.rows()), under_test());
   Matrix out = layer.forward(x);
-  rules.returned(out);
+  rules.returned(watch.returned(out));
   observe("forward", out);
   return out;
 }
 
 inline Matrix backward(ZeroDPStage3FCLayer& layer, const Matrix& output_grad) {
   StudentScope scope("ZeroDPStage3FCLayer::backward", &layer.comm, "comm", {shape("output_grad", output_grad)});
-  ZeroCallRules rules(layer, false, static_cast<long>(output_grad.rows()));
+  ZeroCallRules rules(shape_before(layer, static_cast<long>(output_grad.rows())), false);
+  ZeroMemoryWatch watch(layer, false, static_cast<long>(output_grad.rows()), under_test());
   Matrix grad_x = layer.backward(output_grad);
-  rules.returned(grad_x);
+  rules.returned(watch.returned(grad_x));
   observe("backward.grad_x", grad_x);
   observe("backward.grad_w_shard", layer.grad_w_shard);
   observe("backward.grad_b_shard", layer.grad_b_shard);
@@ -136,5 +172,6 @@ inline void step(ZeroDPAdam& optimizer) {
     observe("step.b_shard" + std::to_string(i), optimizer.layers[i]->b_shard);
   }
 }
+#endif
 
 }  // namespace dtrain::student

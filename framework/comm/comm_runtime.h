@@ -110,6 +110,10 @@ struct CommAccess {
   // side marks the calls it hands on, and these two then mark nothing.
   static void drive_calls();
   static void mark_return(const char* function);
+  // The driven mode's student process, while it carries out a call: the
+  // side keeps the call's account then, so a one-rank collective is told
+  // to it, as in a case (comm.cpp); nothing is marked.
+  static void serving(bool now);
 
   // The name the ledger gives the communicator ("world", "mp_comm", or the
   // split it came from: "split(color 1, key 0) of world").

@@ -157,9 +157,12 @@ CommAccess::ClockOffset CommAccess::clock_offset(Communicator& comm) {
 
 namespace {
 bool g_case_open = false;  // the MPI side keeps a case's account now: student calls are marked
+int g_serving = 0;         // the driven mode's student process carries out a call now
 }
 
-bool comm_detail::case_open() { return g_case_open; }
+bool comm_detail::case_open() { return g_case_open || g_serving > 0; }
+
+void CommAccess::serving(bool now) { g_serving += now ? 1 : -1; }
 
 void CommAccess::account_case(const std::string& name) {
   link::Header h = link::request(link::Kind::Case);

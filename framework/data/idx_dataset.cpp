@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -66,13 +67,16 @@ void require_complete(const std::string& dir, const std::string& named_by) {
 
 }  // namespace
 
-Matrix read_idx_images(const std::string& path, long max_items, long first_item) {
+Pixels read_idx_pixels(const std::string& path, long max_items, long first_item) {
   IdxReader in(path);
   const IdxHeader h = read_header(in, IdxKind::Images);
   const long keep = std::max(0L, max_items < 0 ? h.items - first_item : std::min(h.items - first_item, max_items));
   const auto bytes = read_payload(in, h, first_item, keep);
-  using Bytes = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  return Eigen::Map<const Bytes>(bytes.data(), keep, h.item_bytes()).cast<double>() / 255.0;  // one pass
+  return Eigen::Map<const Pixels>(bytes.data(), keep, h.item_bytes());
+}
+
+Matrix read_idx_images(const std::string& path, long max_items, long first_item) {
+  return read_idx_pixels(path, max_items, first_item).cast<double>() / 255.0;
 }
 
 Labels read_idx_labels(const std::string& path, long max_items, long first_item) {
@@ -183,6 +187,18 @@ Dataset load_dataset(const std::string& flag_dir, long max_train, long max_test,
   data.test.y = read_idx_labels(idx_file(data.dir, kStems[3]), max_test);
   for (const auto& [split, stem] : {std::pair{&data.train, 0}, std::pair{&data.test, 2}})
     check_split(data.dir, stem, split->x.rows(), split->x.cols(), split->y.size());
+  return data;
+}
+
+PixelDataset load_pixels(const std::string& flag_dir, long max_train, long max_test, long first_train) {
+  PixelDataset data;
+  data.dir = find_data_dir(flag_dir);
+  data.train_x = read_idx_pixels(idx_file(data.dir, kStems[0]), max_train, first_train);
+  data.train_y = read_idx_labels(idx_file(data.dir, kStems[1]), max_train, first_train);
+  data.test_x = read_idx_pixels(idx_file(data.dir, kStems[2]), max_test);
+  data.test_y = read_idx_labels(idx_file(data.dir, kStems[3]), max_test);
+  for (const auto& [x, y, stem] : {std::tuple{&data.train_x, &data.train_y, 0}, std::tuple{&data.test_x, &data.test_y, 2}})
+    check_split(data.dir, stem, x->rows(), x->cols(), y->size());
   return data;
 }
 

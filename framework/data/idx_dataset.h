@@ -99,6 +99,7 @@ class PixelFile {
   // Rows [start, start + n) into out (resized to (n, cols())).
   void copy_rows(long start, long n, Matrix& out) const;
   const std::string& mapped_path() const { return mapped_path_; }  // the file or its unpacked copy
+  const unsigned char* bytes() const { return pixels_; }             // (rows(), cols()), row-major
 
  private:
   Mapping map_;
@@ -114,24 +115,58 @@ struct SharedDataset {
 };
 SharedDataset open_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1);
 
-// The rows an evaluation pass reads: a Matrix, or a PixelFile converted a
-// chunk at a time. A view: what it names must outlive it.
+// The pixels of IDX images as their bytes: (N, 784), row-major. An eighth of
+// the doubles' memory: what a process with little room keeps (the driven
+// harness), converting the rows it uses as it uses them.
+using Pixels = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// As read_idx_images, kept as bytes.
+Pixels read_idx_pixels(const std::string& path, long max_items = -1, long first_item = 0);
+struct PixelDataset {
+  Pixels train_x, test_x;
+  Labels train_y, test_y;
+  std::string dir;
+};
+// As load_dataset, the images kept as bytes.
+PixelDataset load_pixels(const std::string& flag_dir, long max_train, long max_test, long first_train = 0);
+
+// The rows a training or evaluation pass reads: a Matrix, or images' bytes
+// (a PixelFile, Pixels) converted a row or a chunk at a time. A view: what
+// it names must outlive it.
 class RowSource {
  public:
-  RowSource(const Matrix& m) : matrix_(&m) {}          // NOLINT: a Matrix is a row source as it is
-  RowSource(const PixelFile& p) : pixels_(&p) {}       // NOLINT
-  long rows() const { return matrix_ ? static_cast<long>(matrix_->rows()) : pixels_->rows(); }
+  RowSource(const Matrix& m) : matrix_(&m) {}  // NOLINT: a Matrix is a row source as it is
+  RowSource(const PixelFile& p) : bytes_(p.bytes()), rows_(p.rows()), cols_(p.cols()) {}  // NOLINT
+  RowSource(const Pixels& p) : bytes_(p.data()), rows_(p.rows()), cols_(p.cols()) {}      // NOLINT
+  long rows() const { return matrix_ ? static_cast<long>(matrix_->rows()) : rows_; }
+  long cols() const { return matrix_ ? static_cast<long>(matrix_->cols()) : cols_; }
+  // Rows [start, start + n) into out (resized to (n, cols())).
   void copy_rows(long start, long n, Matrix& out) const {
+    check(start, n);
     if (matrix_) {
       out = matrix_->middleRows(start, n);
     } else {
-      pixels_->copy_rows(start, n, out);
+      out = Eigen::Map<const Pixels>(bytes_ + start * cols_, n, cols_).cast<double>() / 255.0;
+    }
+  }
+  // Row `row` into row `into` of out, which has cols() columns.
+  void copy_row(long row, Matrix& out, long into) const {
+    check(row, 1);
+    if (matrix_) {
+      out.row(into) = matrix_->row(row);
+    } else {
+      out.row(into) = Eigen::Map<const Pixels>(bytes_ + row * cols_, 1, cols_).cast<double>() / 255.0;
     }
   }
 
  private:
+  void check(long start, long n) const {
+    if (start < 0 || n < 0 || start + n > rows())
+      throw std::out_of_range("rows " + std::to_string(start) + ".." + std::to_string(start + n) + " of " +
+                              std::to_string(rows()));
+  }
   const Matrix* matrix_ = nullptr;
-  const PixelFile* pixels_ = nullptr;
+  const unsigned char* bytes_ = nullptr;
+  long rows_ = 0, cols_ = 0;
 };
 
 }  // namespace dtrain

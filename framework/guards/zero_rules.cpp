@@ -27,10 +27,10 @@ int g_forward_calls = 0, g_backward_calls = 0;
 
 }  // namespace
 
-std::vector<std::string> stage3_traffic_problems(bool forward, const ZeroDPStage3FCLayer& layer,
+std::vector<std::string> stage3_traffic_problems(bool forward, const LayerShape& shape,
                                                  const std::vector<ledger::LoggedCall>& calls) {
   const std::string pass = forward ? "forward" : "backward";
-  const long w = layer.w_shard_size, b = layer.b_shard_size;
+  const long w = shape.w_shard, b = shape.b_shard;
   std::vector<Needed> needed =
       forward ? std::vector<Needed>{{facts::kAllgather, w, "the weight's shards"},
                                     {facts::kAllgather, b, "the bias's shards"}}
@@ -74,58 +74,75 @@ std::string memory_rule_problem(const std::string& what, const HeapWatch::Kept& 
          (kept.complete ? "" : " (More blocks were allocated at once than the check can follow.)");
 }
 
-LayerShape shape_before(const ZeroDPStage3FCLayer& layer, long rows) {
+LayerShape layer_shape(long in_dim, long out_dim, long dp_size, long rows) {
   LayerShape s;
   s.rows = rows;
-  s.in_dim = layer.in_dim;
-  s.out_dim = layer.out_dim;
-  // The shard sizes from the dimensions (comm.h's S = ceil(numel / P)), not
-  // from the members, which the student's code could have set.
-  const long p = std::max(1, layer.dp_size);
+  s.in_dim = in_dim;
+  s.out_dim = out_dim;
+  const long p = std::max(1L, dp_size);
   s.w_shard = (s.in_dim * s.out_dim + p - 1) / p;
   s.b_shard = (s.out_dim + p - 1) / p;
   return s;
 }
 
+// From the dimensions, not the shard members, which the student's code could have set.
+LayerShape shape_before(const ZeroDPStage3FCLayer& layer, long rows) {
+  return layer_shape(layer.in_dim, layer.out_dim, layer.dp_size, rows);
+}
+
+namespace {
+const char* const kRoles[6] = {"the result", "the saved input x", "w_shard", "b_shard", "grad_w_shard", "grad_b_shard"};
+}
+
+int zero_role_number(const char* role) {
+  for (int i = 0; i < 6; ++i)
+    if (role == kRoles[i]) return i;
+  return -1;
+}
+
+const char* zero_role(int number) { return number >= 0 && number < 6 ? kRoles[number] : nullptr; }
+
 std::array<HeapWatch::Allowed, 6> allowed_blocks(const ZeroDPStage3FCLayer& layer, const Matrix& result,
                                                  const LayerShape& s, bool forward) {
   constexpr std::int64_t d = sizeof(double);
-  return {{{result.data(), d * s.rows * (forward ? s.out_dim : s.in_dim), "the result"},
-           {layer.x.data(), d * s.rows * s.in_dim, "the saved input x"},
-           {layer.w_shard.data(), d * s.w_shard, "w_shard"},
-           {layer.b_shard.data(), d * s.b_shard, "b_shard"},
-           {layer.grad_w_shard.data(), d * s.w_shard, "grad_w_shard"},
-           {layer.grad_b_shard.data(), d * s.b_shard, "grad_b_shard"}}};
+  return {{{result.data(), d * s.rows * (forward ? s.out_dim : s.in_dim), kRoles[0]},
+           {layer.x.data(), d * s.rows * s.in_dim, kRoles[1]},
+           {layer.w_shard.data(), d * s.w_shard, kRoles[2]},
+           {layer.b_shard.data(), d * s.b_shard, kRoles[3]},
+           {layer.grad_w_shard.data(), d * s.w_shard, kRoles[4]},
+           {layer.grad_b_shard.data(), d * s.b_shard, kRoles[5]}}};
 }
 
 void restart_call_numbers() { g_forward_calls = g_backward_calls = 0; }
 
-ZeroCallRules::ZeroCallRules(const ZeroDPStage3FCLayer& layer, bool forward, long rows)
-    : layer_(layer), forward_(forward), number_(forward ? ++g_forward_calls : ++g_backward_calls),
-      shape_(shape_before(layer, rows)) {
-  if (under_test() && HeapWatch::available() && !HeapWatch::busy()) watch_ = std::make_unique<HeapWatch>();
+ZeroMemoryWatch::ZeroMemoryWatch(const ZeroDPStage3FCLayer& layer, bool forward, long rows, bool watch)
+    : layer_(layer), forward_(forward), release_(watch), shape_(shape_before(layer, rows)) {
+  if (watch && HeapWatch::available() && !HeapWatch::busy()) watch_ = std::make_unique<HeapWatch>();
 }
 
-ZeroCallRules::~ZeroCallRules() = default;
-
-void ZeroCallRules::returned(const Matrix& result) {
-  std::vector<std::string> problems;
+ZeroMemoryWatch::Kept ZeroMemoryWatch::returned(const Matrix& result) {
+  Kept out;
   if (watch_) {
     const auto may_stay = allowed_blocks(layer_, result, shape_, forward_);
-    const HeapWatch::Kept kept = watch_->kept(may_stay.data(), may_stay.size());
+    out.kept = watch_->kept(may_stay.data(), may_stay.size());
+    out.watched = true;
     watch_.reset();
+  }
+  if (release_) platform::release_free_memory();
+  return out;
+}
+
+ZeroCallRules::ZeroCallRules(const LayerShape& shape, bool forward)
+    : forward_(forward), number_(forward ? ++g_forward_calls : ++g_backward_calls), shape_(shape) {}
+
+void ZeroCallRules::returned(const ZeroMemoryWatch::Kept& kept) {
+  std::vector<std::string> problems;
+  if (kept.watched) {
     const std::string what = std::string(forward_ ? "forward" : "backward") + "() call " + std::to_string(number_);
-    const std::string memory = memory_rule_problem(what, kept, std::int64_t(shape_.in_dim) * shape_.out_dim * 8);
+    const std::string memory = memory_rule_problem(what, kept.kept, std::int64_t(shape_.in_dim) * shape_.out_dim * 8);
     if (!memory.empty()) problems.push_back(memory);
   }
-  // The same rule as the kernel sees it, judged outside this process: the
-  // MPI side reads this process's memory as the call returns (StudentScope
-  // marks it), since the heap watch above reads tables this process can
-  // write. What glibc keeps for reuse goes back first, or the kernel would
-  // count it as held.
-  if (under_test()) platform::release_free_memory();
-  for (auto& p : stage3_traffic_problems(forward_, layer_, log_.take()))
-    problems.push_back(std::move(p));
+  for (auto& p : stage3_traffic_problems(forward_, shape_, log_.take())) problems.push_back(std::move(p));
   std::string text;
   for (const auto& p : problems) text += (text.empty() ? "" : "\n") + p;
   if (!text.empty()) rule_broken(text);

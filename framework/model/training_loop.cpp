@@ -7,7 +7,7 @@
 
 namespace dtrain {
 
-void run_epochs(const Matrix& x, const Labels& y, long batch, const TrainOptions& options, bool lead,
+void run_epochs(const RowSource& x, const Labels& y, long batch, const TrainOptions& options, bool lead,
                 const LoopSteps& steps, LoopRecord& record) {
   const long rows = x.rows();
   const long per_epoch = (rows + batch - 1) / batch;

@@ -85,7 +85,7 @@ struct LoopSteps {
 // collectives (on the host's steady clock), evaluates after each one, and
 // reports progress and epochs on the `lead` rank (options.on_progress,
 // options.on_epoch).
-void run_epochs(const Matrix& x, const Labels& y, long batch, const TrainOptions& options, bool lead,
+void run_epochs(const RowSource& x, const Labels& y, long batch, const TrainOptions& options, bool lead,
                 const LoopSteps& steps, LoopRecord& record);
 
 // A seeded random order of the rows, drawn the same on every rank with the
@@ -96,13 +96,13 @@ inline std::vector<int> shuffled_order(long rows, std::uint64_t seed) {
 
 // Rows order[start .. start+n) of (x, y) into the batch buffers, reused
 // across iterations, so the data set is never copied whole.
-inline void gather_batch(const Matrix& x, const Labels& y, const std::vector<int>& order, long start, long n,
+inline void gather_batch(const RowSource& x, const Labels& y, const std::vector<int>& order, long start, long n,
                          Matrix& xb, Labels& yb) {
   xb.resize(n, x.cols());
   yb.resize(n);
   for (long i = 0; i < n; ++i) {
     const int row = order[static_cast<size_t>(start + i)];
-    xb.row(i) = x.row(row);
+    x.copy_row(row, xb, i);
     yb(i) = y(row);
   }
 }
@@ -153,6 +153,30 @@ double evaluate(Model& model, const RowSource& x, const Labels& y, long batch = 
   for (long start = 0; start < x.rows(); start += batch)
     correct += right_answers(model, x, y, start, std::min(batch, x.rows() - start), xb, yb);
   return static_cast<double>(correct) / static_cast<double>(x.rows());
+}
+
+// Accuracy on (x, y), each rank testing its own share of the rows (the
+// original assignment's ranks each tested all of them). Every forward pass
+// gathers the weights, so all ranks must make the same number of passes:
+// the rows are cut into ranks x passes nearly equal chunks of at most
+// kEvalBatch rows, and one allreduce adds up the right answers. Collective.
+template <typename Model>
+double evaluate_shared(Model& model, Communicator& comm, const RowSource& x, const Labels& y) {
+  const long rows = x.rows(), ranks = comm.size();
+  const long passes = (rows + ranks * kEvalBatch - 1) / (ranks * kEvalBatch);  // per rank
+  const long chunks = ranks * passes;
+  if (rows < chunks || chunks == 0) return evaluate(model, x, y);  // too few rows to give every pass one
+  long correct = 0;
+  Matrix xb;   // (n, 784), n <= kEvalBatch
+  Labels yb;   // (n)
+  for (long pass = 0; pass < passes; ++pass) {
+    const long chunk = comm.rank() * passes + pass;
+    const long start = rows * chunk / chunks;
+    correct += right_answers(model, x, y, start, rows * (chunk + 1) / chunks - start, xb, yb);
+  }
+  Matrix mine = Matrix::Constant(1, 1, static_cast<double>(correct)), all(1, 1);  // (1, 1): right answers
+  comm.allreduce(mine, all, Op::Sum);
+  return all(0, 0) / static_cast<double>(rows);
 }
 
 }  // namespace dtrain

@@ -52,33 +52,6 @@ void ZeroMLP::zero_grad() {
   fc2.zero_grad();
 }
 
-namespace {
-
-// Accuracy on (x, y), each rank testing its own share of the rows (the
-// original assignment's ranks each tested all of them). Every forward pass
-// gathers the weights, so all ranks must make the same number of passes:
-// the rows are cut into ranks x passes nearly equal chunks of at most
-// kEvalBatch rows, and one allreduce adds up the right answers.
-double evaluate_shared(ZeroMLP& model, Communicator& comm, const RowSource& x, const Labels& y) {
-  const long rows = x.rows(), ranks = comm.size();
-  const long passes = (rows + ranks * kEvalBatch - 1) / (ranks * kEvalBatch);  // per rank
-  const long chunks = ranks * passes;
-  if (rows < chunks || chunks == 0) return evaluate(model, x, y);  // too few rows to give every pass one
-  long correct = 0;
-  Matrix xb;   // (n, 784), n <= kEvalBatch
-  Labels yb;   // (n)
-  for (long pass = 0; pass < passes; ++pass) {
-    const long chunk = comm.rank() * passes + pass;
-    const long start = rows * chunk / chunks;
-    correct += right_answers(model, x, y, start, rows * (chunk + 1) / chunks - start, xb, yb);
-  }
-  Matrix mine = Matrix::Constant(1, 1, static_cast<double>(correct)), all(1, 1);  // (1, 1): right answers
-  comm.allreduce(mine, all, Op::Sum);
-  return all(0, 0) / static_cast<double>(rows);
-}
-
-}  // namespace
-
 ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
                            RowSource x_test, const Labels& y_test, const TrainOptions& options) {
   if (!(options.init_lr > 0)) throw std::invalid_argument("train_zero needs init_lr > 0 (kAdamInitLr by default)");

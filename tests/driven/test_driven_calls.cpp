@@ -123,12 +123,19 @@ int main(int argc, char** argv) {
     grad_out << 1, 2, 3, 4, 5, 6, 7, 8;
     out << 20, 16, 18, 20, 50, 38, 36, 42;
     grad_x << 41, 67, 129, 163;
-    RemoteLayer layer = remote_layer_from_full(world, 2, 4, size, w, b);
-    expect(near(layer.forward(x2), out), "the ZeRO layer's forward");
+    using Partition = std::pair<dtrain::Vector, int>(const Matrix&, int, int);
+    const auto w_part = remote<Partition>("partition_flat_tensor", w, rank, size);
+    const auto b_part = remote<Partition>("partition_flat_tensor", b, rank, size);
+    RemoteLayer layer = remote_layer_from_partition(world, 2, 4, size, w_part, b_part);
+    const Answer forward = layer.forward(x2);
+    expect(near(forward.result, out) && forward.kept.watched && forward.kept.kept.bytes == 0,
+           "the ZeRO layer's forward, and the memory rule's watch around it");
     expect(near(layer.x(), x2) && layer.w_shard_size() == 2, "the ZeRO layer's fields after forward");
-    expect(near(layer.backward(grad_out), grad_x), "the ZeRO layer's backward");
+    const Answer backward = layer.backward(grad_out);
+    expect(near(backward.result, grad_x), "the ZeRO layer's backward");
     const double w_shards[4][2] = {{64, 80}, {96, 112}, {88, 112}, {136, 160}};
     const dtrain::Vector gw = layer.grad_w_shard(), gb = layer.grad_b_shard();
+    expect(near(backward.grad_w_shard, gw) && near(backward.grad_b_shard, gb), "backward answers with its shards");
     expect(gw.size() == 2 && gw[0] == w_shards[rank][0] && gw[1] == w_shards[rank][1] && gb.size() == 1 &&
                gb[0] == 24.0 + 8 * rank,
            "the ZeRO layer's gradient shards");

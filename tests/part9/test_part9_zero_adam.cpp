@@ -10,8 +10,6 @@
 #include "zero_test_util.h"
 
 using namespace kit;
-using dtrain::ZeroDPAdam;
-using dtrain::ZeroDPStage3FCLayer;
 
 namespace {
 
@@ -54,7 +52,7 @@ struct ReferenceAdam {
 };
 
 struct AdamSetup {
-  std::vector<ZeroDPStage3FCLayer> layers;
+  std::vector<ZeroLayer> layers;
   std::vector<ReferenceAdam> weights, biases;  // the unsharded twins
 };
 
@@ -72,35 +70,35 @@ AdamSetup make_setup() {
 
 // Runs `steps` steps on shards and on the twins and compares every rank's
 // shards and moments after each step.
-void run_and_compare(AdamSetup& s, ZeroDPAdam& opt, int steps) {
+void run_and_compare(AdamSetup& s, ZeroAdam& opt, int steps) {
   for (int t = 1; t <= steps; ++t) {
     SCOPED_TRACE("after step " + std::to_string(t));
     for (int l = 0; l < 2; ++l) {
       const Matrix gw = gradient(l, kShapes[l].in, kShapes[l].out, t), gb = gradient(l, 1, kShapes[l].out, t);
-      s.layers[l].grad_w_shard = expected_shard(gw, rank(), 4);
-      s.layers[l].grad_b_shard = expected_shard(gb, rank(), 4);
+      s.layers[l].set_grad_w_shard(expected_shard(gw, rank(), 4));
+      s.layers[l].set_grad_b_shard(expected_shard(gb, rank(), 4));
       s.weights[l].step(gw, t, opt.lr, opt.beta1, opt.beta2, opt.eps);
       s.biases[l].step(gb, t, opt.lr, opt.beta1, opt.beta2, opt.eps);
     }
     dtrain::student::step(opt);
-    ASSERT_EQ(opt.step_idx, t) << "step_idx counts the steps taken";
+    ASSERT_EQ(opt.step_idx(), t) << "step_idx counts the steps taken";
     for (int l = 0; l < 2; ++l) {
       const std::string w = std::to_string(l) + ".w", b = std::to_string(l) + ".b";
-      ASSERT_EQ(opt.state.count(w), 1u) << "state must have the key \"" << w << "\"";
-      ASSERT_EQ(opt.state.count(b), 1u) << "state must have the key \"" << b << "\"";
+      ASSERT_TRUE(has_state(opt, w)) << "state must have the key \"" << w << "\"";
+      ASSERT_TRUE(has_state(opt, b)) << "state must have the key \"" << b << "\"";
       const auto& tw = s.weights[l];
       const auto& tb = s.biases[l];
-      EXPECT_VECTOR_NEAR(s.layers[l].w_shard, expected_shard(tw.as_matrix(tw.p), rank(), 4)) << "layer " << l;
-      EXPECT_VECTOR_NEAR(s.layers[l].b_shard, expected_shard(tb.as_matrix(tb.p), rank(), 4)) << "layer " << l;
-      EXPECT_VECTOR_NEAR(opt.state.at(w).m, expected_shard(tw.as_matrix(tw.m), rank(), 4)) << w << " m";
-      EXPECT_VECTOR_NEAR(opt.state.at(w).v, expected_shard(tw.as_matrix(tw.v), rank(), 4)) << w << " v";
-      EXPECT_VECTOR_NEAR(opt.state.at(b).m, expected_shard(tb.as_matrix(tb.m), rank(), 4)) << b << " m";
-      EXPECT_VECTOR_NEAR(opt.state.at(b).v, expected_shard(tb.as_matrix(tb.v), rank(), 4)) << b << " v";
+      EXPECT_VECTOR_NEAR(s.layers[l].w_shard(), expected_shard(tw.as_matrix(tw.p), rank(), 4)) << "layer " << l;
+      EXPECT_VECTOR_NEAR(s.layers[l].b_shard(), expected_shard(tb.as_matrix(tb.p), rank(), 4)) << "layer " << l;
+      EXPECT_VECTOR_NEAR(opt.moment(w, "m"), expected_shard(tw.as_matrix(tw.m), rank(), 4)) << w << " m";
+      EXPECT_VECTOR_NEAR(opt.moment(w, "v"), expected_shard(tw.as_matrix(tw.v), rank(), 4)) << w << " v";
+      EXPECT_VECTOR_NEAR(opt.moment(b, "m"), expected_shard(tb.as_matrix(tb.m), rank(), 4)) << b << " m";
+      EXPECT_VECTOR_NEAR(opt.moment(b, "v"), expected_shard(tb.as_matrix(tb.v), rank(), 4)) << b << " v";
     }
   }
 }
 
-std::vector<ZeroDPStage3FCLayer*> pointers(AdamSetup& s) { return {&s.layers[0], &s.layers[1]}; }
+std::vector<ZeroLayer*> pointers(AdamSetup& s) { return {&s.layers[0], &s.layers[1]}; }
 
 // Every rank's shards and moments after the three steps of
 // ThreeStepsMatchUnshardedAndRecordedAdam, recorded from the reference (per rank: for layers 0 and 1, the
@@ -170,19 +168,19 @@ const std::vector<double> kRecorded[4][12] = {
 // recorded from the reference after the last.
 TEST(Part9Adam, ThreeStepsMatchUnshardedAndRecordedAdam) {
   AdamSetup s = make_setup();
-  ZeroDPAdam opt(pointers(s), 0.01);
+  ZeroAdam opt(pointers(s), 0.01);
   run_and_compare(s, opt, 3);
   const auto& recorded = kRecorded[rank()];
   for (int l = 0; l < 2; ++l) {
     SCOPED_TRACE("layer " + std::to_string(l));
     const std::string w = std::to_string(l) + ".w", b = std::to_string(l) + ".b";
-    if (!opt.state.count(w) || !opt.state.count(b)) continue;  // run_and_compare reported it
-    const Vector* got[6] = {&s.layers[l].w_shard, &s.layers[l].b_shard, &opt.state.at(w).m,
-                            &opt.state.at(w).v,   &opt.state.at(b).m,   &opt.state.at(b).v};
+    if (!has_state(opt, w) || !has_state(opt, b)) continue;  // run_and_compare reported it
+    const Vector got[6] = {s.layers[l].w_shard(), s.layers[l].b_shard(), opt.moment(w, "m"),
+                           opt.moment(w, "v"),   opt.moment(b, "m"),   opt.moment(b, "v")};
     const char* names[6] = {"w_shard", "b_shard", "m of w", "v of w", "m of b", "v of b"};
     for (int q = 0; q < 6; ++q) {
       const auto& values = recorded[l * 6 + q];
-      EXPECT_VECTOR_NEAR(*got[q], Eigen::Map<const Vector>(values.data(), static_cast<Eigen::Index>(values.size())))
+      EXPECT_VECTOR_NEAR(got[q], Eigen::Map<const Vector>(values.data(), static_cast<Eigen::Index>(values.size())))
           << names[q];
     }
   }
@@ -190,26 +188,26 @@ TEST(Part9Adam, ThreeStepsMatchUnshardedAndRecordedAdam) {
 
 TEST(Part9Adam, UsesTheGivenHyperparameters) {
   AdamSetup s = make_setup();
-  ZeroDPAdam opt(pointers(s), 0.05, 0.8, 0.99, 1e-3);
+  ZeroAdam opt(pointers(s), 0.05, 0.8, 0.99, 1e-3);
   run_and_compare(s, opt, 4);
 }
 
 TEST(Part9Adam, MomentsAreTheSizeOfTheLocalShard) {
   AdamSetup s = make_setup();
-  ZeroDPAdam opt(pointers(s), 0.01);
+  ZeroAdam opt(pointers(s), 0.01);
   for (auto& layer : s.layers) {
-    layer.grad_w_shard.setConstant(0.5);
-    layer.grad_b_shard.setConstant(0.5);
+    layer.set_grad_w_shard(Vector::Constant(layer.grad_w_shard().size(), 0.5));
+    layer.set_grad_b_shard(Vector::Constant(layer.grad_b_shard().size(), 0.5));
   }
   dtrain::student::step(opt);
-  EXPECT_EQ(opt.state.size(), 4u) << "one entry per layer and parameter: 0.w, 0.b, 1.w, 1.b";
+  EXPECT_EQ(opt.state_keys().size(), 4u) << "one entry per layer and parameter: 0.w, 0.b, 1.w, 1.b";
   for (int l = 0; l < 2; ++l) {
     for (const char* p : {".w", ".b"}) {
       const std::string key = std::to_string(l) + p;
-      if (!opt.state.count(key)) continue;
-      const Eigen::Index shard = p[1] == 'w' ? s.layers[l].w_shard.size() : s.layers[l].b_shard.size();
-      EXPECT_EQ(opt.state.at(key).m.size(), shard) << key << ": m must be the size of the local shard, not the full tensor";
-      EXPECT_EQ(opt.state.at(key).v.size(), shard) << key << ": v must be the size of the local shard, not the full tensor";
+      if (!has_state(opt, key)) continue;
+      const Eigen::Index shard = p[1] == 'w' ? s.layers[l].w_shard().size() : s.layers[l].b_shard().size();
+      EXPECT_EQ(opt.moment(key, "m").size(), shard) << key << ": m must be the size of the local shard, not the full tensor";
+      EXPECT_EQ(opt.moment(key, "v").size(), shard) << key << ": v must be the size of the local shard, not the full tensor";
     }
   }
 }
@@ -217,21 +215,21 @@ TEST(Part9Adam, MomentsAreTheSizeOfTheLocalShard) {
 // Padding has zero gradient forever, so it must stay exactly zero.
 TEST(Part9Adam, PaddingStaysExactlyZero) {
   AdamSetup s = make_setup();
-  ZeroDPAdam opt(pointers(s), 0.1);
+  ZeroAdam opt(pointers(s), 0.1);
   for (int t = 1; t <= 5; ++t) {
     for (int l = 0; l < 2; ++l) {
-      s.layers[l].grad_w_shard = expected_shard(gradient(l, kShapes[l].in, kShapes[l].out, t), rank(), 4);
-      s.layers[l].grad_b_shard = expected_shard(gradient(l, 1, kShapes[l].out, t), rank(), 4);
+      s.layers[l].set_grad_w_shard(expected_shard(gradient(l, kShapes[l].in, kShapes[l].out, t), rank(), 4));
+      s.layers[l].set_grad_b_shard(expected_shard(gradient(l, 1, kShapes[l].out, t), rank(), 4));
     }
     dtrain::student::step(opt);
   }
   // Rank 3 holds the padding of layer 0's weights (16 slots for 15) and biases (8 for 5).
   if (rank() == 3) {
-    EXPECT_EQ(s.layers[0].w_shard(3), 0.0);
-    EXPECT_EQ(s.layers[0].b_shard(0), 0.0);
-    EXPECT_EQ(s.layers[0].b_shard(1), 0.0);
+    EXPECT_EQ(s.layers[0].w_shard()(3), 0.0);
+    EXPECT_EQ(s.layers[0].b_shard()(0), 0.0);
+    EXPECT_EQ(s.layers[0].b_shard()(1), 0.0);
   }
   if (rank() == 2) {
-    EXPECT_EQ(s.layers[0].b_shard(1), 0.0);
+    EXPECT_EQ(s.layers[0].b_shard()(1), 0.0);
   }
 }

@@ -202,12 +202,14 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
   // until that Serve comes (the process starts beside the harness, not first).
   Incoming serving, calling, upcalling, held;
   std::string calling_name;
+  bool calling_marked = false;  // a student call, which the account marks (link.py, Call's `marked`)
   bool student_waits = false, harness_waits = false, upcall_waits = false, student_gone = false, call_held = false;
   // Hands the harness's Call to the student's process, waiting in its Serve.
   auto start_call = [&](Incoming&& r) {
     const auto name_bytes = static_cast<std::size_t>(r.h.ask.call.name_bytes);
     calling_name.assign(r.in.data(), name_bytes);
-    traffic.enter(calling_name, 0);
+    calling_marked = r.h.ask.call.marked != 0;
+    if (calling_marked) traffic.enter(calling_name, 0);
     Answer call;
     call.data = r.in;
     call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
@@ -264,7 +266,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(harness, calling.h, up)) wait_for_the_end();
       } else if (r.h.kind == link::Kind::Serve) {
         if (harness_waits) {  // the call's outcome, as the student's process returned it
-          traffic.returned(calling_name);
+          if (calling_marked) traffic.returned(calling_name);
           if (const int strays = end_strays(harness.pid, student.pid); strays > 0) ops.found_strays(strays);
           Answer outcome;
           outcome.reply.answer.call.outcome = r.h.ask.serve.outcome;

@@ -13,7 +13,6 @@
 
 using namespace kit;
 using namespace kit::hidden;
-using dtrain::ZeroDPStage3FCLayer;
 
 TEST(HiddenPart8Partition, PaddingCornerCases) {
   const struct {
@@ -32,24 +31,24 @@ TEST(HiddenPart8Partition, PaddingCornerCases) {
 }
 
 TEST(HiddenPart8Forward, Dp8) {
-  ZeroDPStage3FCLayer layer = layer_from_full(world(), zero_w(), zero_b());
+  ZeroLayer layer = layer_from_full(world(), zero_w(), zero_b());
   EXPECT_RECORDED("out", dtrain::student::forward(layer, block_of(rank(), 3, 7) / 1000.0));
 }
 TEST(HiddenPart8Forward, Dp2AndDp3) {
   Communicator two = blocks_of(2), three = blocks_of(3);
   for (Communicator* group : {&two, &three}) {
-    ZeroDPStage3FCLayer layer = layer_from_full(*group, zero_w(), zero_b());
+    ZeroLayer layer = layer_from_full(*group, zero_w(), zero_b());
     EXPECT_RECORDED("out" + std::to_string(group->size()), dtrain::student::forward(layer, block_of(rank(), 2, 7) / 100.0));
   }
 }
 
 namespace {
 void record_backward(Communicator& group, const std::string& tag) {
-  ZeroDPStage3FCLayer layer = layer_from_full(group, zero_w(), zero_b());
-  layer.x = block_of(rank(), 4, 7) / 1000.0;
+  ZeroLayer layer = layer_from_full(group, zero_w(), zero_b());
+  layer.set_x(block_of(rank(), 4, 7) / 1000.0);
   EXPECT_RECORDED(tag + "grad_x", dtrain::student::backward(layer, block_of(7 - rank(), 4, 5) / 1000.0));
-  EXPECT_RECORDED(tag + "grad_w_shard", row(layer.grad_w_shard));
-  EXPECT_RECORDED(tag + "grad_b_shard", row(layer.grad_b_shard));
+  EXPECT_RECORDED(tag + "grad_w_shard", row(layer.grad_w_shard()));
+  EXPECT_RECORDED(tag + "grad_b_shard", row(layer.grad_b_shard()));
 }
 }  // namespace
 
@@ -57,14 +56,14 @@ TEST(HiddenPart8Backward, Dp8) { record_backward(world(), ""); }
 
 // As the public case decides: a second backward overwrites the shards.
 TEST(HiddenPart8Backward, SecondCallOverwritesOnEightRanks) {
-  ZeroDPStage3FCLayer layer = layer_from_full(world(), zero_w(), zero_b());
-  layer.x = block_of(rank(), 3, 7) / 1000.0;
+  ZeroLayer layer = layer_from_full(world(), zero_w(), zero_b());
+  layer.set_x(block_of(rank(), 3, 7) / 1000.0);
   const Matrix grad_out = block_of(rank(), 3, 5) / 1000.0;
   dtrain::student::backward(layer, grad_out);
-  const Vector first_w = layer.grad_w_shard, first_b = layer.grad_b_shard;
+  const Vector first_w = layer.grad_w_shard(), first_b = layer.grad_b_shard();
   dtrain::student::backward(layer, grad_out);
-  EXPECT_VECTOR_NEAR(layer.grad_w_shard, first_w);
-  EXPECT_VECTOR_NEAR(layer.grad_b_shard, first_b);
+  EXPECT_VECTOR_NEAR(layer.grad_w_shard(), first_w);
+  EXPECT_VECTOR_NEAR(layer.grad_b_shard(), first_b);
 }
 TEST(HiddenPart8Backward, Dp3Groups) {
   Communicator three = blocks_of(3);
