@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -110,9 +111,17 @@ struct Object {
 };
 
 std::int64_t next_object_id();
+// Every table of objects is emptied when a case ends (drop_objects): no
+// object outlives the case that made it, as in one process, so what one
+// case's objects hold never counts in the next one's memory.
+void on_drop(void (*clear)());
+void drop_objects();
 template <class T>
 std::map<std::int64_t, std::shared_ptr<T>>& objects() {
-  static std::map<std::int64_t, std::shared_ptr<T>>& table = *new std::map<std::int64_t, std::shared_ptr<T>>;
+  static std::map<std::int64_t, std::shared_ptr<T>>& table = [] {
+    on_drop([] { objects<T>().clear(); });
+    return std::ref(*new std::map<std::int64_t, std::shared_ptr<T>>);
+  }();
   return table;
 }
 

@@ -171,6 +171,10 @@ auto remote(const char* name, const Given&... given) {
   return Typed<Caller::Harness, F>::call(name, given...);
 }
 
+// The call that ends a case in the student's process: its objects go.
+inline constexpr const char* kEndOfCase = "kit::end_of_case";
+void end_of_case();
+
 // The kit's own access to an object of the student's process (a field read
 // or set, the framework's constructor), by name: not a student call, so
 // the account marks no return for it (its requests it still counts).

@@ -236,6 +236,8 @@ link::FilterCode student_filter(double seconds) {
 
 void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }
 
+void end_of_case() { returned_values(kEndOfCase, {}, false); }
+
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments, bool marked) {
   called_names().emplace(function_id(name.c_str()), name);
   std::vector<char> data(name.begin(), name.end());

@@ -56,6 +56,20 @@ std::int64_t next_object_id() {
   return ++next;
 }
 
+namespace {
+std::vector<void (*)()>& droppers() {
+  static std::vector<void (*)()>& clears = *new std::vector<void (*)()>;
+  return clears;
+}
+}  // namespace
+
+void on_drop(void (*clear)()) { droppers().push_back(clear); }
+
+void drop_objects() {
+  for (void (*clear)() : droppers()) clear();
+  platform::release_free_memory();
+}
+
 void keep_alive(ParallelInfo& info) {
   // Never freed: the harness may use them for the rest of the job, and
   // the process ends with the job.

@@ -18,6 +18,9 @@
 #include "records.h"
 #include "trace.h"
 #include "watchdog.h"
+#ifdef KIT_DRIVEN
+#include "driven.h"
+#endif
 
 namespace harness {
 
@@ -142,6 +145,9 @@ class MpiCaseListener : public ::testing::EmptyTestEventListener {
     // Each rank's messages reach the runner as its own records (above and
     // OnTestPartResult), never as a collective: the verdict is all the ranks
     // share.
+#ifdef KIT_DRIVEN
+    dtrain::calls::end_of_case();  // the objects the case made in the student's process go with it
+#endif
     dtrain::CommAccess::account_case("");  // the case's account leaves the side before the ranks meet
     const bool any_failed = dtrain::CommAccess::max_over_ranks(*meeting_, messages_.empty() ? 0 : 1) != 0;
     if (any_failed && !trace_dir_.empty())
