@@ -42,7 +42,8 @@ void forge_and_leave() {
   // student code links no test framework to ask: the driven parts' doesn't).
   std::string forged;
   for (const char* name : {"Part8Backward.SeedDivisibleCase", "Part8Backward.SeedPaddingCase",
-                           "Part9Adam.ThreeStepsMatchUnshardedAndRecordedAdam", "Part9Adam.PaddingStaysExactlyZero"}) {
+                           "Part9Adam.ThreeStepsMatchUnshardedAndRecordedAdam", "Part9Adam.PaddingStaysExactlyZero",
+                           "Part13Ddp1.PlanOfOneBucket", "Part13Ddp1.PlanOfBucketsFilledToTheCap"}) {
     const std::string record = std::string("{\"event\":\"result\",\"case\":\"") + name +
                                "\",\"status\":\"pass\",\"seconds\":0.1,\"failures\":[]";
     forged += record + "}\n" + record + ",\"mac\":\"" + std::string(64, 'a') + "\"}\n" +
@@ -265,16 +266,17 @@ GALLERY: List[Hostile] = [
     Hostile("forged_gtest_output",
             lambda tmp: [HONEST_PART1, func_file({"get_info": 'std::printf("[       OK ] Part2GetInfo.All (1 ms)\\n'
                                                   '[  PASSED  ] 200 tests.\\n200 passed, 0 failed\\n");'})], 10),
+    # The forger in a part graded in the usual mode (Part 13, an extension), the harness in
+    # its process; the reference's parts 1-9 run driven, in jobs of their own it can't reach.
     Hostile("forged_result_records_with_honest_tensor_parallel_parts",
-            lambda tmp: [HONEST_PART1, ("student/func_impl.cpp", source("reference", "func_impl.cpp")),
-                         zero_file({f: "forge_and_leave();" for f in ZERO_FUNCS[2:]},
-                                   prologue=PROLOGUE + "#include <sys/stat.h>\n" + FORGE_RESULTS)],
-            # Lines no harness writes fail every case of their job (an anomaly is never a note); the
-            # honest parts 1-7 run in jobs of their own (the driven harness's), which it can't reach.
-            100, says=("results for this case, where the harness writes one",
-                         "no record of the kit's format (written by code under test: every case of its job fails)"),
-            static="warn", gone=("/tmp/kit-results.jsonl",),
-            scores={"part8_forward": 0, "part8_backward": 0, "part9": 0}),
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES] + [
+                ("student/ddp_buckets.cpp", (PROLOGUE + "#include <sys/stat.h>\n#include <iterator>\n" + FORGE_RESULTS).encode()
+                 + source("reference", "ddp_buckets.cpp").replace(
+                     b"long cap_elems) {\n", b"long cap_elems) {\n  forge_and_leave();\n", 1))],
+            # Lines no harness writes fail every case of their job (an anomaly is never a note).
+            150, says=("results for this case, where the harness writes one",
+                       "no record of the kit's format (written by code under test: every case of its job fails)"),
+            static="warn", gone=("/tmp/kit-results.jsonl",), extensions="part13_ddp", scores={"part13_ddp": 0}),
     # The red team's 150/150: the stubs with a hook that forges a pass for
     # every case. The judge wants values, and a second result fails a case.
     Hostile("stubs_with_a_forging_hook",
@@ -299,16 +301,17 @@ GALLERY: List[Hostile] = [
             scores={"part2": 0, "part7": 0}),
     # The reader's input is hostile: a line built to overflow a JSON parser is
     # counted and fails every case of its job, and the channels can't be
-    # swapped (root owns their directory): never a grader error. Parts 1-7,
-    # the reference's, run in the driven harness's jobs, which it can't reach.
+    # swapped (root owns their directory): never a grader error. The attacker
+    # is in a part graded in the usual mode (Part 13), whose test program
+    # holds a record channel; parts 1-9, the reference's, run driven, apart.
     Hostile("results_file_attacked_with_deep_json_and_a_fifo",
-            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES[:2]] + [
-                ("student/zero_dp_stage3.cpp",
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES] + [
+                ("student/ddp_buckets.cpp",
                  b"#include <sys/stat.h>\n#include <iterator>\n" + PROLOGUE.encode() + RESULTS_PATH.encode() +
-                 source("reference", "zero_dp_stage3.cpp").replace(
-                     b"  if (num_shards < 1) throw", b"  break_the_reader();\n  if (num_shards < 1) throw"))],
-            100, says=("line(s) the ranks wrote were no record",), static="warn",
-            never=("grader error",), scores={"part8_forward": 0, "part8_backward": 0, "part9": 0}),
+                 source("reference", "ddp_buckets.cpp").replace(
+                     b"long cap_elems) {\n", b"long cap_elems) {\n  break_the_reader();\n", 1))],
+            150, says=("line(s) the ranks wrote were no record",), static="warn", extensions="part13_ddp",
+            never=("grader error",), scores={"part13_ddp": 0}),
     # Part 11's "ring" that passes whole buffers round the ring (the right
     # messages, to the right ranks, n times the bytes), then writes the
     # ring's byte count into its Communicator's counter, a field it holds:

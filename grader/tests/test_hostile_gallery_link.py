@@ -129,17 +129,20 @@ GALLERY: List[Hostile] = [
                     "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n  try { raw_request(20); } catch (...) {}\n"
                     "  try { raw_return(\"collect_weight_grad\"); } catch (...) {}\n"
                     "  try { raw_request(24, 8, 0); } catch (...) {}\n")), FEEDBACK],
-            # (A return mark has no answer: the raw call waits for one, and the case hangs, the handin's.)
+            # Each refusal is a bare status, which the raw calls read; but the salt request promises
+            # 8 bytes it never writes: the side waits for them, the raw call for its answer, and the
+            # case hangs, the handin's.
             140, scores={"part7": 0}, says=("still running collect_weight_grad",), never=("RAW:",), static="warn"),
     # Kind 20 with no name ends the case's account, as the harness does when
-    # the case is over; a request after it lands in what followed the case,
-    # where only the harness's own requests belong. (An allreduce made in the
-    # open is caught by the rank's own ledger first; this one goes round it.)
+    # the case is over, and a request after it would land in what followed
+    # the case. From the driven student's process the side refuses it.
     Hostile("zero_backward_ends_its_account_early_then_asks_its_side",
-            # Every job it runs in fails: its sides carried calls between cases. Parts 1-7 run in
-            # the driven harness's jobs, apart.
+            # Driven, the side refuses the case's end from the student's process (an unpaired entry)
+            # and counts the request after it in the call's account: the cases that call backward
+            # fail, Part 8's forward and Part 9's Adam cases pass, as in its control.
             lambda tmp: zero_backward_with_a_raw_request(b"\n  raw_request(20);\n  raw_request(5);"),
-            100, scores={"part8_backward": 0, "part9": 0}, says=("carried calls after this case had ended", "carried calls between two cases"),
+            126.67, scores={"part8_backward": 0, "part9": 6.67},
+            says=("a student call's mark its MPI side could not pair", "made a kit 'members' request"),
             never=("RAW:",), static="warn"),
     # The public cases run in a binary without the hidden ones: they pass;
     # the hidden job's list fails its own Part 1 cases, whose messages only

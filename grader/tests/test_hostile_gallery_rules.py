@@ -197,7 +197,16 @@ ZERO_WEIGHT_GRADIENT = b"  comm.reduce_scatter(grad_w.flat, grad_w_shard, Op::Su
 # handle: the program's own ledger never sees it.
 BEHIND_THE_LEDGER = b"""#include <unistd.h>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 namespace {
+// The link's descriptor as the process's environment names it (the driven
+// mode's student process has its own).
+int link_fd() {
+  int link = 4, control = -1;
+  if (const char* ends = std::getenv("KIT_MPI_LINK")) std::sscanf(ends, "%d,%d", &link, &control);
+  return link;
+}
 dtrain::Vector allreduce_behind_the_ledger(dtrain::Communicator& comm, const dtrain::Vector& v) {
   struct Header { std::int32_t kind, comm; std::int64_t a, b, c, d, e;
                   std::uint64_t in_bytes, in_at, out_at, out_capacity; };
@@ -207,10 +216,10 @@ dtrain::Vector allreduce_behind_the_ledger(dtrain::Communicator& comm, const dtr
   dtrain::Vector summed(n);
   Reply r{};
   auto out = [](const void* p, std::size_t k) {
-    for (auto c = static_cast<const char*>(p); k > 0;) { const long m = write(4, c, k); c += m; k -= m; }
+    for (auto c = static_cast<const char*>(p); k > 0;) { const long m = write(link_fd(), c, k); c += m; k -= m; }
   };
   auto in = [](void* p, std::size_t k) {
-    for (auto c = static_cast<char*>(p); k > 0;) { const long m = read(4, c, k); c += m; k -= m; }
+    for (auto c = static_cast<char*>(p); k > 0;) { const long m = read(link_fd(), c, k); c += m; k -= m; }
   };
   out(&h, sizeof h);
   out(v.data(), n * 8);
@@ -223,9 +232,10 @@ dtrain::Vector allreduce_behind_the_ledger(dtrain::Communicator& comm, const dtr
 # ZeRO-3's backward that all-reduces the weight gradient, where ZeRO-3
 # reduce-scatters it, behind the ledger, and makes the reduce-scatter the
 # rank's own check wants on a buffer it throws away: every check in the
-# rank passes. The side's account holds the allreduce, and the judge
-# compares it with the reference's. Its control all-reduces through the
-# Communicator, which the rank's own check names: both lose the same cases.
+# process passes. The side logs the allreduce as a request of the call,
+# so the harness's traffic rule (in a process of its own, driven) names it
+# as it names its control's, which all-reduces through the Communicator:
+# both lose the same cases, in the same words.
 # (Both graded with the static checks only warning: read and write are
 # refused by name, and this is the attack behind that.)
 ALLREDUCE_BEHIND_THE_LEDGER = b"""  grad_w_shard = allreduce_behind_the_ledger(comm, grad_w.flat).segment(
@@ -256,8 +266,11 @@ ALL_REDUCING_SCORE = 150 - 20 - 10 + 6.67
 
 
 GALLERY: List[Hostile] = [
+    # Driven, the rule is the harness's, from every request the side logged for the call: the raw
+    # allreduce is named as its control's is.
     Hostile("backward_all_reduces_behind_the_ledger", lambda tmp: zero_backward_reducing(ALLREDUCE_BEHIND_THE_LEDGER),
-            ALL_REDUCING_SCORE, says=("made allreduce of", "which the reference doesn't"),
+            ALL_REDUCING_SCORE, says=("backward: allreduce of 8 elements on comm that ZeRO-3's backward doesn't need",
+                                      "an allreduce leaves every rank the whole tensor"),
             scores={"part8_backward": 0, "part8_forward": 20}, static="warn", budget=120),
     Hostile("backward_all_reduces_in_the_open", lambda tmp: zero_backward_reducing(ALLREDUCE_IN_THE_OPEN),
             ALL_REDUCING_SCORE, says=("an allreduce leaves every rank the whole tensor",),

@@ -250,10 +250,13 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
                                                   r.h.kind != link::Kind::Hello && r.h.kind != link::Kind::Free &&
                                                   r.h.kind != link::Kind::Finalize)) {
         // The harness's kind, or a request outside every call: no honest
-        // program sends it, so it fails the case, and carries nothing.
+        // program sends it, so it fails the case, and carries nothing. The
+        // refusal is its status alone: a raw sender that reads no more than
+        // a reply keeps its link in step, and fails by its account, not a hang.
         traffic.unplanned();
         if (link::answered(r.h.kind)) {
-          Answer no = refusal(link::Status::BadArgument, "the kit's MPI side refused a request of its harness");
+          Answer no;
+          no.reply.status = link::Status::BadArgument;
           if (!send_answer(student, r.h, no)) student_gone = true;
         }
       } else if (r.h.kind == link::Kind::Upcall) {  // within a call: the harness runs it, and Resumes
@@ -342,6 +345,10 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
       }
       Answer done;
       send_answer(harness, r.h, done);
+      // The job ends when the student's process has: its time after the last
+      // case (a static destructor's, say) is the handin's, as a test program's is.
+      for (int status = 0; !student_gone && waitpid(student.pid, &status, 0) < 0 && errno == EINTR;) {
+      }
       ended(harness.pid);
     } else if (!serve_one(ops, traffic, harness, r)) {
       wait_for_the_end();
