@@ -145,18 +145,20 @@ def isolate(g: Grading) -> bool:
         others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
         report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
                        obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others, pch=g.pch,
-                       workers=host_limits.compile_workers(), twin=True, server=server_of(binary))
+                       workers=host_limits.compile_workers(), twin=True, server=server_of(binary),
+                       in_process=g.in_process())
         g.sandbox.clean_up()
         why = None
         if not report["linked"]:
             why = "it does not link with the stubs: " + (report["link_errors"] or "")[:1500]
         else:
             for exe in (binary, public_twin(binary), server_of(binary)):
-                os.chmod(exe, 0o711)
+                if os.path.exists(exe):
+                    os.chmod(exe, 0o711)
             tally = JobTally()
             ran = run_parts(binary, parts, hidden=True, tally=tally, launch_args=g.launch,
                             public_binary=public_twin(binary),
-                            driven=Driven(g.driven.harness, server_of(binary)) if g.driven else None)
+                            driven=Driven(g.driven.harness, server_of(binary)))
             g.tally.integrity += tally.integrity
             g.tally.lingered += tally.lingered
             if ran.outcomes:

@@ -71,6 +71,11 @@ class Grading:
     kit_stamp: Optional[str] = None        # the stamp the platform's bundle expects of this kit (--kit-stamp)
     parts: List = field(default_factory=lambda: list(table.PARTS))  # the parts whose cases run
 
+    def in_process(self) -> bool:
+        """Whether a part graded runs in the usual mode, its harness in the
+        handin's test program (kit/jobs.py): only then is one linked."""
+        return any(not p.driven for p in self.parts)
+
     def in_sandbox(self, cmd, timeout, stall=None, cpu_limit=None):  # noqa: ARG002 (the wall limit alone, here)
         proc = self.sandbox.run(cmd, timeout)
         return proc.returncode, proc.stdout.decode("utf-8", errors="replace")
@@ -169,7 +174,8 @@ def compile_files(g: Grading) -> bool:
     try:
         report = build(g.impl, g.binary, g.build_dir, fallback=STUBS_DIR, runner=g.sandbox.compile,
                        obj_dir=g.sandbox.own_dir("objs"), refused=g.refused, pch=g.pch,
-                       workers=host_limits.compile_workers(), headers=headers, twin=True, server=server_of(g.binary))
+                       workers=host_limits.compile_workers(), headers=headers, twin=True, server=server_of(g.binary),
+                       in_process=g.in_process())
     except ResourceFailure as e:
         g.sandbox.clean_up()
         return g.stop("grader error", f"{e}. This is the grading host's limit, not the handin's fault; nothing was "
@@ -212,6 +218,9 @@ def compile_files(g: Grading) -> bool:
                     cwd=g.sandbox.run_dir, after_job=g.sandbox.clean_up, cancel=g.cancel, expected=expected_values(g.hidden_values),
                     judges_cases=True, syscall_filter=overrides.SYSCALL_FILTER != "off",
                     deadline=g.deadline, limits=calibration.limits(g.build_dir))
+    # The driven parts' harness (docs/driven-calls.md) is the kit's, the same for every handin; set
+    # before the link's verdict, so that a handin graded file by file (running.py) is driven too.
+    g.driven = Driven(place_driven_harness(g.build_dir, g.binary), server_of(g.binary))
     if not report["linked"]:
         g.link_errors = (report["link_errors"] or "")[:3000]
         lines = g.link_errors.splitlines()
@@ -220,9 +229,8 @@ def compile_files(g: Grading) -> bool:
         g.broken = "the files did not link together: " + first.split(": ", 1)[-1] if ": " in first else first
         return True
     for exe in (g.binary, public_twin(g.binary), server_of(g.binary)):
-        os.chmod(exe, 0o711)  # run, not read: the first holds the hidden cases
-    # The driven parts' harness (docs/driven-calls.md) is the kit's, the same for every handin.
-    g.driven = Driven(place_driven_harness(g.build_dir, g.binary), server_of(g.binary))
+        if os.path.exists(exe):  # the first two where a part graded runs in the usual mode
+            os.chmod(exe, 0o711)  # run, not read: the first holds the hidden cases
     return True
 
 

@@ -185,10 +185,15 @@ def place_side(build_dir: str, output: str) -> bool:
         return True
     if not os.path.isfile(side):
         return False
-    shutil.copyfile(side, there + ".tmp")
-    os.chmod(there + ".tmp", 0o755)
-    os.replace(there + ".tmp", there)
+    copy_program(side, there, 0o755)
     return True
+
+
+def copy_program(source: str, there: str, mode: int) -> None:
+    """A program copied to `there` with `mode`, whole or not at all."""
+    shutil.copyfile(source, there + ".tmp")
+    os.chmod(there + ".tmp", mode)
+    os.replace(there + ".tmp", there)
 
 
 HIDDEN_OBJECTS = os.sep + os.path.join("grader", "hidden") + os.sep  # in the path of a hidden case file's object
@@ -212,9 +217,7 @@ def place_driven_harness(build_dir: str, beside: str) -> str:
     binary `beside` (a grading's, in the sandbox); returns the harness's path."""
     there = os.path.join(os.path.dirname(os.path.abspath(beside)), "kit_tests_driven")
     for name in (there, public_twin(there)):
-        shutil.copyfile(os.path.join(build_dir, os.path.basename(name)), name + ".tmp")
-        os.chmod(name + ".tmp", 0o711)  # run, not read: the first holds the hidden cases
-        os.replace(name + ".tmp", name)
+        copy_program(os.path.join(build_dir, os.path.basename(name)), name, 0o711)  # run, not read: hidden cases
     return there
 
 
@@ -222,7 +225,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
           obj_dir: Optional[str] = None, refused: Optional[Dict[str, str]] = None, pch: Optional[bool] = None,
           workers: Optional[int] = None, headers: Optional[str] = None,
           enforce: Optional[bool] = None, compiler_cache: bool = False, twin: bool = False,
-          server: Optional[str] = None) -> Dict:
+          server: Optional[str] = None, in_process: bool = True) -> Dict:
     """Compiles with `runner(cmd, timeout) -> (status, output)` (the grader's
     sandbox); files named in `refused` (name -> why) are not compiled at all.
     `pch`: whether the compiler may use the precompiled header (default:
@@ -236,7 +239,9 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
     (kit/calibration.py). `compiler_cache`: compile_one's. `twin`: also link
     public_twin(output), without the hidden cases (a grading's). `server`:
     also link the same objects into this student process's program of the
-    driven mode (student_server; kit/jobs.py, Driven)."""
+    driven mode (student_server; kit/jobs.py, Driven). `in_process`: False
+    where every part graded is driven: no test program holds the handin
+    then, and `output` (and its twin) are not linked."""
     enforce = link_check.enforced() if enforce is None else enforce
     how = recipe(build_dir)
     limits = calibration.limits(build_dir)
@@ -299,8 +304,8 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
             return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         oom_before = host_limits.oom_kills()
         try:
-            proc = link(output, True)
-            if proc.returncode == 0 and twin:
+            proc = link(output, True) if in_process else subprocess.CompletedProcess([], 0, b"")
+            if proc.returncode == 0 and twin and in_process:
                 proc = link(public_twin(output), False)
             if proc.returncode == 0 and server:
                 proc = link(server, False, "server_link_inputs")
