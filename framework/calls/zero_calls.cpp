@@ -4,6 +4,7 @@
 #include "zero_calls.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 namespace dtrain::calls::zero {
@@ -68,7 +69,8 @@ Object<ZeroDPAdam> adam(std::vector<Object<Layer>> layers, double lr, double bet
   return {0, optimizer};
 }
 
-std::vector<Vector> step(ZeroDPAdam& optimizer) {
+std::vector<Vector> step(ZeroDPAdam& optimizer, double lr) {
+  if (!std::isnan(lr)) optimizer.lr = lr;
   optimizer.step();
   std::vector<Vector> shards;
   for (const Layer* layer : optimizer.layers) {
@@ -78,7 +80,6 @@ std::vector<Vector> step(ZeroDPAdam& optimizer) {
   return shards;
 }
 
-void set_lr(ZeroDPAdam& optimizer, double lr) { optimizer.lr = lr; }
 int step_idx(ZeroDPAdam& optimizer) { return optimizer.step_idx; }
 
 std::vector<std::string> state_keys(ZeroDPAdam& optimizer) {
@@ -102,7 +103,6 @@ KIT_SERVED("ZeroDPStage3FCLayer::backward", &dtrain::calls::zero::backward);
 KIT_SERVED("ZeroDPStage3FCLayer::zero_grad", &dtrain::calls::zero::zero_grad);
 KIT_SERVED("ZeroDPAdam::ZeroDPAdam", &dtrain::calls::zero::adam);
 KIT_SERVED("ZeroDPAdam::step", &dtrain::calls::zero::step);
-KIT_SERVED("ZeroDPAdam::set_lr", &dtrain::calls::zero::set_lr);
 KIT_SERVED("ZeroDPAdam::get_step_idx", &dtrain::calls::zero::step_idx);
 KIT_SERVED("ZeroDPAdam::state_keys", &dtrain::calls::zero::state_keys);
 KIT_SERVED("ZeroDPAdam::state_moment", &dtrain::calls::zero::moment);

@@ -106,9 +106,10 @@ KIT_ZERO_LAYER_FIELDS(KIT_ZERO_FIELD_CALLS)
 // The optimizer over layers of this process, and its state: step_idx, and
 // a moment ("m" or "v") of a key ("0.w") of its state map (empty if none).
 Object<ZeroDPAdam> adam(std::vector<Object<Layer>> layers, double lr, double beta1, double beta2, double eps);
-// A step answers with every layer's shards after it: w_shard, b_shard, per layer.
-std::vector<Vector> step(ZeroDPAdam& optimizer);
-void set_lr(ZeroDPAdam& optimizer, double lr);
+// A step, at learning rate `lr` where that is a number (the optimizer's
+// from then on, as a trainer sets it before a step; NaN: as it is),
+// answers with every layer's shards after it: w_shard, b_shard, per layer.
+std::vector<Vector> step(ZeroDPAdam& optimizer, double lr);
 int step_idx(ZeroDPAdam& optimizer);
 std::vector<std::string> state_keys(ZeroDPAdam& optimizer);
 Vector moment(ZeroDPAdam& optimizer, std::string key, std::string which);
@@ -147,17 +148,18 @@ class RemoteAdam {
  public:
   RemoteAdam(const std::vector<RemoteLayer*>& layers, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999,
              double eps = 1e-8);
-  std::vector<Vector> step();
+  std::vector<Vector> step();  // at `lr`
   int step_idx() const;
   std::vector<std::string> state_keys() const;
   Vector moment(const std::string& key, const std::string& which) const;
-  void set_lr(double lr);
+  void set_lr(double value) { lr = value, lr_set_ = true; }  // the next step's, which carries it
   double lr, beta1, beta2, eps;
   std::size_t layer_count() const { return layers_; }
 
  private:
   Object<ZeroDPAdam> o_;
   std::size_t layers_;
+  bool lr_set_ = false;
 };
 
 }  // namespace dtrain::calls::zero

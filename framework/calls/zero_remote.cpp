@@ -5,6 +5,8 @@
 // constructor, the framework's zero_grad.
 #include "zero_calls.h"
 
+#include <limits>
+
 namespace dtrain::calls::zero {
 
 Answer RemoteLayer::forward(const Matrix& x) { return remote<decltype(zero::forward)>("ZeroDPStage3FCLayer::forward", o_, x); }
@@ -42,10 +44,10 @@ RemoteAdam::RemoteAdam(const std::vector<RemoteLayer*>& layers, double lr_, doub
   o_ = access<decltype(adam)>("ZeroDPAdam::ZeroDPAdam", objects, lr, beta1, beta2, eps);
 }
 
-std::vector<Vector> RemoteAdam::step() { return remote<decltype(zero::step)>("ZeroDPAdam::step", o_); }
-void RemoteAdam::set_lr(double value) {
-  access<decltype(zero::set_lr)>("ZeroDPAdam::set_lr", o_, value);
-  lr = value;
+std::vector<Vector> RemoteAdam::step() {
+  const double given = lr_set_ ? lr : std::numeric_limits<double>::quiet_NaN();
+  lr_set_ = false;
+  return remote<decltype(zero::step)>("ZeroDPAdam::step", o_, given);
 }
 int RemoteAdam::step_idx() const { return access<decltype(zero::step_idx)>("ZeroDPAdam::get_step_idx", o_); }
 std::vector<std::string> RemoteAdam::state_keys() const {
