@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <sys/uio.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -342,6 +343,8 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
       if (student_waits && !student_gone) {
         Answer end;  // no call: the student's process ends
         send_answer(student, serving.h, end);
+      } else if (!student_gone) {
+        ::kill(student.pid, SIGKILL);  // not yet serving (the harness ended first): nothing of it to wait for
       }
       Answer done;
       send_answer(harness, r.h, done);
