@@ -92,9 +92,11 @@ KINDS: List[Kind] = [
     # in-process harness's StudentScope does; 0 is the kit's own access to
     # an object in that process (a field read or set, a constructor of the
     # framework's), whose requests the account still counts.
+    # Its `argument`: the call's key argument, which the account keeps beside
+    # each iallreduce the call starts (grad_ready's parameter), as Enter's.
     Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: the "
                  "side's findings (side_bytes of int64, Ops::take_findings), then what the call returned or threw",
-         ask=("name_bytes", "marked"), answer=("outcome", "side_bytes"), by="harness"),
+         ask=("name_bytes", "marked", "argument"), answer=("outcome", "side_bytes"), by="harness"),
     Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
                   "first); data back: the next call (as Call's data), or none: the program ends",
          ask=("outcome", "filter"), answer=("name_bytes",), by="program"),
@@ -129,10 +131,18 @@ FINDINGS = [
     ("Disagreement", ("comm", "seq", "ranks")),
     ("Ended", ("signaled", "code")),  # the student's process ended during the call: by signal `code`, or exit(code)
     ("Strays", ("count",)),  # processes the call started and left running, which the side ended
-    # A request the call made, as the ledger logs one (LoggedCall): its operation (facts' OpCode), communicator
-    # (the side's number), other ends by rank on it (-1: none) and elements (sent; a recv's: received).
-    ("Request", ("op", "comm", "dest", "source", "count")),
+    # A request the call made, or a request's end it saw, as the ledger logs one (LoggedCall): the event
+    # (REQUEST_EVENTS), its operation (facts' OpCode; a request's end: the request's), communicator (the side's
+    # number), other ends by rank on it (-1: none), elements (sent; a recv's: received), the request's number
+    # (an iallreduce and a request's ends; else 0) and the tests in the call that found it still running.
+    ("Request", ("event", "op", "comm", "dest", "source", "count", "request", "failed_tests")),
 ]
+
+# A Request finding's event, by code from 0, as ledger::LoggedCall::Event
+# names them: a call of the communicator; a request that wait() saw
+# complete; one a test() saw complete; and, as the call returns, one its
+# tests found still running and that did not complete in it.
+REQUEST_EVENTS = ("Call", "Waited", "Tested", "TestedRunning")
 
 
 def snake(name: str) -> str:
@@ -168,6 +178,7 @@ def cpp_text() -> str:
     findings = "\n".join(f"  {name}{' = 1' if i == 0 else ''},  // then {', '.join(fields)}"
                          for i, (name, fields) in enumerate(FINDINGS))
     outcomes = ", ".join(f"{o}{' = 0' if i == 0 else ''}" for i, o in enumerate(OUTCOMES))
+    events = ", ".join(f"{e}{' = 0' if i == 0 else ''}" for i, e in enumerate(REQUEST_EVENTS))
     filter_codes = ", ".join(f"{''.join(w.title() for w in c.split('_'))}{' = 1' if i == 0 else ''}"
                              for i, c in enumerate(FILTER_CODES))
     finding_sizes = "\n".join(f"inline constexpr int k{name}Fields = {len(fields)};" for name, fields in FINDINGS)
@@ -218,6 +229,9 @@ enum class Finding : std::int64_t {{
 {findings}
 }};
 {finding_sizes}
+
+// A Request finding's event (kit/link.py, REQUEST_EVENTS).
+enum class RequestEvent : std::int64_t {{ {events} }};
 
 // The student's process's system-call filter, as its first Serve says it (kit/link.py, FILTER_CODES).
 enum class FilterCode : std::int64_t {{ Unknown = 0, {filter_codes} }};

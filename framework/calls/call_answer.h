@@ -2,13 +2,16 @@
 // answer, before the function's values (driven_student.cpp writes it,
 // driven_harness.cpp reads it): the memory budget's first refusal during
 // the call, which the harness then tells as the in-process harness does;
-// and, for the outcome CheckFailed, the failed check's fields. Typed
-// values, never text the other side parses; a forged one can only fail
-// the handin's own case.
+// the framework's rules the call broke (a request destroyed unwaited, say),
+// each failing the case as it does in one process; and, for the outcome
+// CheckFailed, the failed check's fields. Typed values, never text the
+// other side parses; a forged one can only fail the handin's own case.
 #pragma once
 
+#include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "call_values.h"
 #include "check_failure.h"
@@ -45,6 +48,22 @@ inline heap_budget::Refusal get_refusal(Reader& in) {
   const std::string rule = in.text();
   r.rule = rule.empty() ? nullptr : kept_name(rule);
   return r;
+}
+
+// At most this many rules broken in one call travel, each cut to kMostRuleBytes.
+inline constexpr std::size_t kMostRulesBroken = 4, kMostRuleBytes = 2000;
+
+inline void put_rules(Writer& w, const std::vector<std::string>& broken) {
+  w.put(static_cast<std::int64_t>(std::min(broken.size(), kMostRulesBroken)));
+  for (std::size_t i = 0; i < broken.size() && i < kMostRulesBroken; ++i) w.text(broken[i].substr(0, kMostRuleBytes));
+}
+
+inline std::vector<std::string> get_rules(Reader& in) {
+  const std::int64_t n = in.integer();
+  if (n < 0 || n > static_cast<std::int64_t>(kMostRulesBroken)) throw BadValues("rules broken out of range");
+  std::vector<std::string> broken;
+  for (std::int64_t i = 0; i < n; ++i) broken.push_back(in.text().substr(0, kMostRuleBytes));
+  return broken;
 }
 
 inline void put_check_failure(Writer& w, const CheckFailure& f) {

@@ -16,7 +16,7 @@ RemoteBuckets::~RemoteBuckets() {
 }
 
 void RemoteBuckets::grad_ready(int param, const Vector& grad) {
-  remote<decltype(ddp::grad_ready)>("GradientBuckets::grad_ready", o_, param, grad);
+  remote_keyed<decltype(ddp::grad_ready)>("GradientBuckets::grad_ready", param, o_, param, grad);
 }
 
 void RemoteBuckets::finish(const std::vector<Vector*>& grads) {

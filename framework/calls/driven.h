@@ -129,19 +129,24 @@ void on_process_gone(void (*handler)(const std::string& why));
 // side found the call's collectives disagreeing across the ranks, it throws
 // CollectiveMismatch, named from the side's findings alone.
 // `marked`: a student call (link.py, Call's `marked`); false: the kit's own access to an object.
+// `key`: the call's key argument, which the account keeps beside each iallreduce it starts (Call's `argument`).
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments,
-                                           bool marked = true);
+                                           bool marked = true, std::int64_t key = 0);
 
 // What the student's process of this rank is doing now, in the roll-call's
 // words (rank_state.h), from the side's page (side_page.h); "" where this
 // process has no page (outside the driven mode).
 std::string student_state();
+// The call of the communicator that process waits in, as the roll-call's
+// record wants it (ledger::waiting_call's, from the page); false if none.
+bool student_waiting_call(ledger::WaitingCall& out);
 // The student process's system-call filter (link::FilterCode), as the side
 // keeps it, waiting up to `seconds` for that process to say it.
 link::FilterCode student_filter(double seconds);
 
 // What a student call returned (its values), or what it threw, thrown here.
-std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked);
+std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked,
+                                  std::int64_t key = 0);
 
 // One call of the function whose declaration is F: a student call from the
 // harness, or an upcall from the student's process.
@@ -151,10 +156,10 @@ struct Typed;
 template <Caller C, class R, class... A>
 struct Typed<C, R(A...)> {
   template <class... Given>
-  static R call(const char* name, const Given&... given) {
+  static R call(const char* name, std::int64_t key, const Given&... given) {
     const std::vector<char> arguments = Arguments<A...>::of(given...);
-    const std::vector<char> values =
-        C == Caller::Student ? upcall_values(name, arguments) : returned_values(name, arguments, C == Caller::Harness);
+    const std::vector<char> values = C == Caller::Student ? upcall_values(name, arguments)
+                                                          : returned_values(name, arguments, C == Caller::Harness, key);
     if constexpr (!std::is_void_v<R>) return result_of<R>(values);
   }
 };
@@ -162,13 +167,20 @@ struct Typed<C, R(A...)> {
 // An upcall of the harness's function whose declaration is F, by name, from the student's process.
 template <class F, class... Given>
 auto upcall(const char* name, const Given&... given) {
-  return Typed<Caller::Student, F>::call(name, given...);
+  return Typed<Caller::Student, F>::call(name, 0, given...);
 }
 
 // A call of the function whose declaration is F, by name, from the harness.
 template <class F, class... Given>
 auto remote(const char* name, const Given&... given) {
-  return Typed<Caller::Harness, F>::call(name, given...);
+  return Typed<Caller::Harness, F>::call(name, 0, given...);
+}
+
+// The same, with the call's key argument for the account (a parameter's
+// index: the side keeps it beside each iallreduce the call starts).
+template <class F, class... Given>
+auto remote_keyed(const char* name, std::int64_t key, const Given&... given) {
+  return Typed<Caller::Harness, F>::call(name, key, given...);
 }
 
 // The call that ends a case in the student's process: its objects go.
@@ -180,7 +192,7 @@ void end_of_case();
 // the account marks no return for it (its requests it still counts).
 template <class F, class... Given>
 auto access(const char* name, const Given&... given) {
-  return Typed<Caller::Access, F>::call(name, given...);
+  return Typed<Caller::Access, F>::call(name, 0, given...);
 }
 
 }  // namespace dtrain::calls

@@ -15,6 +15,7 @@
 #include "crash_words.h"
 #include "driven.h"
 #include "function_id.h"
+#include "observe.h"
 #include "rank_state.h"
 #include "side_page.h"
 
@@ -52,8 +53,9 @@ std::vector<char> run_upcall(const std::vector<char>& data) {
 
 }  // namespace
 
-std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked) {
-  auto [outcome, values] = call(name, arguments, marked);
+std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked,
+                                  std::int64_t key) {
+  auto [outcome, values] = call(name, arguments, marked, key);
   if (outcome == Outcome::ThrewInvalid) throw std::invalid_argument(Reader(values).text());
   if (outcome == Outcome::Threw) throw std::runtime_error(Reader(values).text());
   if (outcome == Outcome::CheckFailed) {  // worded here, where the StudentScope knows the call's arguments
@@ -93,6 +95,13 @@ struct Found {
   std::vector<ledger::LoggedCall> requests;  // what the call did, as the ledger would have logged it
 };
 
+// A Request finding's event is the ledger's, code for code.
+static_assert(static_cast<int>(ledger::LoggedCall::Event::Call) == static_cast<int>(link::RequestEvent::Call) &&
+              static_cast<int>(ledger::LoggedCall::Event::Waited) == static_cast<int>(link::RequestEvent::Waited) &&
+              static_cast<int>(ledger::LoggedCall::Event::Tested) == static_cast<int>(link::RequestEvent::Tested) &&
+              static_cast<int>(ledger::LoggedCall::Event::TestedRunning) ==
+                  static_cast<int>(link::RequestEvent::TestedRunning));
+
 Found read_findings(const std::vector<std::int64_t>& f, const std::string& function) {
   Found out;
   for (std::size_t at = 0; at < f.size();) {
@@ -104,12 +113,16 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       continue;
     }
     if (kind == link::Finding::Request && at + 1 + link::kRequestFields <= f.size()) {
-      const std::int64_t op = f[at + 1];
-      if (op < 0 || op >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames)) break;
-      ledger::LoggedCall c{ledger::LoggedCall::Event::Call, static_cast<facts::OpCode>(op), static_cast<long>(f[at + 5]),
-                   comm_called_by_number(static_cast<std::int32_t>(f[at + 2]))};
-      c.dest = static_cast<int>(f[at + 3]);
-      c.source = static_cast<int>(f[at + 4]);
+      const std::int64_t* r = &f[at + 1];  // kit/link.py's fields: event, op, comm, dest, source, count, request, failed_tests
+      if (r[0] < 0 || r[0] > static_cast<std::int64_t>(link::RequestEvent::TestedRunning) || r[1] < 0 ||
+          r[1] >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames))
+        break;
+      ledger::LoggedCall c{static_cast<ledger::LoggedCall::Event>(r[0]), static_cast<facts::OpCode>(r[1]),
+                           static_cast<long>(r[5]), comm_called_by_number(static_cast<std::int32_t>(r[2]))};
+      c.dest = static_cast<int>(r[3]);
+      c.source = static_cast<int>(r[4]);
+      c.request = static_cast<long>(r[6]);
+      c.failed_tests = static_cast<int>(r[7]);
       out.requests.push_back(std::move(c));
       at += 1 + link::kRequestFields;
       continue;
@@ -211,6 +224,16 @@ std::string student_state() {
   return state_text(s);
 }
 
+bool student_waiting_call(ledger::WaitingCall& out) {
+  const side_page::Page* page = the_page();
+  side_page::Page p;
+  if (page == nullptr || !side_page::read(*page, p) || p.active == 0) return false;
+  if (p.op < 1 || p.op >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames)) return false;
+  out = {static_cast<facts::OpCode>(p.op), static_cast<int>(p.to), static_cast<int>(p.send_tag),
+         static_cast<int>(p.from), static_cast<int>(p.recv_tag)};
+  return true;
+}
+
 void (*g_gone_handler)(const std::string&) = nullptr;
 
 void on_process_gone(void (*handler)(const std::string& why)) { g_gone_handler = handler; }
@@ -238,13 +261,15 @@ void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_numbe
 
 void end_of_case() { returned_values(kEndOfCase, {}, false); }
 
-std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments, bool marked) {
+std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments, bool marked,
+                                           std::int64_t key) {
   called_names().emplace(function_id(name.c_str()), name);
   std::vector<char> data(name.begin(), name.end());
   data.insert(data.end(), arguments.begin(), arguments.end());
   link::Header h = link::request(link::Kind::Call);
   h.ask.call.name_bytes = static_cast<std::int64_t>(name.size());
   h.ask.call.marked = marked ? 1 : 0;
+  h.ask.call.argument = key;
   std::vector<std::int64_t> findings;  // the side's, across the call's upcalls
   std::string back;
   for (;;) {
@@ -265,6 +290,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
         // told with the case's other failures as the in-process harness tells it.
         Reader head(back.data(), back.size());
         heap_budget::keep(get_refusal(head));
+        for (const std::string& broken : get_rules(head)) rule_broken(broken);
         back.erase(0, back.size() - head.remaining());
       }
       if (!findings.empty()) {

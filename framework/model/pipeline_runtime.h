@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ std::vector<int> pipeline_dims(int stages);
 // Drawn from `seed` as initial_weights draws the assignment's model.
 PipelineWeights pipeline_weights(const std::vector<int>& dims, std::uint64_t seed);
 
+// What a stage is, less its layer and its batch: all a stand-in needs.
+struct StageShape {
+  int stage, num_stages, in_dim, out_dim, micro_batches, batch_rows;
+};
+
 struct PipelineAccess {
   // Stage `stage` of the model on one batch of x (B, dims[0]) and y (B), cut
   // into `micro_batches` micro-batches of B/M rows (the first B%M one more).
@@ -27,6 +33,7 @@ struct PipelineAccess {
                             int micro_batches);
   static const Matrix& grad_w(const PipelineStage& s);  // (in_dim, out_dim), summed over the step's micro-batches
   static const Matrix& grad_b(const PipelineStage& s);  // (1, out_dim)
+  static void take_gradients(PipelineStage& s, Matrix& w, Matrix& b);  // both move out
   static Matrix& w(PipelineStage& s);
   static Matrix& b(PipelineStage& s);
   // The calls in order: "F0", "F1", "B0", ...
@@ -36,6 +43,12 @@ struct PipelineAccess {
   static int stashes(const PipelineStage& s);                 // held now
   static double loss(const PipelineStage& s);                 // last stage: the batch's mean loss so far
   static long correct(const PipelineStage& s);                // last stage: rows predicted right so far
+  // A stage whose forward and backward run elsewhere (the driven mode's
+  // student process: they are upcalls to the harness, which holds the
+  // stage); its rows(mb) and micro_batches() are the shape's.
+  static PipelineStage stand_in(const StageShape& shape, std::function<Matrix(int, const Matrix&)> forward,
+                                std::function<Matrix(int, const Matrix&)> backward);
+  static StageShape shape(const PipelineStage& s);
   // A new step on a new batch: gradients, record and loss start again.
   static void next_batch(PipelineStage& s, const Matrix& x, const Labels& y);
 };
@@ -46,7 +59,7 @@ struct SequentialGradients {
   std::vector<Matrix> w, b;
   double loss = 0;
 };
-SequentialGradients sequential_gradients(const PipelineWeights& weights, const Matrix& x, const Labels& y);
+SequentialGradients sequential_gradients(PipelineWeights weights, const Matrix& x, const Labels& y);
 
 }  // namespace dtrain
 

@@ -4,6 +4,7 @@
 // (pipeline_runtime.h), which the tests and the trainer read.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,9 @@ struct PipelineStage::State {
   std::uint64_t stash_bytes = 0, peak_stash_bytes = 0;
   double loss_sum = 0;  // the last stage: -log p(label), summed over the rows so far
   long correct = 0;
+  // A stand-in for a stage another process holds (PipelineAccess::stand_in):
+  // forward and backward run there, so that their order is that process's to see.
+  std::function<Matrix(int, const Matrix&)> forward_there, backward_there;
 };
 
 namespace {
@@ -67,6 +71,7 @@ static int first_row(const PipelineStage& s, int mb) {
 }
 
 Matrix PipelineStage::forward(int mb, const Matrix& x) {
+  if (state_->forward_there) return state_->forward_there(mb, x);
   const ledger::Phase phase("forward");  // the trace's and the bubble measurement's span
   State& st = *state_;
   const int n = rows(mb);
@@ -96,6 +101,7 @@ Matrix PipelineStage::forward(int mb, const Matrix& x) {
 }
 
 Matrix PipelineStage::backward(int mb, const Matrix& grad_out) {
+  if (state_->backward_there) return state_->backward_there(mb, grad_out);
   const ledger::Phase phase("backward");
   State& st = *state_;
   const int n = rows(mb);
@@ -171,6 +177,23 @@ PipelineStage PipelineAccess::make(int stage, const PipelineWeights& weights, co
   return s;
 }
 
+PipelineStage PipelineAccess::stand_in(const StageShape& shape, std::function<Matrix(int, const Matrix&)> forward,
+                                       std::function<Matrix(int, const Matrix&)> backward) {
+  if (shape.stage < 0 || shape.stage >= shape.num_stages || shape.micro_batches < 1 ||
+      shape.micro_batches > shape.batch_rows || shape.in_dim < 1 || shape.out_dim < 1)
+    throw std::invalid_argument("a pipeline stage's shape out of range");
+  auto state = std::make_unique<PipelineStage::State>();
+  state->micro_batches = shape.micro_batches;
+  state->y = Labels::Zero(shape.batch_rows);  // its size alone: rows(mb) reads it
+  state->forward_there = std::move(forward);
+  state->backward_there = std::move(backward);
+  return PipelineStage(shape.stage, shape.num_stages, shape.in_dim, shape.out_dim, std::move(state));
+}
+
+StageShape PipelineAccess::shape(const PipelineStage& s) {
+  return {s.stage, s.num_stages, s.in_dim, s.out_dim, s.micro_batches(), static_cast<int>(s.state_->y.size())};
+}
+
 void PipelineAccess::next_batch(PipelineStage& s, const Matrix& x, const Labels& y) {
   PipelineStage::State& st = *s.state_;
   if (!st.stashes.empty())
@@ -188,6 +211,10 @@ void PipelineAccess::next_batch(PipelineStage& s, const Matrix& x, const Labels&
 }
 
 const Matrix& PipelineAccess::grad_w(const PipelineStage& s) { return s.state_->grad_w; }
+void PipelineAccess::take_gradients(PipelineStage& s, Matrix& w, Matrix& b) {
+  w = std::move(s.state_->grad_w);
+  b = std::move(s.state_->grad_b);
+}
 const Matrix& PipelineAccess::grad_b(const PipelineStage& s) { return s.state_->grad_b; }
 Matrix& PipelineAccess::w(PipelineStage& s) { return s.state_->w; }
 Matrix& PipelineAccess::b(PipelineStage& s) { return s.state_->b; }
@@ -200,20 +227,30 @@ long PipelineAccess::correct(const PipelineStage& s) { return s.state_->correct;
 
 // The model whole: every stage's layer on the whole batch, one after another,
 // through the same PipelineStage code with one micro-batch and no messages.
-SequentialGradients sequential_gradients(const PipelineWeights& weights, const Matrix& x, const Labels& y) {
+// The weights are the function's own, each layer's let go once its stage
+// holds a copy; each stage's gradients move out as its backward ends, and
+// the stage goes: the driven harness computes this in its share of the
+// rank's memory.
+SequentialGradients sequential_gradients(PipelineWeights weights, const Matrix& x, const Labels& y) {
   const int k = static_cast<int>(weights.w.size());
   std::vector<PipelineStage> stages;
-  for (int s = 0; s < k; ++s) stages.push_back(PipelineAccess::make(s, weights, x, y, 1));
+  for (int s = 0; s < k; ++s) {
+    stages.push_back(PipelineAccess::make(s, weights, x, y, 1));
+    weights.w[static_cast<size_t>(s)].resize(0, 0);  // the stage holds its copy
+  }
   Matrix a = x;
   for (auto& s : stages) a = s.forward(0, a);
-  Matrix g;
-  for (int s = k - 1; s >= 0; --s) g = stages[static_cast<size_t>(s)].backward(0, g);
   SequentialGradients out;
-  for (auto& s : stages) {
-    out.w.push_back(PipelineAccess::grad_w(s));
-    out.b.push_back(PipelineAccess::grad_b(s));
+  out.w.resize(static_cast<size_t>(k));
+  out.b.resize(static_cast<size_t>(k));
+  Matrix g;
+  for (int s = k - 1; s >= 0; --s) {
+    PipelineStage& stage = stages[static_cast<size_t>(s)];
+    g = stage.backward(0, g);
+    if (s == k - 1) out.loss = PipelineAccess::loss(stage);  // its backward adds the batch's loss
+    PipelineAccess::take_gradients(stage, out.w[static_cast<size_t>(s)], out.b[static_cast<size_t>(s)]);
+    stages.pop_back();
   }
-  out.loss = PipelineAccess::loss(stages.back());
   return out;
 }
 

@@ -266,16 +266,15 @@ GALLERY: List[Hostile] = [
     Hostile("forged_gtest_output",
             lambda tmp: [HONEST_PART1, func_file({"get_info": 'std::printf("[       OK ] Part2GetInfo.All (1 ms)\\n'
                                                   '[  PASSED  ] 200 tests.\\n200 passed, 0 failed\\n");'})], 10),
-    # The forger in a part graded in the usual mode (Part 13, an extension), the harness in
-    # its process; the reference's parts 1-9 run driven, in jobs of their own it can't reach.
+    # The forger in Part 13 (an extension), the rest the reference's. Every part is
+    # driven: its code runs in a process that holds no record channel and no harness,
+    # so its records reach nothing, and leaving mid-call fails its own cases.
     Hostile("forged_result_records_with_honest_tensor_parallel_parts",
             lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES] + [
                 ("student/ddp_buckets.cpp", (PROLOGUE + "#include <sys/stat.h>\n#include <iterator>\n" + FORGE_RESULTS).encode()
                  + source("reference", "ddp_buckets.cpp").replace(
                      b"long cap_elems) {\n", b"long cap_elems) {\n  forge_and_leave();\n", 1))],
-            # Lines no harness writes fail every case of their job (an anomaly is never a note).
-            150, says=("results for this case, where the harness writes one",
-                       "no record of the kit's format (written by code under test: every case of its job fails)"),
+            150, says=("the process exited in the middle of the case",), never=("results for this case",),
             static="warn", gone=("/tmp/kit-results.jsonl",), extensions="part13_ddp", scores={"part13_ddp": 0}),
     # The red team's 150/150: the stubs with a hook that forges a pass for
     # every case. The judge wants values, and a second result fails a case.
@@ -299,19 +298,20 @@ GALLERY: List[Hostile] = [
             # the hook does not link there, so parts 2-7 score 0, and nothing of it is shown.
             60, never=("HIDDEN-INPUT",), says=("func_impl.cpp breaks the program even alone",), static="warn",
             scores={"part2": 0, "part7": 0}),
-    # The reader's input is hostile: a line built to overflow a JSON parser is
-    # counted and fails every case of its job, and the channels can't be
-    # swapped (root owns their directory): never a grader error. The attacker
-    # is in a part graded in the usual mode (Part 13), whose test program
-    # holds a record channel; parts 1-9, the reference's, run driven, apart.
+    # The reader's input made hostile: a line built to overflow a JSON parser
+    # on the record channel, and the results file swapped for a FIFO. The
+    # attacker is in Part 13, driven like every part: its process is given no
+    # record channel, and the results file's path is on no command line of
+    # its, so it finds neither, and its honest code keeps every point (the
+    # channels' own defences: staff/tests/test_records.py).
     Hostile("results_file_attacked_with_deep_json_and_a_fifo",
             lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES] + [
                 ("student/ddp_buckets.cpp",
                  b"#include <sys/stat.h>\n#include <iterator>\n" + PROLOGUE.encode() + RESULTS_PATH.encode() +
                  source("reference", "ddp_buckets.cpp").replace(
                      b"long cap_elems) {\n", b"long cap_elems) {\n  break_the_reader();\n", 1))],
-            150, says=("line(s) the ranks wrote were no record",), static="warn", extensions="part13_ddp",
-            never=("grader error",), scores={"part13_ddp": 0}),
+            170, static="warn", extensions="part13_ddp", never=("grader error", "were no record"),
+            scores={"part13_ddp": 20}),
     # Part 11's "ring" that passes whole buffers round the ring (the right
     # messages, to the right ranks, n times the bytes), then writes the
     # ring's byte count into its Communicator's counter, a field it holds:

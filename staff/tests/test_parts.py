@@ -122,10 +122,11 @@ def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
            ("part1", "part2", "part3", "part4", "part5", "part6", "part7", "part8", "part9")]
     assert f"set(KIT_HIDDEN_SOURCES {' '.join(own)} grader/hidden/part13_ddp/hidden_ddp.cpp)" in copies["bundle"][0]
     # The driven harness's: the parts it grades, and their hidden cases where the copy holds the grader.
-    assert f"set(KIT_DRIVEN_HIDDEN_SOURCES {' '.join(own)})" in copies["bundle"][0]
-    assert "set(KIT_DRIVEN_HIDDEN_SOURCES )" in copies["handout"][0]
-    assert ("set(KIT_DRIVEN_PARTS part1 part2 part3 part4 part5 part6 part7 part8_forward part8_backward part9)"
+    assert (f"set(KIT_DRIVEN_HIDDEN_SOURCES {' '.join(own)} grader/hidden/part13_ddp/hidden_ddp.cpp)"
             in copies["bundle"][0])
+    assert "set(KIT_DRIVEN_HIDDEN_SOURCES )" in copies["handout"][0]
+    assert ("set(KIT_DRIVEN_PARTS part1 part2 part3 part4 part5 part6 part7 part8_forward part8_backward part9 "
+            "part13_ddp)" in copies["bundle"][0])
     assert "KIT_DEFAULT_MPI := openmpi\nKIT_HOLDS := \n" in copies["handout"][1]
     assert "KIT_DEFAULT_MPI := mpich\nKIT_HOLDS := grader\n" in copies["bundle"][1]
     assert "set(KIT_DEFAULT_MPI mpich)" in copies["bundle"][0]

@@ -157,7 +157,12 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
   // The call it waits in and where it is in the case go with it as data: the runner diagnoses from them.
   dtrain::ledger::WaitingCall wait;
   std::string wait_json;
-  if (!failed_ && !body_done_ && dtrain::ledger::waiting_call(wait))
+#ifdef KIT_DRIVEN
+  const bool waits = dtrain::calls::student_waiting_call(wait);  // the student's process's, from its side's page
+#else
+  const bool waits = dtrain::ledger::waiting_call(wait);
+#endif
+  if (!failed_ && !body_done_ && waits)
     wait_json = records::rollcall_wait(dtrain::facts::kOpNames[wait.op], wait.to, wait.send_tag, wait.from,
                                        wait.recv_tag);
   const char* phase = failed_ ? "failed" : body_done_ ? "finished" : "running";

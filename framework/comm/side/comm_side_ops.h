@@ -44,6 +44,8 @@ class Ops {
   void found_ended(bool signaled, int code);
   void found_strays(int count);
   std::vector<std::int64_t> take_findings();
+  // The call returns: what its tests left running goes into its findings.
+  void call_returns();
   // ... and what that process is doing goes on `page`, for the harness's
   // roll-call (side_page.h; comm_side_page.cpp).
   void keep_page(side_page::Page* page) { page_ = page; }
@@ -67,6 +69,10 @@ class Ops {
   void page_ends(const link::Header& h, const Answer* answer);
   void page_case_begins();
   side_page::Comm* page_comm(std::int64_t comm);
+  // The call's record of its requests (link::Finding::Request).
+  void log_request(const link::Header& h, const Answer& answer, std::int64_t op);
+  void log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest, std::int64_t source,
+                 std::int64_t count, std::int64_t request, std::int64_t failed_tests);
 
   Answer reduce(const link::Header& h, std::vector<char>& in, link::Kind kind);
   Answer point_to_point(const link::Header& h, const std::vector<char>& in);
@@ -85,6 +91,11 @@ class Ops {
   const std::string* checked_function_ = nullptr;
   std::map<std::int32_t, std::int64_t> sequence_;  // the student's collectives so far, by communicator
   std::vector<std::int64_t> findings_;
+  struct Logged {
+    std::int64_t comm, count;
+  };
+  std::map<std::int64_t, Logged> logged_;           // the student's requests not yet seen complete, by number
+  std::map<std::int64_t, std::int64_t> tested_running_;  // request -> tests in this call that found it running
   side_page::Page* page_ = nullptr;
 };
 

@@ -64,6 +64,54 @@ void Ops::page_filter(std::int64_t code) {
   side_page::end_write(*page_);
 }
 
+void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest,
+                    std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests) {
+  findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), static_cast<std::int64_t>(event),
+                                     op, comm, dest, source, count, request, failed_tests});
+}
+
+void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t op) {
+  // The call's own record of what it did (link::Finding::Request), for the
+  // harness's log of the call (ledger::CallLog), as the ledger logs it in
+  // one process: a call's elements sent, or received by a recv; a request's
+  // end as wait() or a test() saw it, with the tests in this call that had
+  // found it running before.
+  const side_page::Page& p = *page_;
+  if (op >= 0 && op != facts::kWait) {
+    const bool sends = h.kind == Kind::Send || h.kind == Kind::Sendrecv;
+    const std::int64_t count = sends ? static_cast<std::int64_t>(h.in_bytes / sizeof(double)) : p.count;
+    const std::int64_t id = h.kind == Kind::Istart ? answer.reply.answer.istart.request : 0;
+    if (id != 0) logged_[id] = {h.comm, count};
+    log_event(link::RequestEvent::Call, op, h.comm, p.to_local, p.from_local, count, id, 0);
+    return;
+  }
+  if (h.kind != Kind::Wait && h.kind != Kind::Test) return;
+  const std::int64_t id = h.ask.pending.request;
+  const auto started = logged_.find(id);
+  if (started == logged_.end()) return;  // none of this process's calls started it
+  if (h.kind == Kind::Test && answer.reply.answer.test.complete == 0) {
+    ++tested_running_[id];
+    return;
+  }
+  const auto tests = tested_running_.find(id);
+  const std::int64_t failed = tests == tested_running_.end() ? 0 : tests->second;
+  if (tests != tested_running_.end()) tested_running_.erase(tests);
+  log_event(h.kind == Kind::Wait ? link::RequestEvent::Waited : link::RequestEvent::Tested, facts::kIallreduce,
+            started->second.comm, -1, -1, started->second.count, id, failed);
+  logged_.erase(started);
+}
+
+void Ops::call_returns() {
+  // Each request a test() of this call found running, and that did not complete in it.
+  for (const auto& [id, tests] : tested_running_) {
+    const auto started = logged_.find(id);
+    if (started != logged_.end())
+      log_event(link::RequestEvent::TestedRunning, facts::kIallreduce, started->second.comm, -1, -1,
+                started->second.count, id, tests);
+  }
+  tested_running_.clear();
+}
+
 void Ops::page_case_begins() {
   if (page_ == nullptr) return;
   side_page::begin_write(*page_);
@@ -92,6 +140,8 @@ void Ops::page_begins(const link::Header& h) {
   if (facts::is_point_to_point(op)) {
     const std::vector<int> members = world_ranks_of(comm(h.comm));
     auto world = [&](std::int64_t r) { return r >= 0 && r < static_cast<std::int64_t>(members.size()) ? members[r] : r; };
+    // A send's elements, as the ledger counts them: what it sends.
+    if (h.kind == Kind::Send || h.kind == Kind::Sendrecv) p.count = static_cast<std::int64_t>(h.in_bytes / sizeof(double));
     if (h.kind == Kind::Send) p.to_local = h.ask.send.dest, p.send_tag = h.ask.send.tag;
     if (h.kind == Kind::Recv) p.from_local = h.ask.recv.source, p.recv_tag = h.ask.recv.tag, p.count = h.ask.recv.count;
     if (h.kind == Kind::Sendrecv) {
@@ -114,14 +164,7 @@ void Ops::page_ends(const link::Header& h, const Answer* answer) {
     if (side_page::Comm* c = page_comm(h.comm)) (facts::is_collective(op) ? c->collectives : c->point_to_point) += 1;
   }
   const bool ok = answer != nullptr && answer->reply.status == link::Status::Ok;
-  if (ok && op >= 0 && op != facts::kWait) {
-    // The call's own record of what it did (link::Finding::Request), for the
-    // harness's log of the call (ledger::CallLog): elements sent, or received by a recv.
-    const bool sends = h.kind == Kind::Send || h.kind == Kind::Sendrecv;
-    const std::int64_t count = sends ? static_cast<std::int64_t>(h.in_bytes / sizeof(double)) : p.count;
-    findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), op, h.comm, p.to_local,
-                                       p.from_local, count});
-  }
+  if (ok) log_request(h, *answer, op);
   if (ok && h.kind == Kind::Split)
     if (side_page::Comm* made = page_comm(answer->reply.comm))
       made->parent = h.comm, made->color = h.ask.split.color, made->key = h.ask.split.key;

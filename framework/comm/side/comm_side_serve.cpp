@@ -210,7 +210,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
     const auto name_bytes = static_cast<std::size_t>(r.h.ask.call.name_bytes);
     calling_name.assign(r.in.data(), name_bytes);
     calling_marked = r.h.ask.call.marked != 0;
-    if (calling_marked) traffic.enter(calling_name, 0);
+    if (calling_marked) traffic.enter(calling_name, r.h.ask.call.argument);
     Answer call;
     call.data = r.in;
     call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
@@ -271,6 +271,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
       } else if (r.h.kind == link::Kind::Serve) {
         if (harness_waits) {  // the call's outcome, as the student's process returned it
           if (calling_marked) traffic.returned(calling_name);
+          ops.call_returns();
           if (const int strays = end_strays(harness.pid, student.pid); strays > 0) ops.found_strays(strays);
           Answer outcome;
           outcome.reply.answer.call.outcome = r.h.ask.serve.outcome;
