@@ -22,11 +22,6 @@ std::string launcher_rank();
 // (their subreaper), but the two programs; returns how many there were.
 int end_strays(pid_t harness, pid_t student);
 
-// Keeps this side, and the children it starts after, on one CPU, the
-// rank's turn among those allowed (comm_side_cpu.cpp): their handoffs at
-// each request are then switches, not wakeups of another CPU. rank -1: none.
-void keep_rank_on_one_cpu(int rank);
-
 // The runner's directory for the job's channels, from the test program's
 // arguments; "" for a program the runner did not start (a trainer).
 std::string results_dir(char** program_argv);

@@ -139,7 +139,6 @@ int main(int argc, char** argv) {
     return 70;
   }
   const std::string rank = launcher_rank();
-  keep_rank_on_one_cpu(std::atoi(rank.c_str()));
   const std::string results = results_dir(argv + 1);
   g_traffic.open(open_side_channel(results, rank), std::atoi(rank.c_str()));
   // Before the child exists, so that no instant of its life finds this
