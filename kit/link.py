@@ -136,7 +136,14 @@ FINDINGS = [
     # number), other ends by rank on it (-1: none), elements (sent; a recv's: received), the request's number
     # (an iallreduce and a request's ends; else 0) and the tests in the call that found it still running.
     ("Request", ("event", "op", "comm", "dest", "source", "count", "request", "failed_tests")),
+    # Requests past MOST_LOGGED_REQUESTS in one call: counted, not logged (the account still holds each).
+    ("Unlogged", ("count",)),
 ]
+
+# The most Request findings the side logs for one call (its upcalls
+# included): an honest call of any part makes a few dozen; past it the side
+# counts them, and the harness fails the case, whose checks can't see them.
+MOST_LOGGED_REQUESTS = 4096
 
 # A Request finding's event, by code from 0, as ledger::LoggedCall::Event
 # names them: a call of the communicator; a request that wait() saw
@@ -229,6 +236,7 @@ enum class Finding : std::int64_t {{
 {findings}
 }};
 {finding_sizes}
+inline constexpr int kMostLoggedRequests = {MOST_LOGGED_REQUESTS};
 
 // A Request finding's event (kit/link.py, REQUEST_EVENTS).
 enum class RequestEvent : std::int64_t {{ {events} }};

@@ -92,6 +92,7 @@ struct Found {
   std::string disagreements;
   std::string ended;  // "" if it did not
   std::string strays;  // "" if it left none
+  std::string unlogged;  // "" if the side logged every request of the call
   std::vector<ledger::LoggedCall> requests;  // what the call did, as the ledger would have logged it
 };
 
@@ -125,6 +126,13 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       c.failed_tests = static_cast<int>(r[7]);
       out.requests.push_back(std::move(c));
       at += 1 + link::kRequestFields;
+      continue;
+    }
+    if (kind == link::Finding::Unlogged && at + 1 + link::kUnloggedFields <= f.size()) {
+      out.unlogged = std::to_string(f[at + 1]) + " more requests of the communicator than the " +
+                     std::to_string(link::kMostLoggedRequests) + " the kit logs in one call, so its checks can't "
+                     "see them all (an honest call makes a few dozen)";
+      at += 1 + link::kUnloggedFields;
       continue;
     }
     if (kind == link::Finding::Strays && at + 1 + link::kStraysFields <= f.size()) {
@@ -299,6 +307,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
         if (!found.disagreements.empty()) throw CollectiveMismatch(found.disagreements);
         if (!found.requests.empty()) ledger::log_calls(found.requests);
         if (!found.strays.empty()) throw std::runtime_error(found.strays);
+        if (!found.unlogged.empty()) throw std::runtime_error(name + " made " + found.unlogged);
       }
       return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
     }

@@ -2,7 +2,8 @@
 // a harness process with no student code calls the reference's functions in
 // the rank's student process, on four ranks, and checks what comes back;
 // then the side's own checks of that process: a collective its ranks
-// disagree on, and a request of the harness's kind. Inputs encode the rank,
+// disagree on, a request of the harness's kind, a call that floods the side
+// with requests, a crash, and upcalls. Inputs encode the rank,
 // so every expected value is closed-form; a failure on any rank fails the
 // run on rank 0, naming the rank.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
@@ -231,6 +232,25 @@ int main(int argc, char** argv) {
     for (int r = 0; r < size; ++r) sum += 2.0 * filled(1, 3, r);
     expect(near(got, 2.5 * sum), "upcalls_twice's value");
     expect(g_scaled_by == std::vector<double>{2.0, 3.0, 1.5}, "the upcalls the harness ran, in order");
+  }
+
+  // A call that makes more requests than the side logs in one fails with a
+  // count, and the side's memory stays bounded; one at the cap is logged whole.
+  {
+    dtrain::ledger::CallLog log;
+    expect(remote<int(Communicator&, int)>("floods", world, dtrain::link::kMostLoggedRequests) ==
+               dtrain::link::kMostLoggedRequests &&
+               log.take().size() == static_cast<std::size_t>(dtrain::link::kMostLoggedRequests),
+           "a call of as many requests as the side logs, logged whole");
+    std::string why;
+    try {
+      remote<int(Communicator&, int)>("floods", world, dtrain::link::kMostLoggedRequests + 3);
+    } catch (const std::runtime_error& e) {
+      why = e.what();
+    }
+    expect(why.rfind("floods made 3 more requests of the communicator than the " +
+                         std::to_string(dtrain::link::kMostLoggedRequests) + " the kit logs in one call", 0) == 0,
+           "the flood's message: " + why);
   }
 
   // The last rank's student process crashes: its harness learns how from the side.

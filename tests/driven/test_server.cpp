@@ -2,7 +2,8 @@
 // the reference's functions, and three of its own: one whose ranks call
 // different collectives, one that writes a request of the harness's own
 // kind (a case's name) on its link, one where rank 0 comes late, one that
-// crashes on the last rank, and one that calls back into the harness.
+// crashes on the last rank, one that calls back into the harness, and one
+// that floods its side with requests.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
 #include <chrono>
 #include <csignal>
@@ -60,6 +61,12 @@ dtrain::Matrix upcalls_twice(const dtrain::Matrix& x, dtrain::Communicator& comm
   return summed + more;
 }
 
+// `n` barriers on comm: past the side's log of one call (link::kMostLoggedRequests) when n is.
+int floods(dtrain::Communicator& comm, int n) {
+  for (int i = 0; i < n; ++i) comm.barrier();
+  return n;
+}
+
 // 1 if the side refused a case's name from this process, 0 if it took it.
 int names_a_case(int) {
   const char name[] = "Part1DataSplit.SeedCase";
@@ -84,5 +91,6 @@ int main(int argc, char**) {
   functions.push_back(dtrain::calls::served<&late_allreduce>("late_allreduce"));
   functions.push_back(dtrain::calls::served<&crash_on_last_rank>("crash_on_last_rank"));
   functions.push_back(dtrain::calls::served<&upcalls_twice>("upcalls_twice"));
+  functions.push_back(dtrain::calls::served<&floods>("floods"));
   return dtrain::calls::serve_calls(functions, state);
 }

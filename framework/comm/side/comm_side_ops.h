@@ -96,6 +96,7 @@ class Ops {
   };
   std::map<std::int64_t, Logged> logged_;           // the student's requests not yet seen complete, by number
   std::map<std::int64_t, std::int64_t> tested_running_;  // request -> tests in this call that found it running
+  std::int64_t logged_in_call_ = 0, unlogged_in_call_ = 0;  // this call's Request findings, and those past the cap
   side_page::Page* page_ = nullptr;
 };
 

@@ -66,6 +66,13 @@ void Ops::page_filter(std::int64_t code) {
 
 void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest,
                     std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests) {
+  // A call that floods the side with requests can't grow its memory: past
+  // the cap they are counted (link::Finding::Unlogged, at the call's return).
+  if (logged_in_call_ >= link::kMostLoggedRequests) {
+    ++unlogged_in_call_;
+    return;
+  }
+  ++logged_in_call_;
   findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), static_cast<std::int64_t>(event),
                                      op, comm, dest, source, count, request, failed_tests});
 }
@@ -110,6 +117,9 @@ void Ops::call_returns() {
                 started->second.count, id, tests);
   }
   tested_running_.clear();
+  if (unlogged_in_call_ > 0)
+    findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Unlogged), unlogged_in_call_});
+  logged_in_call_ = unlogged_in_call_ = 0;
 }
 
 void Ops::page_case_begins() {
