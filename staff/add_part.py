@@ -5,11 +5,13 @@ Gradescope JSON, and the handout cut. CTest runs it (staff/add_part).
 
   python3 -m staff.add_part [--keep DIR]
 
-The toy part, part14, sums a matrix over the ranks. A part is found by its
-key: the recipe adds new files (its test, hidden cases and handout section
-under its key, its stub and solution in a student file of its own) and one
-row of the table, and the check fails if it touched any other file
-(RECIPE_FILES).
+The toy part, part14, sums a matrix over the ranks, and is graded driven,
+as every part of the table is: its function runs in the student's process
+(docs/driven-calls.md). A part is found by its key: the recipe adds new
+files (its test, the file that serves its function, hidden cases and
+handout section under its key, its stub and solution in a student file of
+its own) and one row of the table, and the check fails if it touched any
+other file (RECIPE_FILES). The grader's report then runs its cases driven.
 """
 import argparse
 import json
@@ -29,23 +31,32 @@ KEY, POINTS, TITLE, SECTION = "part14", 5, "toy sum", "Part 14"
 FILE = "toy_sum.cpp"  # the toy's student file
 # 1. the table row, before the line that ends the table
 ROW = (f'    part("{KEY}", "{TITLE}", {POINTS}, [Run("Part14Toy.*", 2)], [4], ["{FILE}"],\n'
-       f'         under("tests", "{KEY}", "test_part14_toy.cpp"), "{SECTION}", functions=["toy_sum"],\n'
-       f'         adds=Adds(hidden=under("grader/hidden", "{KEY}", "hidden_toy.cpp"), handout=texts("{KEY}"))),\n')
+       f'         under("tests", "{KEY}", "test_part14_toy.cpp"), "{SECTION}", functions=["toy_sum"], driven=True,\n'
+       f'         adds=Adds(served=under("tests", "{KEY}", "toy_served.cpp"),\n'
+       f'                   hidden=under("grader/hidden", "{KEY}", "hidden_toy.cpp"), handout=texts("{KEY}"))),\n')
 TABLE_END = "\n]\n# The table's own points"
 DECLARATION = "namespace dtrain {\nMatrix toy_sum(const Matrix& x, Communicator& comm);  // (B, D) -> (B, D)\n}\n"
 HEAD = '#include "comm.h"\n#include "not_implemented.h"\n#include "tensor.h"\n\n' + DECLARATION
+# The cases call it as KIT_STUDENT_CALL: in one process (make test) the
+# function itself; in the grader's driven harness a call of the student's
+# process, which serves it (its served file).
+CASE_HEAD = '#include "kit_test.h"\n#include "student_calls.h"\n' + HEAD.replace('#include "not_implemented.h"\n', "")
 NEW_FILES = {
     # 2. the test file
     f"tests/{KEY}/test_part14_toy.cpp":
         "// Part 14, the toy part of the README's recipe. Two ranks.\n//   make test-part14\n"
-        "#include \"kit_test.h\"\n" + HEAD.replace('#include "not_implemented.h"\n', "") +
-        "\nusing namespace kit;\n\nTEST(Part14Toy, TwoRanksSumTheirRows) {\n"
-        "  const Matrix got = dtrain::toy_sum(arange(2, 2, 4.0 * rank()), world());\n"
+        + CASE_HEAD + "\nusing namespace kit;\n\nTEST(Part14Toy, TwoRanksSumTheirRows) {\n"
+        "  const Matrix got = KIT_STUDENT_CALL(toy_sum, arange(2, 2, 4.0 * rank()), world());\n"
         "  EXPECT_MATRIX_NEAR(got, mat(2, 2, {4, 6, 8, 10}));\n}\n\n"
         "TEST(Part14Toy, TheSumHasTheInputsShape) {\n"
-        "  EXPECT_EQ(dtrain::toy_sum(arange(3, 1), world()).rows(), 3);\n}\n",
+        "  EXPECT_EQ(KIT_STUDENT_CALL(toy_sum, arange(3, 1), world()).rows(), 3);\n}\n",
+    # ... and the student's process of the grader's driven mode serves it
+    f"tests/{KEY}/toy_served.cpp":
+        "// Part 14, the toy part: toy_sum as the student's process of the driven mode serves it.\n"
+        "#include \"driven.h\"\n" + HEAD.replace('#include "not_implemented.h"\n', "") +
+        "\nKIT_SERVED(\"toy_sum\", &dtrain::toy_sum);\n",
     # 3. the stub and the solution, a student file of its own
-    f"student/{FILE}": f"// Part 14, the toy part: sum a matrix over the ranks. You edit this file.\n" + HEAD +
+    f"student/{FILE}": "// Part 14, the toy part: sum a matrix over the ranks. You edit this file.\n" + HEAD +
         "\nnamespace dtrain {\nMatrix toy_sum([[maybe_unused]] const Matrix& x, [[maybe_unused]] Communicator& comm) {\n"
         f"  throw NotImplemented(\"toy_sum\", \"{SECTION}\");\n}}\n}}  // namespace dtrain\n",
     f"reference/{FILE}": "// Part 14, the toy part: the solution.\n" + HEAD +
@@ -54,10 +65,9 @@ NEW_FILES = {
         "  return total;\n}\n}  // namespace dtrain\n",
     # 4. a hidden case
     f"grader/hidden/{KEY}/hidden_toy.cpp":
-        "// The toy part's hidden case: four ranks.\n#include \"kit_test.h\"\n" +
-        HEAD.replace('#include "not_implemented.h"\n', "") + "\nusing namespace kit;\n\n"
+        "// The toy part's hidden case: four ranks.\n" + CASE_HEAD + "\nusing namespace kit;\n\n"
         "TEST(HiddenPart14Toy, FourRanksSumTheirNumbers) {\n"
-        "  const Matrix got = dtrain::toy_sum(arange(1, 3, 10.0 * rank()), world());\n"
+        "  const Matrix got = KIT_STUDENT_CALL(toy_sum, arange(1, 3, 10.0 * rank()), world());\n"
         "  EXPECT_MATRIX_NEAR(got, mat(1, 3, {60, 64, 68}));\n}\n",
     # 5. the handout's section
     f"handout/parts/{KEY}.md": f"## {SECTION} — {TITLE} ({POINTS} points)\n\n"
@@ -122,9 +132,14 @@ def checks(kit: str) -> List[str]:
     if touched != RECIPE_FILES:
         problems.append(f"the recipe touched {sorted(touched)}, expected exactly {sorted(RECIPE_FILES)}")
     built = len(problems)
-    make(kit, problems, "build")
+    make(kit, problems, "build")  # build/, or build-mpich/ under MPI=mpich
     if len(problems) > built:
         return problems
+    build_dir = next((b for b in ("build", "build-mpich") if os.path.isdir(os.path.join(kit, b))), "build")
+    with open(os.path.join(kit, build_dir, "generated", "parts.cmake")) as f:
+        driven = next((line for line in f if line.startswith("set(KIT_DRIVEN_PARTS ")), "")
+    if f" {KEY})" not in driven and f" {KEY} " not in driven:
+        problems.append(f"the driven harness does not grade {KEY}: {driven.strip() or 'no KIT_DRIVEN_PARTS line'}")
     solved = make(kit, problems, "test", "IMPL=reference")
     expect(solved, rf"^{KEY}: {POINTS} / {POINTS} points", "make test IMPL=reference")
     expect(solved, rf"^total: {total} / {total} points$", "make test IMPL=reference")
@@ -137,9 +152,7 @@ def checks(kit: str) -> List[str]:
     if autolab.get("scores", {}).get(KEY) != POINTS or autolab.get("scoreboard") != [float(total)]:
         problems.append(f"the Autolab line lacks {KEY} = {POINTS} or the total {total}: {autolab}")
     results = os.path.join(kit, "gradescope.json")
-    # The build the copy's make made (build-mpich/ under MPI=mpich).
-    build = next((b for b in ("build", "build-mpich") if os.path.isdir(os.path.join(kit, b))), "build")
-    in_copy([sys.executable, "grader/grade", "--build", build, os.path.join(build, "reference-handin.tar"),
+    in_copy([sys.executable, "grader/grade", "--build", build_dir, os.path.join(build_dir, "reference-handin.tar"),
              "--gradescope", results], kit)
     try:
         with open(results) as f:
