@@ -145,6 +145,11 @@ FINDINGS = [
 # counts them, and the harness fails the case, whose checks can't see them.
 MOST_LOGGED_REQUESTS = 4096
 
+# The most bytes an Upcall's name and arguments may take: an honest one (a
+# pipeline stage's micro-batch) is some 100 KiB, and the harness, which
+# holds them, has a few MiB (kit/parts.py, DRIVEN_HARNESS_DATA_MIB).
+MOST_UPCALL_BYTES = 1 << 20
+
 # A Request finding's event, by code from 0, as ledger::LoggedCall::Event
 # names them: a call of the communicator; a request that wait() saw
 # complete; one a test() saw complete; and, as the call returns, one its
@@ -237,6 +242,7 @@ enum class Finding : std::int64_t {{
 }};
 {finding_sizes}
 inline constexpr int kMostLoggedRequests = {MOST_LOGGED_REQUESTS};
+inline constexpr long long kMostUpcallBytes = {MOST_UPCALL_BYTES};
 
 // A Request finding's event (kit/link.py, REQUEST_EVENTS).
 enum class RequestEvent : std::int64_t {{ {events} }};

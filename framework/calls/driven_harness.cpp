@@ -24,14 +24,17 @@ namespace dtrain::calls {
 namespace {
 
 // The harness runs an upcall: the outcome (an Int), then its values.
-std::vector<char> run_upcall(const std::vector<char>& data) {
-  Reader in(data);
-  const std::string name = in.text();
+std::vector<char> run_upcall(const std::string& data) {
+  // Whatever the upcall brings (arguments too large for this process's
+  // memory, a name nobody serves), it is answered with an outcome: the
+  // side waits for a Resume, and the student's process for its answer.
   Writer out;
-  const Served* f = nullptr;
-  for (const Served& s : upcallable())
-    if (name == s.name) f = &s;
   try {
+    Reader in(data.data(), data.size());
+    const std::string name = in.text();
+    const Served* f = nullptr;
+    for (const Served& s : upcallable())
+      if (name == s.name) f = &s;
     if (f == nullptr) {
       out.put(static_cast<std::int64_t>(Outcome::Unknown));
       return out.take();
@@ -42,9 +45,11 @@ std::vector<char> run_upcall(const std::vector<char>& data) {
     head.insert(head.end(), values.begin(), values.end());
     return head;
   } catch (const std::invalid_argument& e) {
+    out = Writer();
     out.put(static_cast<std::int64_t>(Outcome::ThrewInvalid));
     out.text(e.what());
   } catch (const std::exception& e) {
+    out = Writer();
     out.put(static_cast<std::int64_t>(Outcome::Threw));
     out.text(e.what());
   }
@@ -312,7 +317,8 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
       return {static_cast<Outcome>(outcome), std::vector<char>(back.begin(), back.end())};
     }
     // The student's code called a function of the harness's: run it here, and go on.
-    data = run_upcall(std::vector<char>(back.begin(), back.end()));
+    data = run_upcall(back);
+    back.clear();
     h = link::request(link::Kind::Resume);
   }
 }

@@ -18,10 +18,13 @@ namespace dtrain::side {
 // The ranks of `comm`, by rank in MPI's world.
 std::vector<int> world_ranks_of(MPI_Comm comm);
 
-// One answer: the reply and its data.
+// One answer: the reply and its data. `tail` follows `data`, inline (a
+// driven call's values after the side's findings): the values are moved
+// in, never copied, so an answer as large as the side can hold once still fits.
 struct Answer {
   link::Reply reply{};
   std::vector<char> data;
+  std::vector<char> tail;
 };
 
 class Ops {

@@ -96,9 +96,9 @@ bool read_request(Peer& peer, Incoming& r) {
 }
 
 bool send_answer(Peer& peer, const link::Header& h, Answer& answer) {
-  answer.reply.out_bytes = answer.data.size();
+  answer.reply.out_bytes = answer.data.size() + answer.tail.size();
   if (answer.reply.status == link::Status::Ok && h.out_at != 0 && peer.direct && !answer.data.empty() &&
-      answer.data.size() <= h.out_capacity) {
+      answer.tail.empty() && answer.data.size() <= h.out_capacity) {
     const Copied placed = copy_peer(peer, true, h.out_at, answer.data.data(), answer.data.size());
     if (placed == Copied::Done) answer.reply.placed = 1;
     if (placed == Copied::Refused) peer.direct = false;  // this answer, and all after it, inline
@@ -108,8 +108,11 @@ bool send_answer(Peer& peer, const link::Header& h, Answer& answer) {
       answer.reply.out_bytes = answer.data.size();
     }
   }
-  const std::size_t trailing = answer.reply.placed != 0 ? 0 : answer.data.size();
-  return link::send_both(peer.fd, &answer.reply, sizeof answer.reply, answer.data.data(), trailing);
+  const bool inline_data = answer.reply.placed == 0;
+  iovec parts[3] = {{&answer.reply, sizeof answer.reply},
+                    {answer.data.data(), inline_data ? answer.data.size() : 0},
+                    {answer.tail.data(), inline_data ? answer.tail.size() : 0}};
+  return link::send_parts(peer.fd, parts, 3);
 }
 
 Answer carry_out(Ops& ops, Peer& peer, Incoming& r) {
@@ -137,11 +140,11 @@ Answer carry_out(Ops& ops, Peer& peer, Incoming& r) {
 namespace {
 
 // A Call's answer: the side's findings of the call first (side_bytes), then `values`, the student's process's.
-void with_findings(Ops& ops, Answer& answer, const std::vector<char>& values) {
+void with_findings(Ops& ops, Answer& answer, std::vector<char> values) {
   const std::vector<std::int64_t> findings = ops.take_findings();
   const auto* bytes = reinterpret_cast<const char*>(findings.data());
   answer.data.assign(bytes, bytes + findings.size() * sizeof(std::int64_t));
-  answer.data.insert(answer.data.end(), values.begin(), values.end());
+  answer.tail = std::move(values);
   answer.reply.answer.call.side_bytes = static_cast<std::int64_t>(findings.size() * sizeof(std::int64_t));
 }
 
@@ -260,10 +263,16 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
           no.reply.status = link::Status::BadArgument;
           if (!send_answer(student, r.h, no)) student_gone = true;
         }
+      } else if (r.h.kind == link::Kind::Upcall && r.in.size() > static_cast<std::size_t>(link::kMostUpcallBytes)) {
+        // Larger than the harness, which would hold it, can take: refused to the caller alone.
+        Answer no = refusal(link::Status::BadArgument,
+                            "an upcall of " + std::to_string(r.in.size()) + " bytes: the kit takes at most " +
+                                std::to_string(link::kMostUpcallBytes) + " bytes of arguments");
+        if (!send_answer(student, r.h, no)) student_gone = true;
       } else if (r.h.kind == link::Kind::Upcall) {  // within a call: the harness runs it, and Resumes
         Answer up;
         up.reply.answer.call.outcome = static_cast<std::int64_t>(link::Outcome::Upcall);
-        with_findings(ops, up, r.in);
+        with_findings(ops, up, std::move(r.in));
         harness_waits = false;
         upcall_waits = true;
         upcalling = std::move(r);
@@ -275,7 +284,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
           if (const int strays = end_strays(harness.pid, student.pid); strays > 0) ops.found_strays(strays);
           Answer outcome;
           outcome.reply.answer.call.outcome = r.h.ask.serve.outcome;
-          with_findings(ops, outcome, r.in);
+          with_findings(ops, outcome, std::move(r.in));
           harness_waits = false;
           if (!send_answer(harness, calling.h, outcome)) wait_for_the_end();
         }
