@@ -237,6 +237,18 @@ GALLERY: List[Hostile] = [
             lambda tmp: reference_calling("linger();", LINGER), 145, static="warn", budget=150, filtered=False,
             says=("left them running; they were killed",), scores={"part2": 15},
             after=lambda tmp: in_shared_tmp("kit-gallery-leftover-*")),
+    # Part 12's stage forward called with an 11 MB micro-batch (the red team,
+    # this round): driven, that argument travels to the harness, which holds
+    # the stage in a few MiB. It crashed the MPI side, or put the harness out
+    # of step with it; now the side refuses an upcall past 1 MiB to its caller,
+    # which catches the refusal here and goes on: the honest rest keeps every point.
+    Hostile("pipeline_upcall_larger_than_the_harness",
+            lambda tmp: [(f"student/{f}", source("reference", f)) for f in IMPL_FILES] + [
+                ("student/pipeline_parallel.cpp", source("reference", "pipeline_parallel.cpp").replace(
+                    b"  Links links{stage, comm};\n",
+                    b"  try {\n    const Matrix big = Matrix::Zero(1400, 1000);\n    stage.forward(0, big);\n"
+                    b"  } catch (const std::exception&) {\n  }\n  Links links{stage, comm};\n", 1))],
+            180, extensions="part12_pipeline", scores={"part12_pipeline": 30}, never=("grader error",)),
     # Every job's ranks spin in a static destructor once the cases are over:
     # the runner stops each job soon after its last result, the cases keep
     # their results, and the time is the handin's (no grader error).
