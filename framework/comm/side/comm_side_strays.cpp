@@ -95,6 +95,14 @@ int end_strays(pid_t harness, pid_t student) {
     todo = std::move(next);
   }
   for (pid_t p : stopped) ::kill(p, SIGKILL);
+  // A killed process is a stray until it has died: the next call's return
+  // must not find it still exiting (on a busy host it may wait for a CPU)
+  // and count it again, against a case that started nothing.
+  std::vector<pid_t> dying(stopped.begin(), stopped.end());
+  for (int round = 0; round < 2000 && !dying.empty(); ++round) {
+    dying.erase(std::remove_if(dying.begin(), dying.end(), [](pid_t p) { return ended(p); }), dying.end());
+    if (!dying.empty()) ::usleep(500);
+  }
   // The orphans are this side's children: reaped by their own numbers, never
   // by waitpid(-1), which could take the harness's or the student's status.
   for (int round = 0; round < 100; ++round) {
