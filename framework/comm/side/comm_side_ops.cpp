@@ -37,6 +37,7 @@ std::int32_t Ops::add(MPI_Comm c) {
 Answer Ops::new_comm(MPI_Comm c, std::vector<int> members) {
   Answer a = with(members.data(), members.size());
   a.reply.comm = add(c);
+  if (student_asks_) students_comms_.insert(a.reply.comm);
   int rank = 0;
   check_mpi(MPI_Comm_rank(c, &rank), "MPI_Comm_rank");
   a.reply.answer.made = {rank, size_of(c)};
@@ -88,6 +89,13 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
     case Kind::Free: {
       if (h.comm == 0) bad_request("the world is not freed");
       MPI_Comm c = comm(h.comm);
+      // The driven mode's student process frees only what it made: the
+      // harness's communicators (lent to it by number) are the harness's.
+      if (student_asks_ && students_comms_.count(h.comm) == 0) {
+        traffic_.unplanned();
+        bad_request("communicator " + std::to_string(h.comm) + " is not the student's process's to free");
+      }
+      students_comms_.erase(h.comm);
       kit_request(facts::kRequestFree, 0, size_of(c));
       MPI_Comm_free(&c);
       comms_[static_cast<std::size_t>(h.comm)] = MPI_COMM_NULL;

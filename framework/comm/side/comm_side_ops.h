@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class Ops {
   void keep_page(side_page::Page* page) { page_ = page; }
   // The student process's filter, as its first Serve said it (link::FilterCode).
   void page_filter(std::int64_t code);
+  // Whether the requests handled now are the driven mode's student process's:
+  // it may free only the communicators it made.
+  void student_asks(bool now) { student_asks_ = now; }
 
  private:
   struct InFlight {
@@ -94,6 +98,8 @@ class Ops {
   const std::string* checked_function_ = nullptr;
   std::map<std::int32_t, std::int64_t> sequence_;  // the student's collectives so far, by communicator
   std::vector<std::int64_t> findings_;
+  bool student_asks_ = false;
+  std::set<std::int32_t> students_comms_;  // the communicators the student's process made
   struct Logged {
     std::int64_t comm, count;
   };

@@ -300,7 +300,9 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(student, r.h, done)) student_gone = true;
       } else {
         ops.check_calls_of(harness_waits ? &calling_name : nullptr);  // compared with the other ranks' (Ops::agree)
+        ops.student_asks(true);
         const bool served = serve_one(ops, traffic, student, r);
+        ops.student_asks(false);
         ops.check_calls_of(nullptr);
         student_gone = !served;
       }
