@@ -234,6 +234,16 @@ int main(int argc, char** argv) {
     expect(g_scaled_by == std::vector<double>{2.0, 3.0, 1.5}, "the upcalls the harness ran, in order");
   }
 
+  // A communicator the harness made and lent to the student's process is
+  // the harness's: that process can't free it, and it still works after.
+  {
+    Communicator lent = dtrain::CommAccess::duplicate(world);
+    expect(remote<int(Communicator&)>("frees", lent) == 1, "the student's process freed the harness's communicator");
+    Matrix sum(1, 1);
+    lent.allreduce(filled(1, 1, rank), sum);
+    expect(sum(0, 0) == size * (size - 1) / 2.0, "an allreduce on the lent communicator after the refused free");
+  }
+
   // A call that makes more requests than the side logs in one fails with a
   // count, and the side's memory stays bounded; one at the cap is logged whole.
   {

@@ -2,8 +2,9 @@
 // the reference's functions, and three of its own: one whose ranks call
 // different collectives, one that writes a request of the harness's own
 // kind (a case's name) on its link, one where rank 0 comes late, one that
-// crashes on the last rank, one that calls back into the harness, and one
-// that floods its side with requests.
+// crashes on the last rank, one that calls back into the harness, one
+// that floods its side with requests, and one that frees a communicator
+// the harness lent it.
 //   KIT_STUDENT_PROGRAM=build/driven_test_server tools/kitrun -n 4 build/driven_calls_demo
 #include <chrono>
 #include <csignal>
@@ -67,6 +68,18 @@ int floods(dtrain::Communicator& comm, int n) {
   return n;
 }
 
+// 1 if the side refused to free `comm` for this process (the harness lent
+// it), 0 if it freed it: a raw Free, as a handin could write one.
+int frees(dtrain::Communicator& comm) {
+  dtrain::link::Header h = dtrain::link::request(dtrain::link::Kind::Free, dtrain::CommAccess::side_number(comm));
+  try {
+    dtrain::link::call(h, nullptr, nullptr, 0);
+  } catch (const std::invalid_argument&) {
+    return 1;
+  }
+  return 0;
+}
+
 // 1 if the side refused a case's name from this process, 0 if it took it.
 int names_a_case(int) {
   const char name[] = "Part1DataSplit.SeedCase";
@@ -92,5 +105,6 @@ int main(int argc, char**) {
   functions.push_back(dtrain::calls::served<&crash_on_last_rank>("crash_on_last_rank"));
   functions.push_back(dtrain::calls::served<&upcalls_twice>("upcalls_twice"));
   functions.push_back(dtrain::calls::served<&floods>("floods"));
+  functions.push_back(dtrain::calls::served<&frees>("frees"));
   return dtrain::calls::serve_calls(functions, state);
 }
