@@ -2,16 +2,14 @@
 // answer, before the function's values (driven_student.cpp writes it,
 // driven_harness.cpp reads it): the memory budget's first refusal during
 // the call, which the harness then tells as the in-process harness does;
-// the framework's rules the call broke (a request destroyed unwaited, say),
-// each failing the case as it does in one process; and, for the outcome
+// how many of the framework's rules the call broke (a request destroyed
+// unwaited), which fail the case as they do in one process; and, for the outcome
 // CheckFailed, the failed check's fields. Typed values, never text the
 // other side parses; a forged one can only fail the handin's own case.
 #pragma once
 
-#include <algorithm>
 #include <set>
 #include <string>
-#include <vector>
 
 #include "call_values.h"
 #include "check_failure.h"
@@ -50,20 +48,22 @@ inline heap_budget::Refusal get_refusal(Reader& in) {
   return r;
 }
 
-// At most this many rules broken in one call travel, each cut to kMostRuleBytes.
-inline constexpr std::size_t kMostRulesBroken = 4, kMostRuleBytes = 2000;
+// The framework's rules the call broke in the student's process: only one
+// can be broken there (a Request destroyed before anyone waited for it), so
+// they travel as a count, and the harness words them: no text of that
+// process's reaches a message.
+inline void put_rules(Writer& w, std::int64_t broken) { w.put(broken); }
 
-inline void put_rules(Writer& w, const std::vector<std::string>& broken) {
-  w.put(static_cast<std::int64_t>(std::min(broken.size(), kMostRulesBroken)));
-  for (std::size_t i = 0; i < broken.size() && i < kMostRulesBroken; ++i) w.text(broken[i].substr(0, kMostRuleBytes));
+inline std::int64_t get_rules(Reader& in) {
+  const std::int64_t n = in.integer();
+  if (n < 0) throw BadValues("rules broken out of range");
+  return n;
 }
 
-inline std::vector<std::string> get_rules(Reader& in) {
-  const std::int64_t n = in.integer();
-  if (n < 0 || n > static_cast<std::int64_t>(kMostRulesBroken)) throw BadValues("rules broken out of range");
-  std::vector<std::string> broken;
-  for (std::int64_t i = 0; i < n; ++i) broken.push_back(in.text().substr(0, kMostRuleBytes));
-  return broken;
+inline std::string rules_text(std::int64_t broken) {
+  return "a Request was destroyed before anyone waited for it" +
+         (broken > 1 ? " (" + std::to_string(broken) + " in this call)" : std::string()) +
+         "; call wait() on every request (or test() it until it returns true) before it goes away";
 }
 
 inline void put_check_failure(Writer& w, const CheckFailure& f) {

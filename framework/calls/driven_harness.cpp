@@ -303,7 +303,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
         // told with the case's other failures as the in-process harness tells it.
         Reader head(back.data(), back.size());
         heap_budget::keep(get_refusal(head));
-        for (const std::string& broken : get_rules(head)) rule_broken(broken);
+        if (const std::int64_t broken = get_rules(head); broken > 0) rule_broken(rules_text(broken));
         back.erase(0, back.size() - head.remaining());
       }
       if (!findings.empty()) {
