@@ -43,6 +43,9 @@ def run(g: Grading) -> bool:
         g.broken = ran.error or "the test program did not start its cases"
     elif ran.error:
         g.grade.notes.append(ran.labelled_error())
+    if g.tally.stalled:  # a count: a hidden case's name is not every student's to see
+        g.grade.notes.append(f"{len(g.tally.stalled)} case(s) ran twice: the first run stopped with every rank "
+                             "inside the same collective call, a stall of the host, not of the code")
     return out_of_time(g)
 
 

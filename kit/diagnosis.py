@@ -8,6 +8,7 @@ the answers in, the text out; staff/tests/test_roll_call.py tests them.
 """
 from typing import Dict, List, Optional
 
+from kit import facts
 from kit import parts as table
 from kit import records as rec
 
@@ -52,6 +53,30 @@ def roll_call(case: str, answers: Dict[int, Dict], limit_scale: Optional[float] 
     lines = [f"{head}; what each rank was doing:"]
     lines += [f"  {(rank_label(r) + ':').ljust(width)} {state}" for state, r in states.items()]
     return "\n".join(lines + diagnosis)
+
+
+def stalled(case: str, answers: Dict[int, Dict]) -> bool:
+    """Whether the case was stopped while MPI still owed its ranks a call:
+    every rank of the case waiting in a collective call of one communicator
+    (the same group on every rank), those at its earliest call all in the
+    same call (its number there, operation and elements), the rest in later
+    calls. A rank in a later call has finished the earliest, which none can
+    before every rank has entered it; so every rank has entered it, and MPI
+    finishes it whatever the code under test does. A case stopped there was
+    stopped by a stalled host, never by a hang of its code. Only the driven
+    mode's roll-call says so (each rank's call from its side's page, which
+    the student's process never holds); the usual mode's writes -1 for the
+    call's number and group, and is never a stall."""
+    run = next((r for r in table.all_runs() if table.matches(r.filter, case)), None)
+    if run is None or set(answers) != set(range(run.ranks)):
+        return False
+    waits = [answer.get("wait") for answer in answers.values() if answer.get("phase") == "running"]
+    if len(waits) != len(answers) or not all(w and w["op"] in facts.COLLECTIVES for w in waits):
+        return False
+    if len({w["group"] for w in waits}) != 1 or waits[0]["group"] < 1 or min(w["seq"] for w in waits) < 1:
+        return False
+    earliest = min(w["seq"] for w in waits)
+    return len({(w["op"], w["count"]) for w in waits if w["seq"] == earliest}) == 1
 
 
 def _p2p(answer: Optional[Dict]) -> Optional[Dict]:

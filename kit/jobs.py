@@ -79,7 +79,10 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
     a deadline, the cases it leaves unrun fail and are listed in
     `tally.out_of_time` (the caller says whose fault that was). With
     `deferred`, the cases of a part whose case ended a job are not run here
-    but added to it, for the caller to run after everything else."""
+    but added to it, for the caller to run after everything else. A case
+    stopped with every rank inside one collective call (a stall of the
+    host: diagnosis.stalled) runs once more, first in the next job, and
+    its second run's outcome stands (`tally.stalled`)."""
     tally = tally if tally is not None else JobTally()
     wanted = None
     if launch.expected is not None and launch.judges_cases:
@@ -113,6 +116,11 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
         for outcome in outcomes_of(job, outcomes, launch.expected, wanted, rules_of):
             if outcome.ended_job and job.stopped == OUT_OF_TIME:
                 continue  # not the case's doing: it is listed with the unrun ones below
+            if outcome.ended_job and outcome.stalled and outcome.case not in tally.stalled:
+                tally.stalled.append(outcome.case)  # the host's doing: run again, first in the next job
+                continue
+            if outcome.stalled:
+                outcome.failures.append({"rank": None, "message": STALLED_TWICE})
             outcomes[outcome.case] = outcome
             if outcome.ended_job:
                 ended = outcome
@@ -151,6 +159,8 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
     return outcomes
 
 
+STALLED_TWICE = ("this case ran twice: its first run too was stopped with every rank inside the same collective "
+                 "call, which MPI finishes whatever the code did before it; the second run's outcome stands")
 OUT_OF_TIME_MESSAGE = "not run: the grading's time on this platform ran out before this case"
 
 

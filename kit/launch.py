@@ -82,6 +82,7 @@ class JobTally:
     out_of_time: List[str] = field(default_factory=list)  # cases the deadline left unrun or unfinished
     jobs: List[Dict] = field(default_factory=list)  # each job's seconds, cases run, and why it was stopped
     lingered: int = 0              # jobs stopped after their last case's result (the handin's code ran on)
+    stalled: List[str] = field(default_factory=list)  # cases run again: their first run stalled (diagnosis.stalled)
 
 
 class OutputTap:

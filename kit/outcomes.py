@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from kit import judge
 from kit import traffic
-from kit.diagnosis import rank_label, roll_call
+from kit.diagnosis import rank_label, roll_call, stalled
 from kit.launch import Job, reported_all
 
 
@@ -22,6 +22,7 @@ class CaseOutcome:
     seconds: float = 0.0
     failures: List[Dict] = field(default_factory=list)  # {"rank": r or None, "message": text}
     ended_job: bool = False  # the job died in this case, so the binary never reported it
+    stalled: bool = False    # stopped with every rank inside one collective call (diagnosis.stalled)
 
     def summary(self, max_lines: Optional[int] = 12) -> List[str]:
         """The failures, bounded whatever the code under test printed: each
@@ -146,7 +147,8 @@ def outcomes_of(job: Job, done: Dict[str, CaseOutcome], expected: Optional[judge
             failures.append({"rank": None, "message": f"the job ended during this case with exit status "
                                                       f"{job.returncode} and no result (a rank exited early or "
                                                       "was killed?)"})
-        new.append(CaseOutcome(in_flight, False, job.seconds, failures, ended_job=True))
+        new.append(CaseOutcome(in_flight, False, job.seconds, failures, ended_job=True,
+                               stalled=stalled(in_flight, job.records.rollcalls.get(in_flight, {}))))
     if job.anomalies:  # written by code under test, somewhere in the job: none of its cases stands
         said = [{"rank": None, "message": f"integrity: {a} (written by code under test: every case of its job "
                                           "fails)"} for a in job.anomalies]

@@ -78,7 +78,10 @@ RECORDS: Dict[str, Tuple[Field, ...]] = {
 # point-to-point call's other ends by world rank, -1 where it has none).
 WAIT: Tuple[Field, ...] = (Field("op", "str"), Field("to", "int"), Field("send_tag", "int"), Field("from", "int",
                                                                                                   param="from_rank"),
-                           Field("recv_tag", "int"))
+                           Field("recv_tag", "int"),
+                           # Driven only (-1 elsewhere): the call's number on its communicator, its
+                           # elements, and the communicator's group, one number on all its ranks.
+                           Field("seq", "int"), Field("count", "int"), Field("group", "int"))
 _TYPES = {"str": str, "int": int, "seconds": (int, float), "strings": list, "values": list, "failures": list,
           "calls": list, "status": str}
 FIELDS = {  # the members each kind must have, with their types; the side's traffic records are kit/traffic.py's

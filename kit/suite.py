@@ -53,6 +53,9 @@ def run_shown(binary: str, chosen: List[table.Part], label: str, launch_args: Op
                     on_outcome=lambda o: show_job_death(o, None if verbose else 12), driven=driven)
     if ran.error:
         print(f"!! {ran.error}", flush=True)
+    if tally.stalled:
+        print(f"!! ran twice, its first run stopped with every rank inside the same collective call (the machine "
+              f"stalled, not the code): {', '.join(tally.stalled)}", flush=True)
     if tally.lingered:
         print(f"!! {tally.lingered} test job(s) still ran {table.EXIT_SECONDS:g} s after their last case and were "
               "stopped: code that runs after the cases (a static object's destructor?) must end; the grader "

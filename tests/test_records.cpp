@@ -52,9 +52,9 @@ TEST(Records, WriteEveryKindForTheRunner) {
       << records::rank_failure("Suite.One", 5, kAwkward) << "\n"
       << records::abort_prefix("Suite.One", 6) << "crashed with SIGSEGV" << records::kAbortSuffix
       << records::rollcall("Suite.One", 2, "waiting in allreduce #3 on dp_comm (2 elements)", 5.04, "running",
-                           records::rollcall_wait("allreduce", -1, -1, -1, -1)) << "\n"
+                           records::rollcall_wait("allreduce", -1, -1, -1, -1, 3, 2, 4503599627370495)) << "\n"
       << records::rollcall("Suite.One", 3, "waiting in send to rank 1 (tag 4)", 5.0, "running",
-                           records::rollcall_wait("send", 1, 4, -1, -1)) << "\n"
+                           records::rollcall_wait("send", 1, 4, -1, -1, -1, -1, -1)) << "\n"
       << records::rollcall("Suite.One", 1, "finished the case after 1 collective on world", 5.0, "finished")
       << "\n";
   ASSERT_TRUE(out.good()) << "cannot write " << path;

@@ -243,7 +243,8 @@ bool student_waiting_call(ledger::WaitingCall& out) {
   if (page == nullptr || !side_page::read(*page, p) || p.active == 0) return false;
   if (p.op < 1 || p.op >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames)) return false;
   out = {static_cast<facts::OpCode>(p.op), static_cast<int>(p.to), static_cast<int>(p.send_tag),
-         static_cast<int>(p.from), static_cast<int>(p.recv_tag)};
+         static_cast<int>(p.from), static_cast<int>(p.recv_tag), static_cast<long>(p.seq),
+         static_cast<long>(p.count), static_cast<long>(p.group)};
   return true;
 }
 

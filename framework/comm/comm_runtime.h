@@ -193,10 +193,15 @@ std::string state();
 // roll-call's record (the runner tells a cycle of sends, a tag mismatch and
 // a message nobody takes from it): a point-to-point call's other ends by
 // their rank in MPI's world, -1 where the call has no such end (a
-// collective, or Request::wait, has none). False if it waits in no call.
+// collective, or Request::wait, has none). In the driven mode, also the
+// call's number on its communicator, its elements and the communicator's
+// group, the same on each of its ranks (-1 elsewhere): every rank of a case
+// in one collective is a stall no code causes (kit/diagnosis.py).
+// False if it waits in no call.
 struct WaitingCall {
   facts::OpCode op{};  // a point-to-point call, a collective, or kWait (a request)
   int to = -1, send_tag = -1, from = -1, recv_tag = -1;
+  long seq = -1, count = -1, group = -1;
 };
 bool waiting_call(WaitingCall& out);
 // A collective as a CallLog keeps it.

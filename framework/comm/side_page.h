@@ -34,6 +34,7 @@ struct Page {
   std::uint64_t version;
   // The call in flight: an operation (facts::OpCode) on a communicator.
   std::int64_t active, op, comm, seq, count, function;
+  std::int64_t group;  // the communicator's, the same on each of its ranks (Ops::group_of)
   std::int64_t to, to_local, send_tag, from, from_local, recv_tag;  // -1 where the call has no such end
   std::int64_t waited;  // the id of the request it waits for, or 0
   std::int64_t requests, comms;

@@ -47,11 +47,12 @@ def test_every_kind_round_trips(tmp_path):
     assert got.rollcalls == {"Suite.One": {2: {"state": "waiting in allreduce #3 on dp_comm (2 elements)",
                                                "seconds": 5.0, "phase": "running",
                                                "wait": {"op": "allreduce", "to": -1, "send_tag": -1, "from": -1,
-                                                        "recv_tag": -1}},
+                                                        "recv_tag": -1, "seq": 3, "count": 2,
+                                                        "group": (1 << 52) - 1}},
                                            3: {"state": "waiting in send to rank 1 (tag 4)", "seconds": 5.0,
                                                "phase": "running",
                                                "wait": {"op": "send", "to": 1, "send_tag": 4, "from": -1,
-                                                        "recv_tag": -1}},
+                                                        "recv_tag": -1, "seq": -1, "count": -1, "group": -1}},
                                            1: {"state": "finished the case after 1 collective on world",
                                                "seconds": 5.0, "phase": "finished", "wait": None}}}
     assert set(records.FIELDS) == {records.PLAN, records.VALUE, records.RESULT, records.RANK_FAILURE,
@@ -271,3 +272,47 @@ def test_the_anomalies_of_a_job_are_counted_not_quoted(tmp_path):
     channels.close()
     found = _anomalies(records.parse([PLAN]), traffic.parse(side), channels)
     assert len(found) == 2 and not any(secret in a or "salt" in a for a in found), found
+
+
+def _stalled_job(plan, passing=(), stalls_in=None):
+    """A finished job of `plan`: a result for each of `passing`, then, if
+    asked, a case stopped with every rank in allgather #2 of the world."""
+    lines = [(0, json.dumps({"event": "plan", "ranks": 4, "cases": plan}))]
+    lines += [(0, json.dumps({"event": "result", "case": c, "status": "pass", "seconds": 0.1, "failures": []}))
+              for c in passing]
+    wait = {"op": "allgather", "to": -1, "send_tag": -1, "from": -1, "recv_tag": -1, "seq": 2, "count": 128, "group": 1}
+    if stalls_in:
+        lines += [(r, json.dumps({"event": "rollcall", "case": stalls_in, "rank": r, "seconds": 7.2,
+                                  "state": "waiting in allgather #2 on comm (128 elements)", "phase": "running",
+                                  "wait": wait})) for r in range(4)]
+    return Job(records.parse(lines), None, 0, 7.5)
+
+
+@pytest.mark.parametrize("second_run_stalls", [False, True])
+def test_a_case_stalled_inside_one_collective_runs_once_more(monkeypatch, second_run_stalls):
+    """A case stopped with every rank inside the same collective call is a
+    stall of the host (kit/diagnosis.py, stalled): it runs again, first in
+    the next job, at its full limit, and that run's outcome stands."""
+    from kit import jobs
+    from kit.launch import JobTally, Launch
+    first, second = "Part8Forward.KeepsNoFullWeightBetweenCalls", "Part8Forward.MovesOnlyWhatStageThreeNeeds"
+    runs = [_stalled_job([first, second], stalls_in=first),
+            _stalled_job([first, second], stalls_in=first) if second_run_stalls
+            else _stalled_job([first, second], passing=[first, second])]
+    filters = []
+
+    def fake_run_job(launch, gtest_filter, tally):
+        filters.append(gtest_filter)
+        return runs[len(filters) - 1] if len(filters) <= len(runs) else _stalled_job([second], passing=[second])
+
+    monkeypatch.setattr(jobs, "run_job", fake_run_job)
+    tally = JobTally()
+    got = jobs.run_cases(Launch("kit_tests", 4, 60), f"{first}:{second}", tally)
+    assert filters[:2] == [f"{first}:{second}"] * 2 and tally.stalled == [first]
+    assert got[second].passed
+    if second_run_stalls:
+        assert not got[first].passed and tally.hangs == 1
+        assert got[first].failures[-1]["message"] == jobs.STALLED_TWICE
+        assert "all 4 ranks: waiting in allgather #2" in got[first].failures[0]["message"]
+    else:
+        assert got[first].passed and tally.hangs == 0 and len(filters) == 2

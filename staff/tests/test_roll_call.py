@@ -7,7 +7,7 @@ the states are text for people, as the ledger writes them
 
   python3 -m pytest staff/tests/test_roll_call.py -q
 """
-from kit.diagnosis import doing, point_to_point_diagnosis, rank_label, roll_call, waiting_cycle
+from kit.diagnosis import doing, point_to_point_diagnosis, rank_label, roll_call, stalled, waiting_cycle
 
 
 def send(to, tag):
@@ -127,3 +127,42 @@ def test_a_limit_the_watchdog_stretched_is_said_and_an_unknown_case_gives_its_ti
     assert roll_call("KitPointToPoint.Anything", answers, limit_scale=1.0).startswith(
         "the case did not finish within its time limit of 5 s (stretched to 9.0 s: the machine was busy); ")
     assert roll_call("NoSuchSuite.Case", answers) == "the case did not finish (stopped after 9.0 s); rank 0: running"
+
+
+# ---- a stall: every rank of the case inside one collective call ----
+
+CASE_OF_4 = "Part8Forward.KeepsNoFullWeightBetweenCalls"  # a case of 4 ranks
+
+
+def collective(op="allgather", seq=2, count=128, group=1):
+    return {"op": op, "to": -1, "send_tag": -1, "from": -1, "recv_tag": -1, "seq": seq, "count": count, "group": group}
+
+
+def test_every_rank_in_the_same_collective_call_is_a_stall():
+    assert stalled(CASE_OF_4, {r: answer(collective()) for r in range(4)})
+    # Ranks 2,3 finished reduce_scatter #139, so every rank entered it: MPI owes ranks 0,1 its end.
+    assert stalled(CASE_OF_4, {0: answer(collective("reduce_scatter", 139, 50176)),
+                               1: answer(collective("reduce_scatter", 139, 50176)),
+                               2: answer(collective("reduce_scatter", 140, 64)),
+                               3: answer(collective("allgather", 141, 64))})
+    assert stalled(CASE_OF_4, {0: answer(collective(seq=1)), 1: answer(collective()), 2: answer(collective()),
+                               3: answer(collective())})
+
+
+def test_anything_short_of_the_same_call_on_every_rank_is_no_stall():
+    def with_rank_3(wait=None, phase="running", ranks=4):
+        answers = {r: answer(collective()) for r in range(ranks)}
+        if ranks == 4:
+            answers[3] = answer(wait, phase)
+        return answers
+    assert not stalled(CASE_OF_4, with_rank_3(collective(seq=0)))        # no call of the student's code
+    assert not stalled(CASE_OF_4, with_rank_3(collective(count=64)))     # another call (the agreement fails it)
+    assert not stalled(CASE_OF_4, with_rank_3(collective(group=7)))      # another communicator's call
+    assert not stalled(CASE_OF_4, with_rank_3(collective(op="allreduce")))
+    assert not stalled(CASE_OF_4, with_rank_3(send(0, 0)))               # a point-to-point call
+    assert not stalled(CASE_OF_4, with_rank_3(None))                     # in no call
+    assert not stalled(CASE_OF_4, with_rank_3(collective(), phase="finished"))
+    assert not stalled(CASE_OF_4, {r: answer(collective()) for r in range(3)})  # a rank did not answer
+    # The usual mode's roll-call has no call number or group: never a stall.
+    assert not stalled(CASE_OF_4, {r: answer(collective(seq=-1, group=-1)) for r in range(4)})
+    assert not stalled("NoSuchSuite.Case", {r: answer(collective()) for r in range(4)})

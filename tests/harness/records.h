@@ -46,8 +46,11 @@
 //                 communicator also says which as data, a point-to-point one
 //                 with its other ends (world ranks, -1 for none), which the
 //                 runner reads for its diagnoses (a cycle of sends, a tag
-//                 mismatch, a message nobody takes):
-//                 ...,"wait":{"op":"send","to":1,"send_tag":0,"from":-1,"recv_tag":-1}}
+//                 mismatch, a message nobody takes), and, driven, the call's
+//                 number, its elements and its communicator's group, by which
+//                 the runner tells a stall from a hang (kit/diagnosis.py):
+//                 ...,"wait":{"op":"send","to":1,"send_tag":0,"from":-1,"recv_tag":-1,
+//                             "seq":-1,"count":8,"group":1}}
 //   traffic       the rank's MPI side (framework/comm/side/traffic.h), on a channel
 //                 of its own that the child never holds, once per case the child
 //                 named: what the side carried, as (operation, elements, the

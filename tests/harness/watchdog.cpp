@@ -164,7 +164,7 @@ void Watchdog::roll_call(std::unique_lock<std::mutex>& lock) {
 #endif
   if (!failed_ && !body_done_ && waits)
     wait_json = records::rollcall_wait(dtrain::facts::kOpNames[wait.op], wait.to, wait.send_tag, wait.from,
-                                       wait.recv_tag);
+                                       wait.recv_tag, wait.seq, wait.count, wait.group);
   const char* phase = failed_ ? "failed" : body_done_ ? "finished" : "running";
   write_record(records::rollcall(case_, rank, mine, elapsed, phase, wait_json));
   if (job().board != nullptr && rank < kBoardSlots) __atomic_store_n(&job().board[rank], board_tag(case_), __ATOMIC_RELEASE);

@@ -34,9 +34,29 @@ std::int32_t Ops::add(MPI_Comm c) {
   return static_cast<std::int32_t>(comms_.size() - 1);
 }
 
-Answer Ops::new_comm(MPI_Comm c, std::vector<int> members) {
+std::int64_t Ops::group_of(std::int32_t comm) const {
+  const auto found = groups_.find(comm);
+  return comm == 0 ? 1 : found == groups_.end() ? -1 : found->second;
+}
+
+std::int64_t Ops::next_group(std::int32_t parent, std::int64_t color) {
+  // Every rank of the parent makes its communicators in the same order (a
+  // split or a dup is a collective of the parent's), so the parent's group,
+  // the count of those made from it and the color name one group on all
+  // its ranks: a splitmix64 of the three, kept within JSON's exact integers.
+  std::uint64_t z = static_cast<std::uint64_t>(group_of(parent)) * 0x9E3779B97F4A7C15ULL ^
+                    static_cast<std::uint64_t>(++made_from_[parent]) * 0xBF58476D1CE4E5B9ULL ^
+                    static_cast<std::uint64_t>(color + 1) * 0x94D049BB133111EBULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<std::int64_t>(z & ((std::uint64_t{1} << 52) - 1));
+}
+
+Answer Ops::new_comm(MPI_Comm c, std::vector<int> members, std::int64_t group) {
   Answer a = with(members.data(), members.size());
   a.reply.comm = add(c);
+  groups_[a.reply.comm] = group;
   if (student_asks_) students_comms_.insert(a.reply.comm);
   int rank = 0;
   check_mpi(MPI_Comm_rank(c, &rank), "MPI_Comm_rank");
@@ -73,7 +93,7 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
       MPI_Comm copy = MPI_COMM_NULL;
       check_mpi(MPI_Comm_dup(from, &copy), "MPI_Comm_dup");
       kit_request(facts::kRequestDup, 0, size_of(from));
-      return new_comm(copy, world_ranks_of(copy));
+      return new_comm(copy, world_ranks_of(copy), next_group(h.comm, -1));
     }
     case Kind::Split: {
       const MPI_Comm from = comm(h.comm);
@@ -84,7 +104,7 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
       MPI_Comm part = MPI_COMM_NULL;
       check_mpi(MPI_Comm_split(from, static_cast<int>(f.color), static_cast<int>(f.key), &part), "MPI_Comm_split");
       traffic_.note(facts::kSplit, 0, size_of(from));
-      return new_comm(part, world_ranks_of(part));
+      return new_comm(part, world_ranks_of(part), next_group(h.comm, f.color));
     }
     case Kind::Free: {
       if (h.comm == 0) bad_request("the world is not freed");

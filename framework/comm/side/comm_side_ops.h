@@ -68,7 +68,13 @@ class Ops {
   MPI_Comm comm(std::int32_t id) const;
   int size_of(MPI_Comm c) const;
   std::int32_t add(MPI_Comm c);
-  Answer new_comm(MPI_Comm c, std::vector<int> members);
+  Answer new_comm(MPI_Comm c, std::vector<int> members, std::int64_t group);
+  // A communicator's group: one number for it on every rank of it, whatever
+  // its number on each side (the world's is 1; -1 for none this side made).
+  // A roll-call tells by it that every rank of a hung case waits in one
+  // collective of one communicator: a stall of the host, never the code's.
+  std::int64_t group_of(std::int32_t comm) const;
+  std::int64_t next_group(std::int32_t parent, std::int64_t color);
   Answer dispatch(const link::Header& h, std::vector<char>& in);
 
   // The page's side of a request of the student's process (comm_side_page.cpp).
@@ -100,6 +106,8 @@ class Ops {
   std::vector<std::int64_t> findings_;
   bool student_asks_ = false;
   std::set<std::int32_t> students_comms_;  // the communicators the student's process made
+  std::map<std::int32_t, std::int64_t> groups_;     // by number (group_of)
+  std::map<std::int32_t, std::int64_t> made_from_;  // communicators made from each so far
   struct Logged {
     std::int64_t comm, count;
   };

@@ -139,6 +139,7 @@ void Ops::page_begins(const link::Header& h) {
   side_page::begin_write(p);
   p.op = op;
   p.comm = h.comm;
+  p.group = group_of(h.comm);
   p.function = function_id(checked_function_->c_str());
   p.seq = facts::is_collective(op) ? sequence_[h.comm] + 1 : 0;
   p.to = p.to_local = p.send_tag = p.from = p.from_local = p.recv_tag = -1;
