@@ -199,17 +199,19 @@ def judge_case(case: str, traffic: Traffic, expected: Dict[str, Dict[int, Accoun
             failures.append({"rank": rank, "message": "its MPI side gave no account of this case's traffic (the "
                                                       "program never named the case to it?)"})
             continue
-        found = differences(got[rank], want[rank])
-        if found:
-            more = f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
-            failures.append({"rank": rank, "message": "its communication differs from the reference's: it "
-                                                      + "; it ".join(found[:SHOWN]) + more})
+        # A part's own rules first: a report shows each rank's first failure,
+        # and a rule names what the part is about, where the comparison lists calls.
         for rule in rules:
             broken = rule.problems(got[rank], want[rank])
             if broken:
                 more = f"; and {len(broken) - SHOWN} more" if len(broken) > SHOWN else ""
                 heading, joint = getattr(rule, "HEADING", ""), getattr(rule, "JOINT", "; ")
                 failures.append({"rank": rank, "message": heading + joint.join(broken[:SHOWN]) + more})
+        found = differences(got[rank], want[rank])
+        if found:
+            more = f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else ""
+            failures.append({"rank": rank, "message": "its communication differs from the reference's: it "
+                                                      + "; it ".join(found[:SHOWN]) + more})
     return failures
 
 
