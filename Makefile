@@ -29,7 +29,7 @@ PYTHON ?= $(shell tools/find_python)
 # container's volume), else in build/: never in a checkout that keeps none.
 KIT_CONFIG_MK := $(or $(BUILD),build)/kit-config.mk
 $(KIT_CONFIG_MK): kit/parts.py kit/part_types.py kit/build_lists.py kit/course.py kit/course_schema.py course.toml
-	@mkdir -p $(dir $@) && $(PYTHON) -m kit.parts --make > $@.tmp && mv $@.tmp $@
+	@mkdir -p $(dir $@) && $(PYTHON) -m kit.parts_cli --make > $@.tmp && mv $@.tmp $@
 -include $(KIT_CONFIG_MK)
 
 # MPI=mpich builds against MPICH, in a build directory of its own; the

@@ -15,7 +15,7 @@ import sys
 
 COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore",
             "static-check": "kit.static_checks", "link-check": "kit.link_check",
-            "check-handout": "kit.check_handout", "parts": "kit.parts", "course": "kit.course_cli", "trace": "kit.trace"}
+            "check-handout": "kit.check_handout", "parts": "kit.parts_cli", "course": "kit.course_cli", "trace": "kit.trace"}
 
 
 def part_commands():

@@ -1,5 +1,5 @@
 """What CMake and the Makefile read of the parts table (kit/parts.py, whose
-`python3 -m kit.parts --cmake FILE --cpp FILE --make` writes them): the
+`python3 -m kit.parts_cli --cmake FILE --cpp FILE --make` writes them): the
 build's lists, the test binary's table of runs and limits, and the
 Makefile's variables. Made from what they are given, so that this module
 knows no part.

@@ -6,12 +6,12 @@ are data in course.toml (kit/course.py), applied here when the table loads.
 `make test-partN`, `make test`, CTest, the grader, the test binary and the
 staff tools all read it; change cases, rank counts, time limits or files
 here and nowhere else, and a course's points in course.toml.
-  - CMake runs `python3 -m kit.parts --cmake FILE --cpp FILE` when it
+  - CMake runs `python3 -m kit.parts_cli --cmake FILE --cpp FILE` when it
     configures: the part keys, the sources and programs of the parts this
     copy holds, the student files and the test sources for the build, and
     each run's rank count and per-case time limit for the test binary (a
     case runs on as many ranks as the run that selects it).
-  - The Makefile reads `python3 -m kit.parts --make`: the default MPI,
+  - The Makefile reads `python3 -m kit.parts_cli --make`: the default MPI,
     what this copy holds and the make targets of the parts it builds
     (make/KEY.mk). Neither looks for files to find out.
   - A part's files are found by its key (kit/part_types.py); cutting a
@@ -19,15 +19,12 @@ here and nowhere else, and a course's points in course.toml.
   - A part's points are split evenly over its cases; hidden cases are
     suites whose names start with "Hidden", selected by their own runs.
 
-  python3 -m kit.parts            prints the table and the configuration
+  python3 -m kit parts            prints the table and the configuration (kit/parts_cli.py)
 """
-import argparse
 import os
-import sys
 from dataclasses import dataclass, replace
 from typing import Dict, List, Tuple
 
-from kit import build_lists
 from kit import course as courses
 from kit import overrides
 # The table's parts are made of these (kit/part_types.py); the rest of the
@@ -40,6 +37,7 @@ from kit.part_types import (CASE_SECONDS, JOB_SECONDS, Adds, Part, Run, hidden, 
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
 CORE_FILES = (FUNC, SPLIT, ZERO)
 RING, PIPELINE, DDP = "ring_collectives.cpp", "pipeline_parallel.cpp", "ddp_buckets.cpp"
+DECENTRAL = "decentralized.cpp"
 
 @dataclass(frozen=True)
 class Configuration:
@@ -243,6 +241,18 @@ ALL_PARTS: List[Part] = [
                           "kit/explore_ddp.py", "kit/rules/part13_ddp.py") + under("tests", "part13_ddp", "ddp_checks.h"),
                    explore="explore_ddp", handout=texts("part13_ddp", "debugging", "feedback"),
                    make="make/part13_ddp.mk", allowlist="kit/allowlist/part13_ddp.txt")),
+    part("part15_decentral", "decentralized SGD on a ring", 15,
+         [Run(f"Part15Decentral{n}.*", n) for n in (1, 2, 3, 4, 8)], [1, 2, 3, 4, 8], [DECENTRAL],
+         under("tests", "part15_decentral", "test_part15_decentral.cpp"), "Part 15",
+         functions=["gossip_mix", "decentralized_sgd_step"], extension=True,
+         about="decentralized SGD: each rank averages with its ring neighbours", traffic=True, driven=True,
+         adds=Adds(served=under("tests", "part15_decentral", "decentral_served.cpp"),
+                   programs=under("programs", "part15_decentral", "decentral_train.cpp"),
+                   hidden=under("grader/hidden", "part15_decentral", "hidden_decentral.cpp"),
+                   other=("framework/include/decentral.h",) +
+                   under("tests", "part15_decentral", "decentral_calls.h", "decentral_forms.h", "decentral_checks.h"),
+                   handout=texts("part15_decentral", "feedback"), make="make/part15_decentral.mk",
+                   allowlist="kit/allowlist/part15_decentral.txt")),
 ]
 # The table's own points; a course may give a part others (course.toml, [points]).
 TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}
@@ -331,60 +341,3 @@ def make_keys() -> List[str]:
             if k not in keys:
                 keys.append(k)
     return keys
-
-
-# ---- what CMake and the Makefile read (kit/build_lists.py) ----
-
-def build_lists_of_this_copy() -> build_lists.Lists:
-    return build_lists.Lists(built_parts(), CONFIGURATION, MPI, KIT_CHECKS, KIT_TESTS, all_runs())
-
-
-def cmake_text() -> str:
-    return build_lists.cmake_text(build_lists_of_this_copy(), built_files())
-
-
-def make_text() -> str:
-    return build_lists.make_text(build_lists_of_this_copy())
-
-
-def cpp_text() -> str:
-    return build_lists.cpp_text(build_lists_of_this_copy(), {
-        "double kFailedGraceSeconds": repr(FAILED_GRACE_SECONDS),
-        "long long kRankHeapBudgetBytes": f"{RANK_HEAP_BUDGET_MIB}LL << 20",
-        "long long kRankDataLimitBytes": f"{RANK_DATA_LIMIT_MIB}LL << 20",
-        "long long kRankStackLimitBytes": f"{RANK_STACK_LIMIT_MIB}LL << 20",
-        "long long kSideDataLimitBytes": f"{SIDE_DATA_LIMIT_MIB}LL << 20",
-        "long long kThreadStackBytes": f"{THREAD_STACK_KIB}LL << 10",
-        "long long kDrivenHarnessDataLimitBytes": f"{DRIVEN_HARNESS_DATA_MIB}LL << 20",
-        "long long kDrivenHarnessStackLimitBytes": f"{DRIVEN_HARNESS_STACK_MIB}LL << 20",
-        "long long kStudentProcessDataLimitBytes": f"{STUDENT_PROCESS_DATA_MIB}LL << 20"})
-
-
-def main(argv: List[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cmake", metavar="FILE", help="write the CMake variables")
-    ap.add_argument("--cpp", metavar="FILE", help="write the test binary's table of runs")
-    ap.add_argument("--make", action="store_true", help="print the Makefile's variables (a makefile)")
-    args = ap.parse_args(argv)
-    if args.cmake:
-        build_lists.write_if_changed(args.cmake, cmake_text())
-    if args.cpp:
-        build_lists.write_if_changed(args.cpp, cpp_text())
-    if args.make:
-        sys.stdout.write(make_text())
-    if not (args.cmake or args.cpp or args.make):
-        # The runs of each part; `python3 -m kit course` prints the course.
-        for p in PARTS:
-            runs = ", ".join(f"{r.filter} on {r.ranks}" + (" (hidden)" if r.hidden else "") for r in p.runs)
-            print(f"{p.key:<15} {p.points:>3}  {p.title:<22} {'/'.join(p.files):<30} {runs}")
-        print(f"{'total':<15} {TOTAL_POINTS:>3}")
-        c = CONFIGURATION
-        off = [k for k in c.held if k not in c.graded]
-        print(f"extension parts graded: {', '.join(c.graded) or 'none'}" +
-              (f"; held, not graded: {', '.join(off)}" if off else "") +
-              f"; MPI {c.mpi}; this copy holds {', '.join(c.holds) or 'no more than the handout'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

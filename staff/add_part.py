@@ -117,7 +117,7 @@ NEW_FILES = {
 RECIPE_FILES = {"kit/parts.py"} | set(NEW_FILES)
 # Then the course turns the part on, in its one data file: the copy holds it, and grades it.
 COURSE_FILE = "course.toml"
-HELD_LINE = 'extension_parts = ["part11_ring", "part12_pipeline", "part13_ddp"]'
+HELD_LINE = re.compile(r"^extension_parts = \[(.*)\]$", re.M)
 GRADED_LINE = "extensions = []"
 # A handin whose toy_sum gives the right sum but breaks the toy's rule.
 RULE_BREAKER = SOLUTION.replace("  return total;", "  Matrix twice(x.rows(), x.cols());\n"
@@ -156,10 +156,9 @@ def turn_on(kit: str) -> None:
     path = os.path.join(kit, COURSE_FILE)
     with open(path) as f:
         text = f.read()
-    for line in (HELD_LINE, GRADED_LINE):
-        if f"\n{line}\n" not in text:
-            raise SystemExit(f"add_part: {COURSE_FILE} no longer has the line {line!r}")
-    text = text.replace(f"\n{HELD_LINE}\n", f"\n{HELD_LINE[:-1]}, \"{KEY}\"]\n")
+    if not HELD_LINE.search(text) or f"\n{GRADED_LINE}\n" not in text:
+        raise SystemExit(f"add_part: {COURSE_FILE} no longer has the lines {HELD_LINE.pattern!r} and {GRADED_LINE!r}")
+    text = HELD_LINE.sub(lambda m: f'extension_parts = [{m.group(1)}, "{KEY}"]', text, count=1)
     with open(path, "w") as f:
         f.write(text.replace(f"\n{GRADED_LINE}\n", f"\nextensions = [\"{KEY}\"]\n"))
 

@@ -62,12 +62,12 @@ class Writer {
     word(static_cast<std::int64_t>(Tag::Matrix));
     word(m.rows());
     word(m.cols());
-    raw(m.data(), sizeof(double) * static_cast<std::size_t>(m.size()));
+    raw(m.data(), sizeof(double) * elements(m.size()));
   }
   void put(const Vector& v) {
     word(static_cast<std::int64_t>(Tag::Vector));
     word(v.size());
-    raw(v.data(), sizeof(double) * static_cast<std::size_t>(v.size()));
+    raw(v.data(), sizeof(double) * elements(v.size()));
   }
   void put(const Labels& l) {
     word(static_cast<std::int64_t>(Tag::Labels));
@@ -90,7 +90,10 @@ class Writer {
     word(v);
   }
   void word(std::int64_t v) { raw(&v, sizeof v); }
+  // Eigen's sizes are signed, never negative: said so, for the compiler's bounds.
+  static std::size_t elements(Eigen::Index n) { return n > 0 ? static_cast<std::size_t>(n) : 0; }
   void raw(const void* p, std::size_t n) {
+    if (n > sizeof(double) * static_cast<std::size_t>(kMostElements)) throw BadValues("a value larger than any reader takes");
     const std::size_t at = bytes_.size();
     bytes_.resize(at + n);
     if (n > 0) std::memcpy(bytes_.data() + at, p, n);

@@ -119,7 +119,8 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       continue;
     }
     if (kind == link::Finding::Request && at + 1 + link::kRequestFields <= f.size()) {
-      const std::int64_t* r = &f[at + 1];  // kit/link.py's fields: event, op, comm, dest, source, count, request, failed_tests
+      // kit/link.py's fields: event, op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag
+      const std::int64_t* r = &f[at + 1];
       if (r[0] < 0 || r[0] > static_cast<std::int64_t>(link::RequestEvent::TestedRunning) || r[1] < 0 ||
           r[1] >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames))
         break;
@@ -129,6 +130,8 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       c.source = static_cast<int>(r[4]);
       c.request = static_cast<long>(r[6]);
       c.failed_tests = static_cast<int>(r[7]);
+      c.send_tag = static_cast<int>(r[8]);
+      c.recv_tag = static_cast<int>(r[9]);
       out.requests.push_back(std::move(c));
       at += 1 + link::kRequestFields;
       continue;

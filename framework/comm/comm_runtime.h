@@ -219,6 +219,7 @@ struct LoggedCall {
   // in the student call that saw it complete. TestedRunning (a request that
   // test() found running, logged when the student call ends): those calls.
   int failed_tests = 0;
+  int send_tag = -1, recv_tag = -1;  // point-to-point: the tags of its two ends (-1 for the end it has not)
 };
 // StudentScope's, as a student call ends: each request that test() found
 // still running in that call, and that did not complete in it, goes to the

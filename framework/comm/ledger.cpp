@@ -53,7 +53,8 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
     slot.collectives = h.calls;
   ++l.recorded;
   for (auto* log : l.logs)
-    log->push_back({ledger::LoggedCall::Event::Call, op, count, h.name, peers.dest, peers.source, l.request});
+    log->push_back({ledger::LoggedCall::Event::Call, op, count, h.name, peers.dest, peers.source, l.request, 0,
+                    peers.send_tag, peers.recv_tag});
 }
 
 // The call in flight as an entry; the caller holds the ledger's lock.

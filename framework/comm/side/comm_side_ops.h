@@ -85,7 +85,8 @@ class Ops {
   // The call's record of its requests (link::Finding::Request).
   void log_request(const link::Header& h, const Answer& answer, std::int64_t op);
   void log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest, std::int64_t source,
-                 std::int64_t count, std::int64_t request, std::int64_t failed_tests);
+                 std::int64_t count, std::int64_t request, std::int64_t failed_tests, std::int64_t send_tag = -1,
+                 std::int64_t recv_tag = -1);
 
   Answer reduce(const link::Header& h, std::vector<char>& in, link::Kind kind);
   Answer point_to_point(const link::Header& h, const std::vector<char>& in);

@@ -65,7 +65,8 @@ void Ops::page_filter(std::int64_t code) {
 }
 
 void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest,
-                    std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests) {
+                    std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests,
+                    std::int64_t send_tag, std::int64_t recv_tag) {
   // A call that floods the side with requests can't grow its memory: past
   // the cap they are counted (link::Finding::Unlogged, at the call's return).
   if (logged_in_call_ >= link::kMostLoggedRequests) {
@@ -74,7 +75,7 @@ void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm
   }
   ++logged_in_call_;
   findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), static_cast<std::int64_t>(event),
-                                     op, comm, dest, source, count, request, failed_tests});
+                                     op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag});
 }
 
 void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t op) {
@@ -89,7 +90,7 @@ void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t 
     const std::int64_t count = sends ? static_cast<std::int64_t>(h.in_bytes / sizeof(double)) : p.count;
     const std::int64_t id = h.kind == Kind::Istart ? answer.reply.answer.istart.request : 0;
     if (id != 0) logged_[id] = {h.comm, count};
-    log_event(link::RequestEvent::Call, op, h.comm, p.to_local, p.from_local, count, id, 0);
+    log_event(link::RequestEvent::Call, op, h.comm, p.to_local, p.from_local, count, id, 0, p.send_tag, p.recv_tag);
     return;
   }
   if (h.kind != Kind::Wait && h.kind != Kind::Test) return;

@@ -1,0 +1,187 @@
+// decentral_train (Part 15, an extension part): trains the 784-256-10 MLP
+// on P ranks twice, from the same weights and on the same rows (each rank
+// its own block of them): with data parallelism, an allreduce of every
+// gradient each step, so that the ranks hold one model; and with your
+// decentralized_sgd_step on every parameter, so that each rank keeps a
+// model of its own, mixed with its two ring neighbours' each step. After
+// each epoch it prints both test accuracies (decentralized: the ranks'
+// average model's, and rank 0's own), the consensus distance (how far the
+// ranks' models are from their average), and what one rank sends a step.
+//   make train-decentral DP=4
+//   tools/kitrun -n 4 build/student/decentral_train --num_epoch 2
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "decentral.h"
+#include "layers.h"
+#include "program_main.h"
+
+using namespace dtrain;
+
+namespace {
+
+constexpr std::uint64_t kSeed = 15442;
+
+// The MLP, its four parameters and their gradients: W1 (784, 256), b1 (1, 256), W2 (256, 10), b2 (1, 10).
+class Mlp {
+ public:
+  explicit Mlp(std::uint64_t seed) {
+    LayerWeights drawn = mlp_weights({kFeatures, kHidden, kClasses}, seed);
+    params_ = {drawn.w[0], drawn.b[0], drawn.w[1], drawn.b[1]};
+    grads_.resize(params_.size());
+  }
+
+  double forward(const Matrix& x, const Labels& y) {  // (B, 784), (B) -> mean loss
+    x_ = x;
+    h_ = x * params_[0];  // (B, 256)
+    h_.rowwise() += params_[1].row(0);
+    a_ = h_.cwiseMax(0.0);
+    Matrix logits = a_ * params_[2];  // (B, 10)
+    logits.rowwise() += params_[3].row(0);
+    return loss_.forward(logits, y);
+  }
+  double accuracy() const { return loss_.accuracy(); }
+
+  void backward() {  // the gradients of the last forward's mean loss
+    const Matrix& g = loss_.backward();  // (B, 10)
+    grads_[2] = a_.transpose() * g;
+    grads_[3] = g.colwise().sum();
+    const Matrix gh = ((g * params_[2].transpose()).array() * (h_.array() > 0.0).cast<double>()).matrix();  // (B, 256)
+    grads_[0] = x_.transpose() * gh;
+    grads_[1] = gh.colwise().sum();
+  }
+
+  std::vector<Matrix>& params() { return params_; }
+  std::vector<Matrix>& grads() { return grads_; }
+
+ private:
+  std::vector<Matrix> params_, grads_;
+  Matrix x_, h_, a_;  // the last forward's input (B, 784), pre-activation and activation (B, 256)
+  SoftmaxCrossEntropy loss_;
+};
+
+Vector flat(const Matrix& m) { return Eigen::Map<const Vector>(m.data(), m.size()); }  // a row-major matrix's storage
+void unflat(const Vector& v, Matrix& m) { Eigen::Map<Vector>(m.data(), m.size()) = v; }
+
+// The sum over the ranks of each parameter, divided by P: the ranks' average model.
+Mlp average_of(Mlp& model, Communicator& world) {
+  Mlp avg = model;
+  for (std::size_t p = 0; p < model.params().size(); ++p) {
+    Matrix sum(model.params()[p].rows(), model.params()[p].cols());
+    world.allreduce(model.params()[p], sum);
+    avg.params()[p] = sum / world.size();
+  }
+  return avg;
+}
+
+// sum_r ||w_r - avg||^2 / (P ||avg||^2), over every parameter: 0 when the ranks agree.
+double consensus_distance(Mlp& model, Mlp& avg, Communicator& world) {
+  double apart = 0, size = 0;
+  for (std::size_t p = 0; p < model.params().size(); ++p) {
+    apart += (model.params()[p] - avg.params()[p]).squaredNorm();
+    size += avg.params()[p].squaredNorm();
+  }
+  Vector mine(1), all(1);  // (1)
+  mine(0) = apart;
+  world.allreduce(mine, all);
+  return all(0) / world.size() / std::max(size, 1e-300);
+}
+
+struct Way {
+  const char* name;
+  bool decentralized;
+  Mlp model{kSeed};
+  std::uint64_t step_bytes = 0;  // what this rank sent in its last step
+  long step_messages = 0;  // its calls of the communicator
+};
+
+}  // namespace
+
+int run(Communicator& world, int argc, char** argv) {
+  Flags flags("decentral_train",
+              "Trains the MLP with data parallelism and with your decentralized SGD, side by side.");
+  const TrainingFlags training = add_training_flags(
+      flags, "global batch; each rank takes batch_size / ranks rows of its own", kSgdInitLr,
+      "initial SGD learning rate on each rank's mean gradient (falls linearly to 0 over the run)");
+  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
+  if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
+  const int ranks = world.size(), rank = world.rank();
+  const bool lead = rank == 0;
+  if (epochs < 1 || batch < ranks) {
+    if (lead) std::fprintf(stderr, "decentral_train: need --num_epoch >= 1 and --batch_size >= ranks\n");
+    return 2;
+  }
+  SharedDataset data = open_dataset(data_dir, train_samples, test_samples);
+  const long usable = data.train_x.rows() / ranks * ranks, mine = usable / ranks;
+  const Matrix x = data.train_x.take(Eigen::VectorXi::LinSpaced(mine, static_cast<int>(rank * mine),
+                                                                static_cast<int>((rank + 1) * mine - 1)));
+  const Labels y = data.train_y.segment(rank * mine, mine);
+  data.train_x = PixelFile();
+  const long local_batch = batch / ranks;
+  if (lead)
+    std::printf("decentral_train: %d ranks on a ring, MLP %d-%d-%d, batch %d (%ld rows a rank), lr %g, %ld "
+                "training rows (%ld a rank), %ld test rows, data %s\n",
+                ranks, kFeatures, kHidden, kClasses, batch, local_batch, init_lr, usable, mine,
+                static_cast<long>(data.test_x.rows()), data.dir.c_str());
+
+  for (Way way : {Way{"data parallel (allreduce)", false}, Way{"decentralized (your gossip)", true}}) {
+    Mlp& model = way.model;
+    if (lead) std::printf("\n== %s\n", way.name);
+    Progress progress;
+    TrainOptions options = training_options(training, progress, mine, local_batch);
+    const long total = epochs * ((mine + local_batch - 1) / local_batch);
+    LoopSteps steps;
+    steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
+      Iteration done = forward_pass(model, xb, yb);
+      model.backward();
+      done.lr = linear_lr(init_lr, iteration, total);
+      const std::uint64_t before = world.bytes_transferred();
+      for (std::size_t p = 0; p < model.params().size(); ++p) {
+        Matrix& w = model.params()[p];
+        if (way.decentralized) {
+          Vector flat_w = flat(w);
+          decentralized_sgd_step(flat_w, flat(model.grads()[p]), done.lr, world);
+          unflat(flat_w, w);
+        } else {
+          Matrix sum(w.rows(), w.cols());
+          world.allreduce(model.grads()[p], sum);
+          w -= done.lr / ranks * sum;
+        }
+      }
+      way.step_bytes = world.bytes_transferred() - before;
+      way.step_messages = way.decentralized ? (ranks == 1 ? 0 : ranks == 2 ? 1 : 2) * 4 : 4;
+      return done;
+    };
+    // The accuracy the loop records: the ranks' average model's (the one model, in data parallelism).
+    steps.evaluate = [&] {
+      Mlp avg = average_of(model, world);
+      const double distance = consensus_distance(model, avg, world);
+      const double own = way.decentralized && lead ? evaluate(model, data.test_x, data.test_y) : 0.0;
+      const double accuracy = lead ? evaluate(avg, data.test_x, data.test_y) : 0.0;
+      if (lead) {
+        std::printf("   consensus distance %.3g", distance);
+        if (way.decentralized) std::printf(", rank 0's own model: Test Acc %.4f", own);
+        std::printf("\n");
+      }
+      return accuracy;
+    };
+    options.on_epoch = [](int epoch, double accuracy, double seconds) {
+      std::printf("epoch %d: Test Acc: %.4f (the ranks' average model)   (%.2f s of training)\n", epoch + 1,
+                  accuracy, seconds);
+      std::fflush(stdout);
+    };
+    LoopRecord record;
+    run_epochs(x, y, local_batch, options, lead, steps, record);
+    if (lead)
+      std::printf("   a step: %ld %s a rank, %.0f bytes sent by rank 0\n", way.step_messages,
+                  way.decentralized ? "sendrecv calls (with its neighbours, for each of the 4 parameters)"
+                                    : "allreduce calls (one for each of the 4 parameters)",
+                  static_cast<double>(way.step_bytes));
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) { return program_main("decentral_train", argc, argv, run); }
