@@ -112,6 +112,18 @@ inline LocalRows take_local_rows(SharedDataset& data, int mp_size, int dp_size, 
   return local;
 }
 
+// This rank's rows as a block of its own: the ranks cut the largest
+// multiple of their count into equal blocks, in order (the trainers whose
+// every rank trains on other rows: Parts 13 and 15).
+inline LocalRows own_block(SharedDataset& data, int ranks, int rank) {
+  const long usable = data.train_x.rows() / ranks * ranks, mine = usable / ranks;
+  LocalRows local{data.train_x.take(Eigen::VectorXi::LinSpaced(mine, static_cast<int>(rank * mine),
+                                                              static_cast<int>((rank + 1) * mine - 1))),
+                  data.train_y.segment(rank * mine, mine), usable};
+  data.train_x = PixelFile();  // unmapped: its pages leave this rank's resident set
+  return local;
+}
+
 // The training options the flags give, with rank 0's progress on `progress`.
 inline TrainOptions training_options(const TrainingFlags& f, Progress& progress, long local_rows, long local_batch) {
   TrainOptions options;

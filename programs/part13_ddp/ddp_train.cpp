@@ -183,13 +183,11 @@ int run(Communicator& world, int argc, char** argv) {
   const long cap = static_cast<long>(bucket_kb * 1024 / sizeof(double));
   const Way trained = no_overlap ? Way::BucketsAfter : Way::BucketsAtOnce;
 
-  // This rank's rows: the ranks cut the usable rows into equal blocks, in order.
   SharedDataset data = open_dataset(data_dir, train_samples, test_samples);
-  const long usable = data.train_x.rows() / ranks * ranks, mine = usable / ranks;
-  const Matrix x = data.train_x.take(Eigen::VectorXi::LinSpaced(mine, static_cast<int>(rank * mine),
-                                                                static_cast<int>((rank + 1) * mine - 1)));
-  const Labels y = data.train_y.segment(rank * mine, mine);
-  data.train_x = PixelFile();
+  const LocalRows local = own_block(data, ranks, rank);
+  const Matrix& x = local.x;
+  const Labels& y = local.y;
+  const long usable = local.usable, mine = usable / ranks;
 
   const ModelHeap model_heap;
   DdpModel model(ddp_dims(hidden_layers, width), kSeed);

@@ -106,25 +106,21 @@ int run(Communicator& world, int argc, char** argv) {
   const TrainingFlags training = add_training_flags(
       flags, "global batch; each rank takes batch_size / ranks rows of its own", kSgdInitLr,
       "initial SGD learning rate on each rank's mean gradient (falls linearly to 0 over the run)");
-  const auto& [epochs, batch, init_lr, train_samples, test_samples, data_dir, report_path, trace_path, check] = training;
   if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
-  const int ranks = world.size(), rank = world.rank();
-  const bool lead = rank == 0;
-  if (epochs < 1 || batch < ranks) {
+  const bool lead = world.rank() == 0;
+  const int ranks = world.size();
+  if (training.epochs < 1 || training.batch < ranks) {
     if (lead) std::fprintf(stderr, "decentral_train: need --num_epoch >= 1 and --batch_size >= ranks\n");
     return 2;
   }
-  SharedDataset data = open_dataset(data_dir, train_samples, test_samples);
-  const long usable = data.train_x.rows() / ranks * ranks, mine = usable / ranks;
-  const Matrix x = data.train_x.take(Eigen::VectorXi::LinSpaced(mine, static_cast<int>(rank * mine),
-                                                                static_cast<int>((rank + 1) * mine - 1)));
-  const Labels y = data.train_y.segment(rank * mine, mine);
-  data.train_x = PixelFile();
-  const long local_batch = batch / ranks;
+  SharedDataset data = open_dataset(training.data_dir, training.train_samples, training.test_samples);
+  const LocalRows local = own_block(data, ranks, world.rank());
+  const long mine = local.usable / ranks, local_batch = training.batch / ranks;
+  const double init_lr = training.init_lr;
   if (lead)
     std::printf("decentral_train: %d ranks on a ring, MLP %d-%d-%d, batch %d (%ld rows a rank), lr %g, %ld "
                 "training rows (%ld a rank), %ld test rows, data %s\n",
-                ranks, kFeatures, kHidden, kClasses, batch, local_batch, init_lr, usable, mine,
+                ranks, kFeatures, kHidden, kClasses, training.batch, local_batch, init_lr, local.usable, mine,
                 static_cast<long>(data.test_x.rows()), data.dir.c_str());
 
   for (Way way : {Way{"data parallel (allreduce)", false}, Way{"decentralized (your gossip)", true}}) {
@@ -132,7 +128,7 @@ int run(Communicator& world, int argc, char** argv) {
     if (lead) std::printf("\n== %s\n", way.name);
     Progress progress;
     TrainOptions options = training_options(training, progress, mine, local_batch);
-    const long total = epochs * ((mine + local_batch - 1) / local_batch);
+    const long total = training.epochs * ((mine + local_batch - 1) / local_batch);
     LoopSteps steps;
     steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
       Iteration done = forward_pass(model, xb, yb);
@@ -174,9 +170,9 @@ int run(Communicator& world, int argc, char** argv) {
       std::fflush(stdout);
     };
     LoopRecord record;
-    run_epochs(x, y, local_batch, options, lead, steps, record);
+    run_epochs(local.x, local.y, local_batch, options, lead, steps, record);
     if (lead)
-      std::printf("   a step: %ld %s a rank, %.0f bytes sent by rank 0\n", way.step_messages,
+      std::printf("   each step, each rank made %ld %s; rank 0 sent %.0f bytes\n", way.step_messages,
                   way.decentralized ? "sendrecv calls (with its neighbours, for each of the 4 parameters)"
                                     : "allreduce calls (one for each of the 4 parameters)",
                   static_cast<double>(way.step_bytes));
