@@ -66,11 +66,11 @@ def test_the_staff_targets_are_a_file_of_their_own_that_only_a_copy_holding_staf
     makefile = open(os.path.join(KIT, "Makefile")).read()
     assert not [t for t in cut if re.search(rf"^{t}:", makefile, re.M)], "a staff target in the Makefile itself"
     assert STAFF_MAKEFILE not in shipped_files(KIT)
-    holding = run([sys.executable, "-m", "kit.parts", "--make"]).stdout
+    holding = run([sys.executable, "-m", "kit.parts_cli", "--make"]).stdout
     assert f"KIT_STAFF_MAKEFILES := {STAFF_MAKEFILE}" in holding
     course = open(os.path.join(KIT, "course.toml")).read()
     (tmp_path / "course.toml").write_text(re.sub(r"^holds = .*$", "holds = []", course, flags=re.M))
-    handout = run([sys.executable, "-m", "kit.parts", "--make"], env={**os.environ, "KIT_COURSE": str(tmp_path / "course.toml")})
+    handout = run([sys.executable, "-m", "kit.parts_cli", "--make"], env={**os.environ, "KIT_COURSE": str(tmp_path / "course.toml")})
     assert "KIT_STAFF_MAKEFILES := \n" in handout.stdout, handout.stdout
 
 
