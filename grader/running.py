@@ -60,7 +60,12 @@ def out_of_time(g: Grading) -> bool:
     if not missed:
         return True
     budget = f"{g.time_budget:.0f} s" if g.time_budget else "its limit"
+    # A stall's first run is charged too: the handin's own threads or
+    # processes may have held the CPUs its ranks' MPI sides needed, and a
+    # budget run out so must never be the machine's excuse.
     spent = [f"{n} case(s) {what}" for n, what in ((g.tally.hangs, "hung, each until its time limit"),
+                                                  (len(g.tally.stalled), "stopped inside a collective call at their "
+                                                   "time limits and ran again"),
                                                   (g.tally.slow, "took over a fifth of their time limits")) if n]
     if g.tally.lingered:
         spent.append(f"{g.tally.lingered} job(s) ran on for {table.EXIT_SECONDS:g} s after their last case")

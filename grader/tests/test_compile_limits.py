@@ -117,6 +117,16 @@ def test_out_of_time_after_honest_compiles_and_cases_is_the_machines():
     assert "this machine is too slow" in g.grade.notes[-1]
 
 
+def test_out_of_time_after_a_stall_that_ran_again_is_never_the_machines():
+    # A case stopped inside a collective runs again (kit/jobs.py): a handin
+    # whose own threads starve its ranks' MPI sides must not spend a
+    # platform's time that way and be called the machine's fault.
+    g = grading_out_of_time({f: {"compile_cpu": 1.5, "compile_ran_past": False} for f in ("a.cpp", "b.cpp")})
+    g.tally.stalled = ["Part8Forward.KeepsNoFullWeightBetweenCalls"]
+    assert running.out_of_time(g) and g.grade.status == "graded"
+    assert "1 case(s) stopped inside a collective call" in g.grade.notes[-1] and "score 0" in g.grade.notes[-1]
+
+
 def test_a_compile_that_waits_is_stopped_by_its_stall_not_the_clock(tmp_path, monkeypatch):
     # A compile that takes no CPU waits for something (here a FIFO nobody
     # writes): the clock can't tell it from a starved compile on a busy
