@@ -25,7 +25,7 @@ import zlib
 import pytest
 
 from conftest import BUILD, GRADE, KIT, grade, handin, marked, on_this_machine
-from kit.handin_reader import MAX_MEMBERS, read_handin
+from kit.handin_reader import MAX_MEMBERS, read_handin, wait_reading
 
 SECONDS = 5.0           # the CPU reading one of them may cost, whatever it expands to (CPU, not the
                         # clock's: a busy host stretches the one and not the other)
@@ -202,3 +202,25 @@ def test_a_batch_with_hostile_handins_grades_the_others_and_resumes(tmp_path):
                            env=marked(tmp_path))
     assert again.returncode == 0 and "7 handin(s) already graded" in again.stdout, again.stdout
     assert time.monotonic() - started <= 2 * SECONDS, again.stdout  # the keys of all seven, bounded
+
+
+def stopped_child(seconds_stopped: float) -> subprocess.Popen:
+    """A child that hardly runs: stopped at once, as a paused host stops
+    every process, and continued after `seconds_stopped` (never if < 0)."""
+    proc = subprocess.Popen(["sh", "-c", "kill -STOP $$; echo read"], stdout=subprocess.PIPE)
+    if seconds_stopped >= 0:
+        subprocess.Popen(["sh", "-c", f"sleep {seconds_stopped}; kill -CONT {proc.pid}"])
+    return proc
+
+
+def test_a_reader_the_host_paused_past_the_wall_limit_still_answers():
+    assert wait_reading(stopped_child(1.5), wall=0.5, grace=10) == b"read\n"
+
+
+def test_a_reader_paused_past_its_grace_is_given_up():
+    proc = stopped_child(-1)
+    start = time.monotonic()
+    assert wait_reading(proc, wall=0.5, grace=1) is None
+    assert 1.4 < time.monotonic() - start < 5
+    proc.kill()
+    proc.communicate()
