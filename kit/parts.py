@@ -37,7 +37,7 @@ from kit.part_types import (CASE_SECONDS, JOB_SECONDS, Adds, Part, Run, hidden, 
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
 CORE_FILES = (FUNC, SPLIT, ZERO)
 RING, PIPELINE, DDP = "ring_collectives.cpp", "pipeline_parallel.cpp", "ddp_buckets.cpp"
-DECENTRAL = "decentralized.cpp"
+COMPRESS, DECENTRAL = "compression.cpp", "decentralized.cpp"
 
 @dataclass(frozen=True)
 class Configuration:
@@ -241,6 +241,18 @@ ALL_PARTS: List[Part] = [
                           "kit/explore_ddp.py", "kit/rules/part13_ddp.py") + under("tests", "part13_ddp", "ddp_checks.h"),
                    explore="explore_ddp", handout=texts("part13_ddp", "debugging", "feedback"),
                    make="make/part13_ddp.mk", allowlist="kit/allowlist/part13_ddp.txt")),
+    part("part14_compress", "top-k compression with error feedback", 20,
+         [Run(f"Part14Compress{n}.*", n) for n in (1, 2, 4)], [1, 2, 4], [COMPRESS],
+         under("tests", "part14_compress", "test_part14_compress.cpp"), "Part 14",
+         functions=["topk", "compress_with_feedback", "sparse_allreduce_mean"], extension=True,
+         about="top-k compression: send the largest entries, keep the rest for later", traffic=True, driven=True,
+         adds=Adds(served=under("tests", "part14_compress", "compress_served.cpp"),
+                   programs=under("programs", "part14_compress", "compress_train.cpp"),
+                   hidden=under("grader/hidden", "part14_compress", "hidden_compress.cpp"),
+                   other=("framework/include/compress.h",) +
+                   under("tests", "part14_compress", "compress_calls.h", "compress_forms.h", "compress_checks.h"),
+                   handout=texts("part14_compress", "feedback"), make="make/part14_compress.mk",
+                   allowlist="kit/allowlist/part14_compress.txt")),
     part("part15_decentral", "decentralized SGD on a ring", 15,
          [Run(f"Part15Decentral{n}.*", n) for n in (1, 2, 3, 4, 8)], [1, 2, 3, 4, 8], [DECENTRAL],
          under("tests", "part15_decentral", "test_part15_decentral.cpp"), "Part 15",

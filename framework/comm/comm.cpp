@@ -153,7 +153,7 @@ static bool one_rank(const Communicator::Handle& h, link::Kind kind, std::int64_
 void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op op) {
   const std::int64_t reduction = reduction_of(op);
   const int n = to_count(count, "allreduce");
-  Call call(live(handle_), kAllreduce, count, reduction, true);
+  Call call(live(handle_), kAllreduce, count, reduction, true, src);
   const std::size_t bytes_in = static_cast<std::size_t>(n) * sizeof(double);
   if (!one_rank(live(handle_), link::Kind::Allreduce, n, reduction, src, dst, n))
     ask(collective(link::Kind::Allreduce, live(handle_).comm, n, reduction), src, bytes_in, dst, bytes_in);
@@ -165,7 +165,7 @@ void Communicator::all_reduce_raw(const double* src, double* dst, long count, Op
 void Communicator::all_gather_raw(const double* src, long count, double* dst) {
   const int n = to_count(count, "allgather");
   const int all = to_count(count * size(), "allgather");
-  Call call(live(handle_), kAllgather, count, kNoReduction, true);
+  Call call(live(handle_), kAllgather, count, kNoReduction, true, src);
   if (!one_rank(live(handle_), link::Kind::Allgather, n, 0, src, dst, n))
     ask(collective(link::Kind::Allgather, live(handle_).comm, n, 0), src, static_cast<std::size_t>(n) * sizeof(double),
         dst, static_cast<std::size_t>(all) * sizeof(double));
@@ -178,7 +178,7 @@ void Communicator::reduce_scatter_raw(const double* src, double* dst, long block
   const std::int64_t reduction = reduction_of(op);
   const int n = to_count(block, "reduce_scatter");
   const int all = to_count(block * size(), "reduce_scatter");
-  Call call(live(handle_), kReduceScatter, block, reduction, true);
+  Call call(live(handle_), kReduceScatter, block, reduction, true, src);
   if (!one_rank(live(handle_), link::Kind::ReduceScatter, n, reduction, src, dst, n))
     ask(collective(link::Kind::ReduceScatter, live(handle_).comm, n, reduction), src,
         static_cast<std::size_t>(all) * sizeof(double), dst, static_cast<std::size_t>(n) * sizeof(double));
@@ -209,7 +209,7 @@ Request Communicator::iallreduce(const Vector& src, Vector& dst, Op op) {
   const std::int64_t reduction = reduction_of(op);
   const int n = to_count(src.size(), "iallreduce");
   auto state = std::make_unique<Request::State>();
-  Call call(live(handle_), kIallreduce, src.size(), reduction, true);
+  Call call(live(handle_), kIallreduce, src.size(), reduction, true, src.data());
   state->start = steady_seconds();
   state->dst = dst.data();
   state->dst_count = n;

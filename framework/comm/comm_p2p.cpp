@@ -68,7 +68,7 @@ void Communicator::send_raw(const double* src, long count, int dest, int tag) {
   check_peer(h, "send", "dest", dest, false);
   check_tag("send", tag);
   const int n = to_count(count, "send");
-  Call call(h, kSend, count, Peers{dest, -1, tag, -1});
+  Call call(h, kSend, count, Peers{dest, -1, tag, -1}, src);
   link::Header request = link::request(link::Kind::Send, h.comm);
   request.ask.send = {dest, tag};
   const long verdict =
@@ -103,7 +103,7 @@ void Communicator::sendrecv_raw(const double* src, long send_count, int dest, in
   check_tag("sendrecv", send_tag);
   check_tag("sendrecv", recv_tag);
   const int ns = to_count(send_count, "sendrecv"), nr = to_count(recv_count, "sendrecv");
-  Call call(h, kSendrecv, send_count, Peers{dest, source, send_tag, recv_tag});
+  Call call(h, kSendrecv, send_count, Peers{dest, source, send_tag, recv_tag}, src);
   link::Header request = link::request(link::Kind::Sendrecv, h.comm);
   request.ask.sendrecv = {dest, send_tag, source, recv_tag, nr};
   const link::Reply answer = ask(request, src, static_cast<std::size_t>(ns) * sizeof(double), dst,

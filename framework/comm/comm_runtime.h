@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -220,6 +221,9 @@ struct LoggedCall {
   // test() found running, logged when the student call ends): those calls.
   int failed_tests = 0;
   int send_tag = -1, recv_tag = -1;  // point-to-point: the tags of its two ends (-1 for the end it has not)
+  // The first element the call sends (NaN: it sends none): which of two calls
+  // of one size carried which buffer, where a part grades their order.
+  double first = std::numeric_limits<double>::quiet_NaN();
 };
 // StudentScope's, as a student call ends: each request that test() found
 // still running in that call, and that did not complete in it, goes to the

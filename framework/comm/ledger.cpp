@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include <limits>
+
 #include "call_context.h"
 #include "comm_runtime.h"
 
@@ -29,7 +31,8 @@ double g_collective_seconds = 0;
 // the bench can time exactly this (ledger::seconds_per_record).
 // A point-to-point call takes no place in its communicator's sequence of
 // collectives (seq 0): only its two ranks make it.
-void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, Peers peers = {}) {
+void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, Peers peers = {},
+                double first = std::numeric_limits<double>::quiet_NaN()) {
   const char* function = ledger::function_now_signal_safe();
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
@@ -54,7 +57,7 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   ++l.recorded;
   for (auto* log : l.logs)
     log->push_back({ledger::LoggedCall::Event::Call, op, count, h.name, peers.dest, peers.source, l.request, 0,
-                    peers.send_tag, peers.recv_tag});
+                    peers.send_tag, peers.recv_tag, first});
 }
 
 // The call in flight as an entry; the caller holds the ledger's lock.
@@ -148,8 +151,14 @@ double collective_seconds() { return g_collective_seconds; }
 
 std::mutex& ledger_mutex() { return the_ledger().mu; }
 
-Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed) : timed_(timed) {
-  note_start(h, op, count, reduction);
+// The first element of what a call sends, or NaN.
+double first_of(const double* sent, long count) {
+  return sent != nullptr && count > 0 ? sent[0] : std::numeric_limits<double>::quiet_NaN();
+}
+
+Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed, const double* sent)
+    : timed_(timed) {
+  note_start(h, op, count, reduction, {}, first_of(sent, count));
   if (the_ledger().checking) {
     try {
       agree(h, op, count, reduction);
@@ -164,8 +173,8 @@ Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
   start_ = steady_seconds();
 }
 
-Call::Call(Communicator::Handle& h, OpCode op, long count, Peers peers) : timed_(true) {
-  note_start(h, op, count, kNoReduction, peers);
+Call::Call(Communicator::Handle& h, OpCode op, long count, Peers peers, const double* sent) : timed_(true) {
+  note_start(h, op, count, kNoReduction, peers, first_of(sent, count));
   start_ = steady_seconds();
 }
 

@@ -117,9 +117,11 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
 // ranks' calls when checking is on (before MPI sees it), and timed.
 class Call {
  public:
-  Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed);
+  // sent: the buffer it sends (nullptr: none), whose first element the call logs keep.
+  Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed,
+       const double* sent = nullptr);
   // A point-to-point call: recorded, timed, never agreed on (count: the elements it sends, or receives if none).
-  Call(Communicator::Handle& h, OpCode op, long count, Peers peers);
+  Call(Communicator::Handle& h, OpCode op, long count, Peers peers, const double* sent = nullptr);
   void done(std::uint64_t bytes);
   ~Call();
   Call(const Call&) = delete;

@@ -16,7 +16,7 @@
 
 #include "cli.h"
 #include "decentral.h"
-#include "layers.h"
+#include "flat_mlp.h"
 #include "program_main.h"
 
 using namespace dtrain;
@@ -24,47 +24,6 @@ using namespace dtrain;
 namespace {
 
 constexpr std::uint64_t kSeed = 15442;
-
-// The MLP, its four parameters and their gradients: W1 (784, 256), b1 (1, 256), W2 (256, 10), b2 (1, 10).
-class Mlp {
- public:
-  explicit Mlp(std::uint64_t seed) {
-    LayerWeights drawn = mlp_weights({kFeatures, kHidden, kClasses}, seed);
-    params_ = {drawn.w[0], drawn.b[0], drawn.w[1], drawn.b[1]};
-    grads_.resize(params_.size());
-  }
-
-  double forward(const Matrix& x, const Labels& y) {  // (B, 784), (B) -> mean loss
-    x_ = x;
-    h_ = x * params_[0];  // (B, 256)
-    h_.rowwise() += params_[1].row(0);
-    a_ = h_.cwiseMax(0.0);
-    Matrix logits = a_ * params_[2];  // (B, 10)
-    logits.rowwise() += params_[3].row(0);
-    return loss_.forward(logits, y);
-  }
-  double accuracy() const { return loss_.accuracy(); }
-
-  void backward() {  // the gradients of the last forward's mean loss
-    const Matrix& g = loss_.backward();  // (B, 10)
-    grads_[2] = a_.transpose() * g;
-    grads_[3] = g.colwise().sum();
-    const Matrix gh = ((g * params_[2].transpose()).array() * (h_.array() > 0.0).cast<double>()).matrix();  // (B, 256)
-    grads_[0] = x_.transpose() * gh;
-    grads_[1] = gh.colwise().sum();
-  }
-
-  std::vector<Matrix>& params() { return params_; }
-  std::vector<Matrix>& grads() { return grads_; }
-
- private:
-  std::vector<Matrix> params_, grads_;
-  Matrix x_, h_, a_;  // the last forward's input (B, 784), pre-activation and activation (B, 256)
-  SoftmaxCrossEntropy loss_;
-};
-
-Vector flat(const Matrix& m) { return Eigen::Map<const Vector>(m.data(), m.size()); }  // a row-major matrix's storage
-void unflat(const Vector& v, Matrix& m) { Eigen::Map<Vector>(m.data(), m.size()) = v; }
 
 // The sum over the ranks of each parameter, divided by P: the ranks' average model.
 Mlp average_of(Mlp& model, Communicator& world) {

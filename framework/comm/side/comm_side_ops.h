@@ -16,6 +16,9 @@
 
 namespace dtrain::side {
 
+// A quiet NaN's bits: a Request finding's `first` where the request sends nothing.
+inline constexpr std::int64_t kNothingSent = 0x7ff8000000000000;
+
 // The ranks of `comm`, by rank in MPI's world.
 std::vector<int> world_ranks_of(MPI_Comm comm);
 
@@ -78,7 +81,7 @@ class Ops {
   Answer dispatch(const link::Header& h, std::vector<char>& in);
 
   // The page's side of a request of the student's process (comm_side_page.cpp).
-  void page_begins(const link::Header& h);
+  void page_begins(const link::Header& h, const std::vector<char>& in);
   void page_ends(const link::Header& h, const Answer* answer);
   void page_case_begins();
   side_page::Comm* page_comm(std::int64_t comm);
@@ -86,7 +89,7 @@ class Ops {
   void log_request(const link::Header& h, const Answer& answer, std::int64_t op);
   void log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest, std::int64_t source,
                  std::int64_t count, std::int64_t request, std::int64_t failed_tests, std::int64_t send_tag = -1,
-                 std::int64_t recv_tag = -1);
+                 std::int64_t recv_tag = -1, std::int64_t first = kNothingSent);
 
   Answer reduce(const link::Header& h, std::vector<char>& in, link::Kind kind);
   Answer point_to_point(const link::Header& h, const std::vector<char>& in);
@@ -114,6 +117,8 @@ class Ops {
   };
   std::map<std::int64_t, Logged> logged_;           // the student's requests not yet seen complete, by number
   std::map<std::int64_t, std::int64_t> tested_running_;  // request -> tests in this call that found it running
+  // The first element the request in flight sends, as a double's bits (page_begins).
+  std::int64_t first_sent_ = kNothingSent;
   std::int64_t logged_in_call_ = 0, unlogged_in_call_ = 0;  // this call's Request findings, and those past the cap
   side_page::Page* page_ = nullptr;
 };

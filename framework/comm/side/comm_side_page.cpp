@@ -4,6 +4,8 @@
 // per communicator, so that a hung case's roll-call can say what this rank
 // was doing from what the side saw, never from what the process claims.
 #include <algorithm>
+#include <cstring>
+#include <limits>
 
 #include "comm_side_checks.h"
 #include "comm_side_ops.h"
@@ -14,6 +16,12 @@ namespace dtrain::side {
 using link::Kind;
 
 namespace {
+
+// Whether a request of this kind carries values it sends (its payload's first element is one).
+bool sends_values(Kind k) {
+  return k == Kind::Allreduce || k == Kind::Allgather || k == Kind::ReduceScatter || k == Kind::Send ||
+         k == Kind::Sendrecv || k == Kind::Istart;
+}
 
 // The operation a request of the student's is, as the ledger names it; -1 for none it shows.
 std::int64_t operation_of(const link::Header& h) {
@@ -36,7 +44,7 @@ std::int64_t operation_of(const link::Header& h) {
 
 Answer Ops::handle(const link::Header& h, std::vector<char>& in) {
   if (page_ == nullptr || checked_function_ == nullptr) return dispatch(h, in);
-  page_begins(h);
+  page_begins(h, in);
   try {
     Answer a = dispatch(h, in);
     page_ends(h, &a);
@@ -66,7 +74,7 @@ void Ops::page_filter(std::int64_t code) {
 
 void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest,
                     std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests,
-                    std::int64_t send_tag, std::int64_t recv_tag) {
+                    std::int64_t send_tag, std::int64_t recv_tag, std::int64_t first) {
   // A call that floods the side with requests can't grow its memory: past
   // the cap they are counted (link::Finding::Unlogged, at the call's return).
   if (logged_in_call_ >= link::kMostLoggedRequests) {
@@ -75,7 +83,7 @@ void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm
   }
   ++logged_in_call_;
   findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), static_cast<std::int64_t>(event),
-                                     op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag});
+                                     op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag, first});
 }
 
 void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t op) {
@@ -90,7 +98,8 @@ void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t 
     const std::int64_t count = sends ? static_cast<std::int64_t>(h.in_bytes / sizeof(double)) : p.count;
     const std::int64_t id = h.kind == Kind::Istart ? answer.reply.answer.istart.request : 0;
     if (id != 0) logged_[id] = {h.comm, count};
-    log_event(link::RequestEvent::Call, op, h.comm, p.to_local, p.from_local, count, id, 0, p.send_tag, p.recv_tag);
+    log_event(link::RequestEvent::Call, op, h.comm, p.to_local, p.from_local, count, id, 0, p.send_tag, p.recv_tag,
+              first_sent_);
     return;
   }
   if (h.kind != Kind::Wait && h.kind != Kind::Test) return;
@@ -133,7 +142,12 @@ void Ops::page_case_begins() {
   side_page::end_write(*page_);
 }
 
-void Ops::page_begins(const link::Header& h) {
+void Ops::page_begins(const link::Header& h, const std::vector<char>& in) {
+  // What the call sends, before MPI writes over it in place: its first
+  // element, for the call's log (a NaN's bits where it sends nothing).
+  double first = std::numeric_limits<double>::quiet_NaN();
+  if (sends_values(h.kind) && in.size() >= sizeof first) std::memcpy(&first, in.data(), sizeof first);
+  std::memcpy(&first_sent_, &first, sizeof first);
   const std::int64_t op = operation_of(h);
   if (op < 0) return;
   side_page::Page& p = *page_;
