@@ -30,7 +30,7 @@ from kit import overrides
 # The table's parts are made of these (kit/part_types.py); the rest of the
 # kit imports them from here, with the table.
 from kit.part_types import (CASE_SECONDS, JOB_SECONDS, Adds, Part, Run, hidden, is_hidden, matches,  # noqa: F401
-                            part, texts, under)
+                            laid_out, part, texts, under)
 
 # The files a student edits and hands in (in handin order): three, and each
 # graded part's own (IMPL_FILES, below).
@@ -246,25 +246,13 @@ ALL_PARTS: List[Part] = [
          under("tests", "part14_compress", "test_part14_compress.cpp"), "Part 14",
          functions=["topk", "compress_with_feedback", "sparse_allreduce_mean"], extension=True,
          about="top-k compression: send the largest entries, keep the rest for later", traffic=True, driven=True,
-         adds=Adds(served=under("tests", "part14_compress", "compress_served.cpp"),
-                   programs=under("programs", "part14_compress", "compress_train.cpp"),
-                   hidden=under("grader/hidden", "part14_compress", "hidden_compress.cpp"),
-                   other=("framework/include/compress.h",) +
-                   under("tests", "part14_compress", "compress_calls.h", "compress_forms.h", "compress_checks.h"),
-                   handout=texts("part14_compress", "feedback"), make="make/part14_compress.mk",
-                   allowlist="kit/allowlist/part14_compress.txt")),
+         adds=laid_out("part14_compress", "compress", "compress.h", programs=("compress_train",))),
     part("part15_decentral", "decentralized SGD on a ring", 15,
          [Run(f"Part15Decentral{n}.*", n) for n in (1, 2, 3, 4, 8)], [1, 2, 3, 4, 8], [DECENTRAL],
          under("tests", "part15_decentral", "test_part15_decentral.cpp"), "Part 15",
          functions=["gossip_mix", "decentralized_sgd_step"], extension=True,
          about="decentralized SGD: each rank averages with its ring neighbours", traffic=True, driven=True,
-         adds=Adds(served=under("tests", "part15_decentral", "decentral_served.cpp"),
-                   programs=under("programs", "part15_decentral", "decentral_train.cpp"),
-                   hidden=under("grader/hidden", "part15_decentral", "hidden_decentral.cpp"),
-                   other=("framework/include/decentral.h",) +
-                   under("tests", "part15_decentral", "decentral_calls.h", "decentral_forms.h", "decentral_checks.h"),
-                   handout=texts("part15_decentral", "feedback"), make="make/part15_decentral.mk",
-                   allowlist="kit/allowlist/part15_decentral.txt")),
+         adds=laid_out("part15_decentral", "decentral", "decentral.h", programs=("decentral_train",))),
 ]
 # The table's own points; a course may give a part others (course.toml, [points]).
 TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <vector>
 
 #include "layers.h"
+#include "program_main.h"
 
 namespace dtrain {
 
@@ -52,5 +55,35 @@ class Mlp {
 // A row-major matrix's storage as one vector, and back.
 inline Vector flat(const Matrix& m) { return Eigen::Map<const Vector>(m.data(), m.size()); }
 inline void unflat(const Vector& v, Matrix& m) { Eigen::Map<Vector>(m.data(), m.size()) = v; }
+
+// One way of training, as each extension trainer runs each of its ways:
+// `rows` (this rank's block, `local_batch` rows a step) for the epochs the
+// flags say, the learning rate falling linearly. `update(lr)` applies the
+// step's gradients (model.grads()) to the parameters; `evaluate` gives the
+// test accuracy the loop records and prints after each epoch, followed by
+// `accuracy_of` ("" or " (the ranks' average model)").
+inline void train_mlp(Mlp& model, const TrainingFlags& training, const LocalRows& rows, long local_batch, bool lead,
+                      const std::function<void(double lr)>& update, const std::function<double()>& evaluate,
+                      const char* accuracy_of = "") {
+  const long mine = static_cast<long>(rows.x.rows());
+  Progress progress;
+  TrainOptions options = training_options(training, progress, mine, local_batch);
+  const long total = training.epochs * ((mine + local_batch - 1) / local_batch);
+  LoopSteps steps;
+  steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
+    Iteration done = forward_pass(model, xb, yb);
+    model.backward();
+    done.lr = linear_lr(training.init_lr, iteration, total);
+    update(done.lr);
+    return done;
+  };
+  steps.evaluate = evaluate;
+  options.on_epoch = [accuracy_of](int epoch, double accuracy, double seconds) {
+    std::printf("epoch %d: Test Acc: %.4f%s   (%.2f s of training)\n", epoch + 1, accuracy, accuracy_of, seconds);
+    std::fflush(stdout);
+  };
+  LoopRecord record;
+  run_epochs(rows.x, rows.y, local_batch, options, lead, steps, record);
+}
 
 }  // namespace dtrain

@@ -66,14 +66,7 @@ int run(Communicator& world, int argc, char** argv) {
     Mlp& model = way.model;
     for (const Matrix& w : model.params()) way.feedback.emplace_back(static_cast<long>(w.size()));
     if (lead) std::printf("\n== %s\n", way.name);
-    Progress progress;
-    TrainOptions options = training_options(training, progress, mine, local_batch);
-    const long total = training.epochs * ((mine + local_batch - 1) / local_batch);
-    LoopSteps steps;
-    steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
-      Iteration done = forward_pass(model, xb, yb);
-      model.backward();
-      done.lr = linear_lr(training.init_lr, iteration, total);
+    auto update = [&](double lr) {
       const std::uint64_t before = world.bytes_transferred();
       for (std::size_t p = 0; p < model.params().size(); ++p) {
         Matrix& w = model.params()[p];
@@ -81,26 +74,20 @@ int run(Communicator& world, int argc, char** argv) {
         if (way.sending == Sending::Dense) {
           Matrix sum(g.rows(), g.cols());
           world.allreduce(g, sum);
-          w -= done.lr / ranks * sum;
+          w -= lr / ranks * sum;
           continue;
         }
         const long k = std::max(1L, static_cast<long>(keep * static_cast<double>(g.size())));
         const Sparse sent = way.sending == Sending::TopkWithFeedback ? compress_with_feedback(way.feedback[p], flat(g), k)
                                                                      : topk(flat(g), k);
         Vector flat_w = flat(w);
-        flat_w -= done.lr * sparse_allreduce_mean(sent, world);
+        flat_w -= lr * sparse_allreduce_mean(sent, world);
         unflat(flat_w, w);
       }
       way.step_bytes = world.bytes_transferred() - before;
-      return done;
     };
-    steps.evaluate = [&] { return lead ? evaluate(model, data.test_x, data.test_y) : 0.0; };
-    options.on_epoch = [](int epoch, double accuracy, double seconds) {
-      std::printf("epoch %d: Test Acc: %.4f   (%.2f s of training)\n", epoch + 1, accuracy, seconds);
-      std::fflush(stdout);
-    };
-    LoopRecord record;
-    run_epochs(local.x, local.y, local_batch, options, lead, steps, record);
+    train_mlp(model, training, local, local_batch, lead, update,
+              [&] { return lead ? evaluate(model, data.test_x, data.test_y) : 0.0; });
     if (lead)
       std::printf("   each step, rank 0 sent %.0f bytes in %s\n", static_cast<double>(way.step_bytes),
                   way.sending == Sending::Dense ? "4 allreduce calls (one for each parameter)"

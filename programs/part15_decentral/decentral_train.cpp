@@ -85,51 +85,37 @@ int run(Communicator& world, int argc, char** argv) {
   for (Way way : {Way{"data parallel (allreduce)", false}, Way{"decentralized (your gossip)", true}}) {
     Mlp& model = way.model;
     if (lead) std::printf("\n== %s\n", way.name);
-    Progress progress;
-    TrainOptions options = training_options(training, progress, mine, local_batch);
-    const long total = training.epochs * ((mine + local_batch - 1) / local_batch);
-    LoopSteps steps;
-    steps.train = [&](const Matrix& xb, const Labels& yb, long iteration) {
-      Iteration done = forward_pass(model, xb, yb);
-      model.backward();
-      done.lr = linear_lr(init_lr, iteration, total);
+    auto update = [&](double lr) {
       const std::uint64_t before = world.bytes_transferred();
       for (std::size_t p = 0; p < model.params().size(); ++p) {
         Matrix& w = model.params()[p];
         if (way.decentralized) {
           Vector flat_w = flat(w);
-          decentralized_sgd_step(flat_w, flat(model.grads()[p]), done.lr, world);
+          decentralized_sgd_step(flat_w, flat(model.grads()[p]), lr, world);
           unflat(flat_w, w);
         } else {
           Matrix sum(w.rows(), w.cols());
           world.allreduce(model.grads()[p], sum);
-          w -= done.lr / ranks * sum;
+          w -= lr / ranks * sum;
         }
       }
       way.step_bytes = world.bytes_transferred() - before;
       way.step_messages = way.decentralized ? (ranks == 1 ? 0 : ranks == 2 ? 1 : 2) * 4 : 4;
-      return done;
     };
     // The accuracy the loop records: the ranks' average model's (the one model, in data parallelism).
-    steps.evaluate = [&] {
+    auto accuracy = [&] {
       Mlp avg = average_of(model, world);
       const double distance = consensus_distance(model, avg, world);
       const double own = way.decentralized && lead ? evaluate(model, data.test_x, data.test_y) : 0.0;
-      const double accuracy = lead ? evaluate(avg, data.test_x, data.test_y) : 0.0;
+      const double of_average = lead ? evaluate(avg, data.test_x, data.test_y) : 0.0;
       if (lead) {
         std::printf("   consensus distance %.3g", distance);
         if (way.decentralized) std::printf(", rank 0's own model: Test Acc %.4f", own);
         std::printf("\n");
       }
-      return accuracy;
+      return of_average;
     };
-    options.on_epoch = [](int epoch, double accuracy, double seconds) {
-      std::printf("epoch %d: Test Acc: %.4f (the ranks' average model)   (%.2f s of training)\n", epoch + 1,
-                  accuracy, seconds);
-      std::fflush(stdout);
-    };
-    LoopRecord record;
-    run_epochs(local.x, local.y, local_batch, options, lead, steps, record);
+    train_mlp(model, training, local, local_batch, lead, update, accuracy, " (the ranks' average model)");
     if (lead)
       std::printf("   each step, each rank made %ld %s; rank 0 sent %.0f bytes\n", way.step_messages,
                   way.decentralized ? "sendrecv calls (with its neighbours, for each of the 4 parameters)"

@@ -2,7 +2,8 @@
 // calls the others, so that the ledger and the messages name them, and the
 // judge sees what they returned (observe.h): a Sparse as its indices and
 // its values. In the driven harness each is a call of the student's process
-// (compress_forms.h); in one process, the function itself.
+// (KIT_STUDENT_CALL; compress_with_feedback in its form of compress_forms.h);
+// in one process, the function itself.
 #pragma once
 
 #include <string>
@@ -24,11 +25,7 @@ inline void observe_sparse(const std::string& function, const Sparse& s) {
 
 inline Sparse topk(const Vector& v, long k) {  // (N) -> K of N
   StudentScope scope("topk", nullptr, nullptr, {{"v", static_cast<long>(v.size()), 1}});
-#ifdef KIT_DRIVEN
-  Sparse s = calls::remote<decltype(::dtrain::topk)>("topk", v, k);
-#else
-  Sparse s = ::dtrain::topk(v, k);
-#endif
+  Sparse s = KIT_STUDENT_CALL(topk, v, k);
   observe_sparse("topk", s);
   return s;
 }
@@ -50,11 +47,7 @@ inline Sparse compress_with_feedback(ErrorFeedback& ef, const Vector& grad, long
 
 inline Vector sparse_allreduce_mean(const Sparse& mine, Communicator& comm) {  // K of N -> (N)
   StudentScope scope("sparse_allreduce_mean", &comm, "comm", {{"mine.value", static_cast<long>(mine.value.size()), 1}});
-#ifdef KIT_DRIVEN
-  Vector mean = calls::remote<decltype(::dtrain::sparse_allreduce_mean)>("sparse_allreduce_mean", mine, comm);
-#else
-  Vector mean = ::dtrain::sparse_allreduce_mean(mine, comm);
-#endif
+  Vector mean = KIT_STUDENT_CALL(sparse_allreduce_mean, mine, comm);
   observe("sparse_allreduce_mean", mean);
   return mean;
 }
