@@ -37,7 +37,7 @@ from kit.part_types import (CASE_SECONDS, JOB_SECONDS, Adds, Part, Run, hidden, 
 FUNC, SPLIT, ZERO = "func_impl.cpp", "data_parallel_preprocess.cpp", "zero_dp_stage3.cpp"
 CORE_FILES = (FUNC, SPLIT, ZERO)
 RING, PIPELINE, DDP = "ring_collectives.cpp", "pipeline_parallel.cpp", "ddp_buckets.cpp"
-COMPRESS, DECENTRAL = "compression.cpp", "decentralized.cpp"
+COMPRESS, DECENTRAL, ZERO12 = "compression.cpp", "decentralized.cpp", "zero_stage12.cpp"
 
 @dataclass(frozen=True)
 class Configuration:
@@ -253,6 +253,12 @@ ALL_PARTS: List[Part] = [
          functions=["gossip_mix", "decentralized_sgd_step"], extension=True,
          about="decentralized SGD: each rank averages with its ring neighbours", traffic=True, driven=True,
          adds=laid_out("part15_decentral", "decentral", "decentral.h", programs=("decentral_train",))),
+    part("part16_zero12", "ZeRO stages 1 and 2 for Adam", 25,
+         [Run(f"Part16ZeroStages{n}.*", n) for n in (1, 2, 3, 4)], [1, 2, 3, 4], [ZERO12],
+         under("tests", "part16_zero12", "test_part16_zero12.cpp"), "Part 16",
+         functions=["Zero1Adam::step", "Zero2Adam::step"], extension=True, traffic=True, rules=["part16_zero12"],
+         about="ZeRO stages 1 and 2: shard the optimizer's state, then the gradient", driven=True,
+         adds=laid_out("part16_zero12", "zero12", "zero12.h", also=("kit/rules/part16_zero12.py",))),
 ]
 # The table's own points; a course may give a part others (course.toml, [points]).
 TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}

@@ -225,6 +225,30 @@ MUTANTS: List[Mutant] = [
            ("part14_compress",),
            says=(r"sparse_allreduce_mean on rank \d of [24] \(K = 4 of N = 20\), call 1: allgather of 4 elements, the "
                  r"first \d+\.5, where the handout's gathers the indices",)),
+    Mutant("ZeRO keeping whole moments (the right values, the wrong memory)", "zero_stage12.cpp",
+           "  if (a.m.size() == 0) a.m = a.v = Vector::Zero(l.shard);\n  a.m = a.beta1 * a.m + (1 - a.beta1) * g;\n"
+           "  a.v = a.beta2 * a.v + (1 - a.beta2) * g.cwiseProduct(g);\n"
+           "  const double c1 = 1 - std::pow(a.beta1, a.step_idx), c2 = 1 - std::pow(a.beta2, a.step_idx);\n"
+           "  const Vector m_hat = a.m / c1, v_hat = a.v / c2;",
+           "  if (a.m.size() == 0) a.m = a.v = Vector::Zero(l.padded);\n"
+           "  a.m.segment(first, l.shard) = a.beta1 * a.m.segment(first, l.shard) + (1 - a.beta1) * g;\n"
+           "  a.v.segment(first, l.shard) = a.beta2 * a.v.segment(first, l.shard) + (1 - a.beta2) * g.cwiseProduct(g);\n"
+           "  const double c1 = 1 - std::pow(a.beta1, a.step_idx), c2 = 1 - std::pow(a.beta2, a.step_idx);\n"
+           "  const Vector m_hat = a.m.segment(first, l.shard) / c1, v_hat = a.v.segment(first, l.shard) / c2;",
+           ("part16_zero12",),
+           says=(r"Zero1Adam::step, step 1 on rank \d of \d \(N = 12, S = \d+\): the optimizer keeps m of 1[26] and v of "
+                 r"1[26] elements, where it keeps this rank's shard of each",)),
+    Mutant("stage 2 all-reducing instead of reduce-scattering (the right values, the wrong traffic)",
+           "zero_stage12.cpp", "  comm.reduce_scatter(padded, g);",
+           "  Vector whole(l.padded);\n  comm.allreduce(padded, whole);\n  g = whole.segment(comm.rank() * l.shard, l.shard);",
+           ("part16_zero12",),
+           says=(r"Zero2Adam::step, step 1 on rank \d of \d \(N = 12, S = \d+\): its calls were allreduce of \d+ "
+                 r"elements; allgather of \d+ elements, where stage 2 makes reduce_scatter",)),
+    Mutant("bias correction one step off", "zero_stage12.cpp",
+           "const double c1 = 1 - std::pow(a.beta1, a.step_idx)", "const double c1 = 1 - std::pow(a.beta1, a.step_idx + 1)",
+           ("part16_zero12",)),
+    Mutant("stage 1 that sums the gradients and never averages them", "zero_stage12.cpp",
+           "g(i) = sum(first + i) / comm.size();", "g(i) = sum(first + i);", ("part16_zero12",)),
     Mutant("gossip with its two tags swapped", "decentralized.cpp",
            "comm.sendrecv(x, right, 0, from_left, left, 0);", "comm.sendrecv(x, right, 1, from_left, left, 1);",
            ("part15_decentral",),

@@ -67,13 +67,14 @@ def test_the_time_scale_only_shortens_limits(monkeypatch):
 def test_each_extension_part_has_its_own_switch(monkeypatch):
     import importlib
     try:
-        for value, points, keys, files in (("0", 150, 10, 3), ("1", 255, 15, 8), ("part13", 170, 11, 4),
+        for value, points, keys, files in (("0", 150, 10, 3), ("1", 280, 16, 9), ("part13", 170, 11, 4),
                                            ("part11_ring,part13_ddp", 190, 12, 5)):
             monkeypatch.setenv("KIT_EXTENSIONS", value)
             t = importlib.reload(table)
             assert (t.TOTAL_POINTS, len(t.PARTS), len(t.IMPL_FILES)) == (points, keys, files), value
             # The staff's copy holds (and builds) every extension part, graded or not.
-            assert {"part11_ring", "part12_pipeline", "part13_ddp", "part14_compress", "part15_decentral"} <= \
+            assert {"part11_ring", "part12_pipeline", "part13_ddp", "part14_compress", "part15_decentral",
+                    "part16_zero12"} <= \
                 {p.key for p in t.built_parts()}
         for bad in ("yes", "part99", "part11_ring,ring"):
             monkeypatch.setenv("KIT_EXTENSIONS", bad)

@@ -1,0 +1,31 @@
+"""Part 16's memory rule, as the MPI side reads the program's memory (kit/rules/).
+
+When Zero1Adam::step or Zero2Adam::step returns, the side reads the
+student's process's memory as the kernel counts it; the most it held at
+those returns, beyond what it held as its first case began, may pass the
+reference's by zero_memory.HELD_SLACK_KIB, no more. The reference keeps
+m and v for its own shard. The rule is a backstop: the cases read the
+optimizer's own m and v directly (their length must be the shard's), and
+their models are small enough for a rank's harness to check (a step's
+arguments travel through it), so the rule sees a copy of 2 MiB or more
+kept beside the shards, not the difference between a shard of moments and
+the whole at those sizes.
+"""
+from typing import List
+
+from kit.rules.zero_memory import HELD_SLACK_KIB, held_problems
+
+# The calls whose returns the rule reads, as the side's account names them.
+RULED = ("Zero1Adam.step", "Zero2Adam.step")
+
+
+def _say(function: str, amount: str, want_held: int) -> str:
+    stage = function.split(".", 1)[0]
+    return (f"when {stage}::step returned, the program held {amount} beyond what it held as its first case began, "
+            f"where the reference holds {want_held} KiB ({HELD_SLACK_KIB} KiB more is allowed): the optimizer's "
+            f"moments, or a copy as big, kept whole, where ZeRO keeps this rank's shard of them (its MPI side reads "
+            f"the kernel's count, whatever holds the memory)")
+
+
+def problems(got, want) -> List[str]:
+    return held_problems(got, want, RULED, _say)
