@@ -166,7 +166,8 @@ def under(folder: str, key: str, *names: str) -> Tuple[str, ...]:
     return tuple(f"{folder}/{key}/{n}" for n in names)
 
 
-def laid_out(key: str, stem: str, header: str, programs: Tuple[str, ...] = (), also: Tuple[str, ...] = ()) -> Adds:
+def laid_out(key: str, stem: str, header: str, programs: Tuple[str, ...] = (), also: Tuple[str, ...] = (),
+             explore: str = "") -> Adds:
     """What an extension part adds when its files follow the layout by key
     (Parts 14 and 15): its public header framework/include/HEADER; under
     tests/KEY/, its served forms (STEM_served.cpp), calls (STEM_calls.h),
@@ -174,13 +175,15 @@ def laid_out(key: str, stem: str, header: str, programs: Tuple[str, ...] = (), a
     (grader/hidden/KEY/hidden_STEM.cpp); each program's source
     (programs/KEY/NAME.cpp); its handout section and feedback slot; its make
     targets (make/KEY.mk) and allowlist (kit/allowlist/KEY.txt); and `also`,
-    other files of its own (a rules module of kit/rules/, named by its key)."""
+    other files of its own (a rules module of kit/rules/, named by its key,
+    its panel of `make explore`, named as `explore`)."""
     return Adds(served=under("tests", key, f"{stem}_served.cpp"),
                 programs=under("programs", key, *(f"{name}.cpp" for name in programs)),
                 hidden=under("grader/hidden", key, f"hidden_{stem}.cpp"),
                 other=(f"framework/include/{header}",) +
                 under("tests", key, f"{stem}_calls.h", f"{stem}_forms.h", f"{stem}_checks.h") + also,
-                handout=texts(key, "feedback"), make=f"make/{key}.mk", allowlist=f"kit/allowlist/{key}.txt")
+                handout=texts(key, "feedback"), make=f"make/{key}.mk", allowlist=f"kit/allowlist/{key}.txt",
+                explore=explore)
 
 
 def texts(key: str, *slots: str) -> Tuple[str, ...]:

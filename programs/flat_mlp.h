@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "layers.h"
@@ -55,6 +56,40 @@ class Mlp {
 // A row-major matrix's storage as one vector, and back.
 inline Vector flat(const Matrix& m) { return Eigen::Map<const Vector>(m.data(), m.size()); }
 inline void unflat(const Vector& v, Matrix& m) { Eigen::Map<Vector>(m.data(), m.size()) = v; }
+
+// What every extension trainer starts from: the data set and this rank's
+// own block of its rows, batch_size / ranks of them a step.
+struct OwnRows {
+  SharedDataset data;
+  LocalRows local;
+  long local_batch = 0;
+};
+
+// The training flags every extension trainer takes (its own come after).
+inline TrainingFlags own_rows_flags(Flags& flags, double default_lr, const char* lr_help) {
+  return add_training_flags(flags, "global batch; each rank takes batch_size / ranks rows of its own", default_lr,
+                            lr_help);
+}
+
+// Parses the flags and checks those every extension trainer shares (one
+// epoch at least, a batch row per rank) and `usable` (the trainer's own,
+// `need` saying which on rank 0); then reads the data set and takes this
+// rank's block. Returns the exit status where the program stops now.
+inline std::optional<int> start_own_rows(const char* program, Flags& flags, const TrainingFlags& training,
+                                         Communicator& world, int argc, char** argv, std::optional<OwnRows>& out,
+                                         const std::function<bool()>& usable = [] { return true; },
+                                         const char* need = "") {
+  if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
+  if (training.epochs < 1 || training.batch < world.size() || !usable()) {
+    if (world.rank() == 0)
+      std::fprintf(stderr, "%s: need --num_epoch >= 1, --batch_size >= ranks%s\n", program, need);
+    return 2;
+  }
+  SharedDataset data = open_dataset(training.data_dir, training.train_samples, training.test_samples);
+  LocalRows local = own_block(data, world.size(), world.rank());
+  out.emplace(OwnRows{std::move(data), std::move(local), training.batch / world.size()});
+  return std::nullopt;
+}
 
 // One way of training, as each extension trainer runs each of its ways:
 // `rows` (this rank's block, `local_batch` rows a step) for the epochs the

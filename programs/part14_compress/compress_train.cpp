@@ -39,20 +39,17 @@ struct Way {
 
 int run(Communicator& world, int argc, char** argv) {
   Flags flags("compress_train", "Trains the MLP with dense gradients and with your top-k compression, side by side.");
-  const TrainingFlags training = add_training_flags(
-      flags, "global batch; each rank takes batch_size / ranks rows of its own", kSgdInitLr,
-      "initial SGD learning rate on the ranks' mean gradient (falls linearly to 0 over the run)");
+  const TrainingFlags training = own_rows_flags(
+      flags, kSgdInitLr, "initial SGD learning rate on the ranks' mean gradient (falls linearly to 0 over the run)");
   const double& keep = flags.add_double("--keep", 0.01, "the share of each gradient's entries a rank sends, in (0, 1]");
-  if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
+  std::optional<OwnRows> rows;
+  if (const auto status = start_own_rows("compress_train", flags, training, world, argc, argv, rows,
+                                         [&] { return keep > 0 && keep <= 1; }, ", 0 < --keep <= 1"))
+    return *status;
+  auto& [data, local, local_batch] = *rows;
   const bool lead = world.rank() == 0;
   const int ranks = world.size();
-  if (training.epochs < 1 || training.batch < ranks || !(keep > 0 && keep <= 1)) {
-    if (lead) std::fprintf(stderr, "compress_train: need --num_epoch >= 1, --batch_size >= ranks and 0 < --keep <= 1\n");
-    return 2;
-  }
-  SharedDataset data = open_dataset(training.data_dir, training.train_samples, training.test_samples);
-  const LocalRows local = own_block(data, ranks, world.rank());
-  const long mine = local.usable / ranks, local_batch = training.batch / ranks;
+  const long mine = local.usable / ranks;
   if (lead)
     std::printf("compress_train: %d ranks, MLP %d-%d-%d, batch %d (%ld rows a rank), lr %g, top-k keeps %g%% of "
                 "each gradient, %ld training rows (%ld a rank), %ld test rows, data %s\n",

@@ -62,19 +62,14 @@ struct Way {
 int run(Communicator& world, int argc, char** argv) {
   Flags flags("decentral_train",
               "Trains the MLP with data parallelism and with your decentralized SGD, side by side.");
-  const TrainingFlags training = add_training_flags(
-      flags, "global batch; each rank takes batch_size / ranks rows of its own", kSgdInitLr,
-      "initial SGD learning rate on each rank's mean gradient (falls linearly to 0 over the run)");
-  if (const int status = parse_training_flags(flags, training, world, argc, argv); status >= 0) return status;
+  const TrainingFlags training = own_rows_flags(
+      flags, kSgdInitLr, "initial SGD learning rate on each rank's mean gradient (falls linearly to 0 over the run)");
+  std::optional<OwnRows> rows;
+  if (const auto status = start_own_rows("decentral_train", flags, training, world, argc, argv, rows)) return *status;
+  auto& [data, local, local_batch] = *rows;
   const bool lead = world.rank() == 0;
   const int ranks = world.size();
-  if (training.epochs < 1 || training.batch < ranks) {
-    if (lead) std::fprintf(stderr, "decentral_train: need --num_epoch >= 1 and --batch_size >= ranks\n");
-    return 2;
-  }
-  SharedDataset data = open_dataset(training.data_dir, training.train_samples, training.test_samples);
-  const LocalRows local = own_block(data, ranks, world.rank());
-  const long mine = local.usable / ranks, local_batch = training.batch / ranks;
+  const long mine = local.usable / ranks;
   const double init_lr = training.init_lr;
   if (lead)
     std::printf("decentral_train: %d ranks on a ring, MLP %d-%d-%d, batch %d (%ld rows a rank), lr %g, %ld "
