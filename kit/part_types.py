@@ -172,7 +172,8 @@ def laid_out(key: str, stem: str, header: str, programs: Tuple[str, ...] = (), a
     (Parts 14 and 15): its public header framework/include/HEADER; under
     tests/KEY/, its served forms (STEM_served.cpp), calls (STEM_calls.h),
     forms (STEM_forms.h) and checks (STEM_checks.h); its hidden cases
-    (grader/hidden/KEY/hidden_STEM.cpp); each program's source
+    (grader/hidden/KEY/hidden_STEM.cpp); its known bugs
+    (staff/part_mutants/KEY.py); each program's source
     (programs/KEY/NAME.cpp); its handout section and feedback slot; its make
     targets (make/KEY.mk) and allowlist (kit/allowlist/KEY.txt); and `also`,
     other files of its own (a rules module of kit/rules/, named by its key,
@@ -181,7 +182,8 @@ def laid_out(key: str, stem: str, header: str, programs: Tuple[str, ...] = (), a
                 programs=under("programs", key, *(f"{name}.cpp" for name in programs)),
                 hidden=under("grader/hidden", key, f"hidden_{stem}.cpp"),
                 other=(f"framework/include/{header}",) +
-                under("tests", key, f"{stem}_calls.h", f"{stem}_forms.h", f"{stem}_checks.h") + also,
+                under("tests", key, f"{stem}_calls.h", f"{stem}_forms.h", f"{stem}_checks.h") +
+                (f"staff/part_mutants/{key}.py",) + also,
                 handout=texts(key, "feedback"), make=f"make/{key}.mk", allowlist=f"kit/allowlist/{key}.txt",
                 explore=explore)
 

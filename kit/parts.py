@@ -207,7 +207,8 @@ ALL_PARTS: List[Part] = [
          adds=Adds(served=("framework/calls/ring_served.cpp",),
                    programs=under("programs", "part11_ring", "ring_timing.cpp"),
                    hidden=under("grader/hidden", "part11_ring", "hidden_ring.cpp"),
-                   other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py") +
+                   other=("framework/include/ring_collectives.h", "framework/calls/ring_calls.h", "kit/ring.py",
+                          "staff/part_mutants/part11_ring.py") +
                    under("tests", "part11_ring", "ring_checks.h"),
                    handout=texts("part11_ring", "feedback"), make="make/part11_ring.mk",
                    allowlist="kit/allowlist/part11_ring.txt",
@@ -223,6 +224,7 @@ ALL_PARTS: List[Part] = [
                    unit_tests=under("tests", "part12_pipeline", "test_pipeline_schedule.cpp"),
                    hidden=under("grader/hidden", "part12_pipeline", "hidden_pipeline.cpp"),
                    other=("framework/include/pipeline_parallel.h", "framework/model/pipeline_runtime.h",
+                          "staff/part_mutants/part12_pipeline.py",
                           "framework/calls/pipeline_calls.h", "framework/calls/pipeline_driven.h",
                           "kit/explore_pipeline.py") +
                    under("tests", "part12_pipeline", "pipeline_checks.h"),
@@ -237,6 +239,7 @@ ALL_PARTS: List[Part] = [
                    programs=under("programs", "part13_ddp", "ddp_train.cpp", "request_progress.cpp"),
                    hidden=under("grader/hidden", "part13_ddp", "hidden_ddp.cpp"),
                    other=("framework/include/ddp.h", "framework/model/ddp_model.h", "framework/calls/ddp_calls.h",
+                          "staff/part_mutants/part13_ddp.py",
                           "framework/calls/ddp_driven.h",
                           "kit/explore_ddp.py", "kit/rules/part13_ddp.py") + under("tests", "part13_ddp", "ddp_checks.h"),
                    explore="explore_ddp", handout=texts("part13_ddp", "debugging", "feedback"),
@@ -259,7 +262,7 @@ ALL_PARTS: List[Part] = [
          functions=["Zero1Adam::step", "Zero2Adam::step"], extension=True, traffic=True, rules=["part16_zero12"],
          about="ZeRO stages 1 and 2: shard the optimizer's state, then the gradient", driven=True,
          adds=laid_out("part16_zero12", "zero12", "zero12.h", programs=("zero_stages",),
-                       also=("kit/rules/part16_zero12.py", "kit/explore_zero12.py"), explore="explore_zero12")),
+                       also=("kit/rules/part16_zero12.py", "kit/explore_part16_zero12.py"), explore="explore_part16_zero12")),
 ]
 # The table's own points; a course may give a part others (course.toml, [points]).
 TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}

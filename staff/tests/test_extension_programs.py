@@ -207,14 +207,14 @@ def test_compress_and_decentral_train_on_the_stubs_name_their_parts(tmp_path):
 
 
 def test_zero_stages_keeps_and_sends_what_the_formulas_say(tmp_path):
-    from kit import explore_zero12
+    from kit import explore_part16_zero12
     proc, report = trainer("zero_stages", tmp_path, 3)
     assert proc.returncode == 0, proc.stdout
-    want = explore_zero12.formulas(3)
+    want = explore_part16_zero12.formulas(3)
     for stage in report["zero_stages"]["stages"]:
         f = want[f"stage {stage['stage']}"]
         assert (stage["kept_doubles"], stage["bytes_per_step"]) == (f["kept"], f["sent"]), (stage, f)
-        assert stage["m"] == stage["v"] == explore_zero12.shard(explore_zero12.N, 3)
+        assert stage["m"] == stage["v"] == explore_part16_zero12.shard(explore_part16_zero12.N, 3)
     proc, _ = trainer("zero_stages", tmp_path, 2, impl="student")
     assert proc.returncode != 0 and "Zero1Adam::step is not implemented" in proc.stdout and "Part 16" in proc.stdout, \
         proc.stdout
