@@ -1,13 +1,7 @@
-"""Part 11's known bugs and correct variants (ring collectives), which
-staff/mutant_table.py adds to its table where the copy holds part11_ring: each
-names its student file, a piece of the reference's text and its
-replacement, and what it must cost.
-"""
-from typing import List
-
+"""Part 11's known bugs and correct variants (ring collectives)."""
 from staff.mutant_types import Mutant
 
-MUTANTS: List[Mutant] = [
+MUTANTS = [
     Mutant("ring with a wrong block order", "ring_collectives.cpp",
            "const int out = wrap(r - s), in = wrap(r - s - 1);", "const int out = wrap(r + s), in = wrap(r - s - 1);",
            ("part11_ring",)),

@@ -1,13 +1,7 @@
-"""Part 12's known bugs and correct variants (pipeline parallelism), which
-staff/mutant_table.py adds to its table where the copy holds part12_pipeline: each
-names its student file, a piece of the reference's text and its
-replacement, and what it must cost.
-"""
-from typing import List
-
+"""Part 12's known bugs and correct variants (pipeline parallelism)."""
 from staff.mutant_types import Mutant
 
-MUTANTS: List[Mutant] = [
+MUTANTS = [
     Mutant("GPipe with its backwards in reverse order", "pipeline_parallel.cpp",
            "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
            "  for (int mb = m - 1; mb >= 0; --mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",

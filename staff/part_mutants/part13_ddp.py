@@ -1,13 +1,7 @@
-"""Part 13's known bugs and correct variants (gradient buckets and overlap), which
-staff/mutant_table.py adds to its table where the copy holds part13_ddp: each
-names its student file, a piece of the reference's text and its
-replacement, and what it must cost.
-"""
-from typing import List
-
+"""Part 13's known bugs and correct variants (gradient buckets and overlap)."""
 from staff.mutant_types import Mutant
 
-MUTANTS: List[Mutant] = [
+MUTANTS = [
     Mutant("buckets closed at the cap rather than past it", "ddp_buckets.cpp",
            "filled + n > cap_elems", "filled + n >= cap_elems", ("part13_ddp",),
            says=(r"plan_buckets\(sizes \{6, 2, 4, 2, 3, 1\}, cap 6\): bucket 0 holds parameters \{5, 4\}, "

@@ -1,13 +1,7 @@
-"""Part 14's known bugs and correct variants (top-k compression with error feedback), which
-staff/mutant_table.py adds to its table where the copy holds part14_compress: each
-names its student file, a piece of the reference's text and its
-replacement, and what it must cost.
-"""
-from typing import List
-
+"""Part 14's known bugs and correct variants (top-k compression with error feedback)."""
 from staff.mutant_types import Mutant
 
-MUTANTS: List[Mutant] = [
+MUTANTS = [
     Mutant("top-k that breaks ties toward the higher index", "compression.cpp",
            "return ma != mb ? ma > mb : a < b;", "return ma != mb ? ma > mb : a > b;", ("part14_compress",),
            says=(r"topk of a tied vector \(20 elements, rank \d\), k = 4: the indices are \[[\d, ]+\], where the "

@@ -1,13 +1,7 @@
-"""Part 15's known bugs and correct variants (decentralized SGD on a ring), which
-staff/mutant_table.py adds to its table where the copy holds part15_decentral: each
-names its student file, a piece of the reference's text and its
-replacement, and what it must cost.
-"""
-from typing import List
-
+"""Part 15's known bugs and correct variants (decentralized SGD on a ring)."""
 from staff.mutant_types import Mutant
 
-MUTANTS: List[Mutant] = [
+MUTANTS = [
     Mutant("gossip with its two tags swapped", "decentralized.cpp",
            "comm.sendrecv(x, right, 0, from_left, left, 0);", "comm.sendrecv(x, right, 1, from_left, left, 1);",
            ("part15_decentral",),

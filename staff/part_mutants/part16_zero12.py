@@ -1,13 +1,7 @@
-"""Part 16's known bugs and correct variants (ZeRO stages 1 and 2 for Adam), which
-staff/mutant_table.py adds to its table where the copy holds part16_zero12: each
-names its student file, a piece of the reference's text and its
-replacement, and what it must cost.
-"""
-from typing import List
-
+"""Part 16's known bugs and correct variants (ZeRO stages 1 and 2 for Adam)."""
 from staff.mutant_types import Mutant
 
-MUTANTS: List[Mutant] = [
+MUTANTS = [
     Mutant("ZeRO keeping whole moments (the right values, the wrong memory)", "zero_stage12.cpp",
            "  if (a.m.size() == 0) a.m = a.v = Vector::Zero(l.shard);\n  a.m = a.beta1 * a.m + (1 - a.beta1) * g;\n"
            "  a.v = a.beta2 * a.v + (1 - a.beta2) * g.cwiseProduct(g);\n"
