@@ -21,7 +21,6 @@ here and nowhere else, and a course's points in course.toml.
 
   python3 -m kit parts            prints the table and the configuration (kit/parts_cli.py)
 """
-import os
 from dataclasses import dataclass, replace
 from typing import Dict, List, Tuple
 
