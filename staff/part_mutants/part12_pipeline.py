@@ -23,8 +23,8 @@ MUTANTS = [
            "  Matrix send_gradient_recv_activation(const Matrix& gx, int sent_mb, int mb) {\n"
            "    Matrix x;\n    if (first()) return x;\n    x.resize(stage.rows(mb), stage.in_dim);\n"
            "    comm.send(gx, stage.stage - 1, sent_mb);\n    comm.recv(x, stage.stage - 1, mb);",
-           ("part12_pipeline",), says=(r"ranks [\d >-]+: a cycle of sends",
-                                       r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)"), hangs=True),
+           loses=("part12_pipeline",), hangs=True,
+           says=(r"ranks [\d >-]+: a cycle of sends", r"rank \d+: +waiting in send to rank \d+ \(tag \d+\)")),
     # Only GPipe's backwards: each case it hangs costs its whole limit.
     Mutant("GPipe sending each gradient with the next micro-batch's tag", "pipeline_parallel.cpp",
            "  for (int mb = 0; mb < m; ++mb) l.send_gradient(l.stage.backward(mb, l.recv_gradient(mb)), mb);\n}",
