@@ -135,10 +135,10 @@ FINDINGS = [
     # (REQUEST_EVENTS), its operation (facts' OpCode; a request's end: the request's), communicator (the side's
     # number), other ends by rank on it (-1: none), elements (sent; a recv's: received), the request's number
     # (an iallreduce and a request's ends; else 0), the tests in the call that found it still running, and
-    # a point-to-point call's tags (-1 for the end it has not), and the first element it sends (the double's
-    # bits; a NaN's where it sends none).
+    # a point-to-point call's tags (-1 for the end it has not), and the first element it sends and the sum of
+    # its elements in order (each a double's bits; a NaN's where it sends none: framework/comm/sent_digest.h).
     ("Request", ("event", "op", "comm", "dest", "source", "count", "request", "failed_tests", "send_tag",
-                 "recv_tag", "first")),
+                 "recv_tag", "first", "sum")),
     # Requests past MOST_LOGGED_REQUESTS in one call: counted, not logged (the account still holds each).
     ("Unlogged", ("count",)),
 ]

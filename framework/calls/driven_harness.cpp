@@ -119,7 +119,7 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       continue;
     }
     if (kind == link::Finding::Request && at + 1 + link::kRequestFields <= f.size()) {
-      // kit/link.py's fields: event, op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag, first
+      // kit/link.py's fields: event, op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag, first, sum
       const std::int64_t* r = &f[at + 1];
       if (r[0] < 0 || r[0] > static_cast<std::int64_t>(link::RequestEvent::TestedRunning) || r[1] < 0 ||
           r[1] >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames))
@@ -133,6 +133,7 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
       c.send_tag = static_cast<int>(r[8]);
       c.recv_tag = static_cast<int>(r[9]);
       std::memcpy(&c.first, &r[10], sizeof c.first);
+      std::memcpy(&c.sum, &r[11], sizeof c.sum);
       out.requests.push_back(std::move(c));
       at += 1 + link::kRequestFields;
       continue;

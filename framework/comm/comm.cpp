@@ -178,7 +178,7 @@ void Communicator::reduce_scatter_raw(const double* src, double* dst, long block
   const std::int64_t reduction = reduction_of(op);
   const int n = to_count(block, "reduce_scatter");
   const int all = to_count(block * size(), "reduce_scatter");
-  Call call(live(handle_), kReduceScatter, block, reduction, true, src);
+  Call call(live(handle_), kReduceScatter, block, reduction, true, src, block * size());
   if (!one_rank(live(handle_), link::Kind::ReduceScatter, n, reduction, src, dst, n))
     ask(collective(link::Kind::ReduceScatter, live(handle_).comm, n, reduction), src,
         static_cast<std::size_t>(all) * sizeof(double), dst, static_cast<std::size_t>(n) * sizeof(double));

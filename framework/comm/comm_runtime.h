@@ -224,6 +224,9 @@ struct LoggedCall {
   // The first element the call sends (NaN: it sends none): which of two calls
   // of one size carried which buffer, where a part grades their order.
   double first = std::numeric_limits<double>::quiet_NaN();
+  // The sum of the elements it sends, added in order (NaN: it sends none):
+  // what a call carried, beyond its first element, for a part's checks.
+  double sum = std::numeric_limits<double>::quiet_NaN();
 };
 // StudentScope's, as a student call ends: each request that test() found
 // still running in that call, and that did not complete in it, goes to the

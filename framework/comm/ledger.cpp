@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "call_context.h"
+#include "sent_digest.h"
 #include "comm_runtime.h"
 
 namespace dtrain {
@@ -32,7 +33,7 @@ double g_collective_seconds = 0;
 // A point-to-point call takes no place in its communicator's sequence of
 // collectives (seq 0): only its two ranks make it.
 void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, Peers peers = {},
-                double first = std::numeric_limits<double>::quiet_NaN()) {
+                const double* sent = nullptr, long sent_count = -1) {
   const char* function = ledger::function_now_signal_safe();
   Ledger& l = the_ledger();
   std::lock_guard<std::mutex> lock(l.mu);
@@ -55,9 +56,11 @@ void note_start(Communicator::Handle& h, OpCode op, long count, std::int64_t red
   else
     slot.collectives = h.calls;
   ++l.recorded;
+  if (l.logs.empty()) return;
+  const SentDigest d = digest_of(sent, sent_count < 0 ? count : sent_count);  // only where a check reads it
   for (auto* log : l.logs)
     log->push_back({ledger::LoggedCall::Event::Call, op, count, h.name, peers.dest, peers.source, l.request, 0,
-                    peers.send_tag, peers.recv_tag, first});
+                    peers.send_tag, peers.recv_tag, d.first, d.sum});
 }
 
 // The call in flight as an entry; the caller holds the ledger's lock.
@@ -151,14 +154,10 @@ double collective_seconds() { return g_collective_seconds; }
 
 std::mutex& ledger_mutex() { return the_ledger().mu; }
 
-// The first element of what a call sends, or NaN.
-double first_of(const double* sent, long count) {
-  return sent != nullptr && count > 0 ? sent[0] : std::numeric_limits<double>::quiet_NaN();
-}
-
-Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed, const double* sent)
+Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed, const double* sent,
+           long sent_count)
     : timed_(timed) {
-  note_start(h, op, count, reduction, {}, first_of(sent, count));
+  note_start(h, op, count, reduction, {}, sent, sent_count);
   if (the_ledger().checking) {
     try {
       agree(h, op, count, reduction);
@@ -174,7 +173,7 @@ Call::Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
 }
 
 Call::Call(Communicator::Handle& h, OpCode op, long count, Peers peers, const double* sent) : timed_(true) {
-  note_start(h, op, count, kNoReduction, peers, first_of(sent, count));
+  note_start(h, op, count, kNoReduction, peers, sent);
   start_ = steady_seconds();
 }
 

@@ -117,9 +117,10 @@ void agree(Communicator::Handle& h, OpCode op, long count, std::int64_t reductio
 // ranks' calls when checking is on (before MPI sees it), and timed.
 class Call {
  public:
-  // sent: the buffer it sends (nullptr: none), whose first element the call logs keep.
+  // sent: the buffer it sends (nullptr: none), of `sent_count` elements
+  // (-1: count), whose first element and sum the call logs keep.
   Call(Communicator::Handle& h, OpCode op, long count, std::int64_t reduction, bool timed,
-       const double* sent = nullptr);
+       const double* sent = nullptr, long sent_count = -1);
   // A point-to-point call: recorded, timed, never agreed on (count: the elements it sends, or receives if none).
   Call(Communicator::Handle& h, OpCode op, long count, Peers peers, const double* sent = nullptr);
   void done(std::uint64_t bytes);

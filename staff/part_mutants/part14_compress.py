@@ -18,11 +18,11 @@ MUTANTS = [
            "  Vector sum(mine.n);  // (N)\n  comm.allreduce(dense(mine), sum);",
            ("part14_compress",),
            says=(r"sparse_allreduce_mean on rank \d of [24] \(K = 4 of N = 20\): made 1 calls \(allreduce of 20 "
-                 r"elements, the first [-\d.e]+\), where it makes two",)),
+                 r"elements, the first [-\d.e]+, summing to [-\d.e+]+\), where it makes two",)),
     Mutant("the sparse mean gathering the values first (the right values, in another order)", "compression.cpp",
            "  comm.allgather(index, all_index);\n  comm.allgather(mine.value, all_value);",
            "  comm.allgather(mine.value, all_value);\n  comm.allgather(index, all_index);",
            ("part14_compress",),
            says=(r"sparse_allreduce_mean on rank \d of [24] \(K = 4 of N = 20\), call 1: allgather of 4 elements, the "
-                 r"first \d+\.5, where the handout's gathers the indices",)),
+                 r"first \d+\.5, summing to [-\d.e+]+, where the handout's gathers the indices",)),
 ]

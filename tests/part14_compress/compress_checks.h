@@ -3,8 +3,9 @@
 // own selection (K rounds, each taking the largest magnitude left, the
 // lower index first); sparse_allreduce_mean against the mean of every
 // rank's dense vector, and its calls by the ledger: two allgathers of K
-// elements, the indices' first (told apart by their first element: the
-// cases' values are never whole numbers, indices always are).
+// elements, the indices' first (told apart by what each carried: its first
+// element and the sum of its elements, which the call log keeps; the cases'
+// values are never whole numbers, indices always are).
 // Rank q's data holds q: the values say whose entries were added.
 #pragma once
 
@@ -19,6 +20,7 @@
 
 #include "comm_runtime.h"
 #include "compress_calls.h"
+#include "sent_digest.h"
 #include "kit_facts.h"
 #include "kit_test.h"
 
@@ -173,7 +175,7 @@ inline dtrain::Sparse rank_entries(int q, long n, long k) {
 inline std::string call_said(const dtrain::ledger::LoggedCall& c) {
   std::ostringstream out;
   out << dtrain::facts::kOpNames[c.op] << " of " << c.count << " elements";
-  if (!std::isnan(c.first)) out << ", the first " << c.first;
+  if (!std::isnan(c.first)) out << ", the first " << c.first << ", summing to " << c.sum;
   return out.str();
 }
 
@@ -193,8 +195,13 @@ inline void check_sparse_mean(long n, long k) {
     if (c.event == dtrain::ledger::LoggedCall::Event::Call) calls.push_back(c);
   std::ostringstream where;
   where << "sparse_allreduce_mean on rank " << r << " of " << p << " (K = " << k << " of N = " << n << ")";
-  const double firsts[2] = {k > 0 ? static_cast<double>(mine.index[0]) : std::numeric_limits<double>::quiet_NaN(),
-                            k > 0 ? mine.value(0) : std::numeric_limits<double>::quiet_NaN()};
+  Vector index_sent(k);  // (K): the indices as the handout sends them
+  for (long j = 0; j < k; ++j) index_sent(j) = static_cast<double>(mine.index[static_cast<std::size_t>(j)]);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double firsts[2] = {k > 0 ? index_sent(0) : nan, k > 0 ? mine.value(0) : nan};
+  // As the call log adds them (sent_digest.h).
+  const double sums[2] = {dtrain::comm_detail::digest_of(index_sent.data(), k).sum,
+                          dtrain::comm_detail::digest_of(mine.value.data(), k).sum};
   const char* carries[2] = {"the indices", "the values"};
   std::ostringstream made;
   for (std::size_t i = 0; i < calls.size(); ++i) made << (i ? "; " : "") << call_said(calls[i]);
@@ -202,13 +209,14 @@ inline void check_sparse_mean(long n, long k) {
                               << "), where it makes two: an allgather of the K indices, then one of the K values";
   for (std::size_t i = 0; i < calls.size() && i < 2; ++i) {
     const auto& c = calls[i];
-    // NaN: the call's first element was not seen (nothing sent; on one rank the side carries no values).
-    const bool same_first = std::isnan(c.first) || c.first == firsts[i];
-    if (std::string(dtrain::facts::kOpNames[c.op]) == "allgather" && c.count == k && same_first) continue;
+    // NaN: what the call sent was not seen (nothing sent; on one rank the side carries no values).
+    const bool same_content = std::isnan(c.first) || (c.first == firsts[i] && c.sum == sums[i]);
+    if (std::string(dtrain::facts::kOpNames[c.op]) == "allgather" && c.count == k && same_content) continue;
     dtrain::ledger::LoggedCall wanted = c;
     wanted.op = dtrain::facts::kAllgather;
     wanted.count = k;
     wanted.first = firsts[i];
+    wanted.sum = sums[i];
     ADD_FAILURE() << where.str() << ", call " << i + 1 << ": " << call_said(c) << ", where the handout's gathers "
                   << carries[i] << ": " << call_said(wanted);
   }

@@ -19,6 +19,7 @@
 #include "comm_runtime.h"
 #include "kit_facts.h"
 #include "kit_test.h"
+#include "sent_digest.h"
 #include "zero12_calls.h"
 
 namespace kit {
@@ -71,6 +72,56 @@ inline std::string calls_said(const std::vector<std::pair<std::string, long>>& c
   return calls.empty() ? "none" : out.str();
 }
 
+// What one step sent: this rank's own gradient (its first element and sum)
+// and its updated shard of params (the same, and the shard's size in sum of
+// magnitudes, for the rounding allowed).
+struct StepSent {
+  double grad_first, grad_sum, shard_first, shard_sum, shard_magnitude;
+};
+
+// A step's calls: their kinds and sizes (stage 1: allreduce of N, allgather
+// of S; stage 2: reduce_scatter to S, allgather of S), then what each
+// carried (the call log's first element and sum, sent_digest.h): the first
+// sends this rank's own gradient (stage 2: padded with zeros) as given; the
+// allgather sends this rank's updated shard of params (zeros past N), to
+// within rounding. NaN: the content was not seen (one rank: the side
+// carries no values).
+inline void expect_zero12_calls(const std::vector<dtrain::ledger::LoggedCall>& calls, int stage, long n, long shard,
+                                const StepSent& sent, const std::string& where) {
+  using Calls = std::vector<std::pair<std::string, long>>;
+  const Calls want = stage == 1 ? Calls{{"allreduce", n}, {"allgather", shard}}
+                                : Calls{{"reduce_scatter", shard}, {"allgather", shard}};
+  Calls got;
+  for (const auto& c : calls) got.emplace_back(dtrain::facts::kOpNames[c.op], c.count);
+  if (got != want) {
+    ADD_FAILURE() << where << ": its calls were " << calls_said(got) << ", where stage " << stage << " makes "
+                  << calls_said(want)
+                  << (stage == 1 ? " (the whole gradient averaged, then the shards gathered)"
+                                 : " (the padded gradient reduce-scattered to this rank's shard, then the shards gathered)");
+    return;
+  }
+  const dtrain::ledger::LoggedCall& reduce = calls[0];
+  const dtrain::ledger::LoggedCall& gather = calls[1];
+  if (!std::isnan(reduce.first) && (reduce.first != sent.grad_first || reduce.sum != sent.grad_sum))
+    ADD_FAILURE() << where << ": call 1 sent a buffer whose first element is " << reduce.first << " and whose sum is "
+                  << reduce.sum << ", where this rank's gradient starts at " << sent.grad_first << " and sums to "
+                  << sent.grad_sum;
+  const double tolerance = 1e-9 * (sent.shard_magnitude + 1e-300);
+  if (!std::isnan(gather.first) &&
+      (std::fabs(gather.first - sent.shard_first) > tolerance || std::fabs(gather.sum - sent.shard_sum) > tolerance))
+    ADD_FAILURE() << where << ": call 2 (the allgather) sent a buffer whose first element is " << gather.first
+                  << " and whose sum is " << gather.sum << ", where this rank's updated shard of params (zeros past N) "
+                  << "starts at " << sent.shard_first << " and sums to " << sent.shard_sum;
+}
+
+// The calls a student call made, as the call log saw them.
+inline std::vector<dtrain::ledger::LoggedCall> calls_of(dtrain::ledger::CallLog& log) {
+  std::vector<dtrain::ledger::LoggedCall> calls;
+  for (const auto& c : log.take())
+    if (c.event == dtrain::ledger::LoggedCall::Event::Call) calls.push_back(c);
+  return calls;
+}
+
 // s steps of stage `stage` (1 or 2) on a vector of n, at learning rate lr.
 template <class Adam>
 void check_zero12(int stage, int steps, long n, double lr = 1e-2) {
@@ -81,9 +132,6 @@ void check_zero12(int stage, int steps, long n, double lr = 1e-2) {
   dtrain::student::StudentAdam<Adam> optimizer(type.c_str(), n, comm, lr);
   Vector params = zero12_start(n), expected = params;  // (N) each
   PlainAdam plain(lr);
-  const std::vector<std::pair<std::string, long>> want =
-      stage == 1 ? std::vector<std::pair<std::string, long>>{{"allreduce", n}, {"allgather", l.shard}}
-                 : std::vector<std::pair<std::string, long>>{{"reduce_scatter", l.shard}, {"allgather", l.shard}};
   for (int step = 1; step <= steps; ++step) {
     std::ostringstream where;
     where << type << "::step, step " << step << " on rank " << r << " of " << p << " (N = " << n << ", S = " << l.shard
@@ -93,16 +141,13 @@ void check_zero12(int stage, int steps, long n, double lr = 1e-2) {
     mean /= p;
     plain.step(expected, mean);
     dtrain::ledger::CallLog log;
-    optimizer.step(params, zero12_gradient(r, step, n));
-    std::vector<std::pair<std::string, long>> got;
-    for (const auto& c : log.take())
-      if (c.event == dtrain::ledger::LoggedCall::Event::Call) got.emplace_back(dtrain::facts::kOpNames[c.op], c.count);
-    if (got != want)
-      ADD_FAILURE() << where.str() << ": its calls were " << calls_said(got) << ", where stage " << stage
-                             << " makes " << calls_said(want)
-                             << (stage == 1 ? " (the whole gradient averaged, then the shards gathered)"
-                                            : " (the padded gradient reduce-scattered to this rank's shard, then the "
-                                              "shards gathered)");
+    const Vector grad = zero12_gradient(r, step, n);
+    optimizer.step(params, grad);
+    const Vector shard = shard_of(expected, r, l);  // (S): this rank's updated shard, as the allgather sends it
+    expect_zero12_calls(calls_of(log), stage, n, l.shard,
+                        {grad(0), dtrain::comm_detail::digest_of(grad.data(), n).sum, shard(0),
+                         dtrain::comm_detail::digest_of(shard.data(), l.shard).sum, shard.cwiseAbs().sum()},
+                        where.str());
     ASSERT_EQ(params.size(), n) << where.str() << ": params has " << params.size() << " elements after the step";
     EXPECT_VECTOR_NEAR(params, expected) << where.str() << ": params against Adam on the ranks' averaged gradient";
     const dtrain::student::Zero12State kept = optimizer.state();
@@ -131,7 +176,16 @@ void check_zero12_large(int stage, long n, double lr = 1e-2) {
   const std::string type = stage == 1 ? "Zero1Adam" : "Zero2Adam";
   dtrain::student::StudentAdam<Adam> optimizer(type.c_str(), n, comm, lr);
   Vector params = zero12_start(n);  // (N)
-  optimizer.step(params, zero12_gradient(r, 1, n));
+  const dtrain::ShardLayout l = dtrain::shard_layout(n, p);
+  StepSent sent{};
+  std::vector<dtrain::ledger::LoggedCall> calls;
+  {
+    const Vector grad = zero12_gradient(r, 1, n);  // (N), freed before the check's own loop
+    sent.grad_first = grad(0), sent.grad_sum = dtrain::comm_detail::digest_of(grad.data(), n).sum;
+    dtrain::ledger::CallLog log;
+    optimizer.step(params, grad);
+    calls = calls_of(log);
+  }
   ASSERT_EQ(params.size(), n) << type << "::step on rank " << r << " of " << p << ": params has " << params.size()
                               << " elements after the step";
   const PlainAdam hyper(lr);
@@ -146,12 +200,17 @@ void check_zero12_large(int stage, long n, double lr = 1e-2) {
     const double want = zero12_start_at(i) - lr * (m / c1) / (std::sqrt(v / c2) + hyper.eps);
     largest = std::max(largest, std::fabs(want));
     if (std::fabs(params(i) - want) > worst) worst = std::fabs(params(i) - want), at = i;
+    if (i == r * l.shard) sent.shard_first = want;
+    if (i >= r * l.shard && i < (r + 1) * l.shard) sent.shard_sum += want, sent.shard_magnitude += std::fabs(want);
   }
+  std::ostringstream where;
+  where << type << "::step on rank " << r << " of " << p << " (N = " << n << ", S = " << l.shard << ")";
+  expect_zero12_calls(calls, stage, n, l.shard, sent, where.str());
   EXPECT_LE(worst, 1e-12 * largest) << type << "::step on rank " << r << " of " << p << " (N = " << n
                                     << "): params[" << at << "] is off by " << worst
                                     << " from Adam's first step on the ranks' averaged gradient";
   const dtrain::student::Zero12State kept = optimizer.state();
-  const long shard = dtrain::shard_layout(n, p).shard;
+  const long shard = l.shard;
   if (kept.m.size() != shard || kept.v.size() != shard)
     ADD_FAILURE() << type << "::step on rank " << r << " of " << p << ": the optimizer keeps m of " << kept.m.size() << " and v of "
       << kept.v.size() << " elements, where it keeps this rank's shard of each: " << shard;

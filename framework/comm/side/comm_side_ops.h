@@ -89,7 +89,7 @@ class Ops {
   void log_request(const link::Header& h, const Answer& answer, std::int64_t op);
   void log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest, std::int64_t source,
                  std::int64_t count, std::int64_t request, std::int64_t failed_tests, std::int64_t send_tag = -1,
-                 std::int64_t recv_tag = -1, std::int64_t first = kNothingSent);
+                 std::int64_t recv_tag = -1, std::int64_t first = kNothingSent, std::int64_t sum = kNothingSent);
 
   Answer reduce(const link::Header& h, std::vector<char>& in, link::Kind kind);
   Answer point_to_point(const link::Header& h, const std::vector<char>& in);
@@ -118,7 +118,7 @@ class Ops {
   std::map<std::int64_t, Logged> logged_;           // the student's requests not yet seen complete, by number
   std::map<std::int64_t, std::int64_t> tested_running_;  // request -> tests in this call that found it running
   // The first element the request in flight sends, as a double's bits (page_begins).
-  std::int64_t first_sent_ = kNothingSent;
+  std::int64_t first_sent_ = kNothingSent, sum_sent_ = kNothingSent;  // and the sum of what it sends
   std::int64_t logged_in_call_ = 0, unlogged_in_call_ = 0;  // this call's Request findings, and those past the cap
   side_page::Page* page_ = nullptr;
 };

@@ -9,6 +9,7 @@
 
 #include "comm_side_checks.h"
 #include "comm_side_ops.h"
+#include "sent_digest.h"
 #include "function_id.h"
 
 namespace dtrain::side {
@@ -74,7 +75,7 @@ void Ops::page_filter(std::int64_t code) {
 
 void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest,
                     std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests,
-                    std::int64_t send_tag, std::int64_t recv_tag, std::int64_t first) {
+                    std::int64_t send_tag, std::int64_t recv_tag, std::int64_t first, std::int64_t sum) {
   // A call that floods the side with requests can't grow its memory: past
   // the cap they are counted (link::Finding::Unlogged, at the call's return).
   if (logged_in_call_ >= link::kMostLoggedRequests) {
@@ -83,7 +84,7 @@ void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm
   }
   ++logged_in_call_;
   findings_.insert(findings_.end(), {static_cast<std::int64_t>(link::Finding::Request), static_cast<std::int64_t>(event),
-                                     op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag, first});
+                                     op, comm, dest, source, count, request, failed_tests, send_tag, recv_tag, first, sum});
 }
 
 void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t op) {
@@ -99,7 +100,7 @@ void Ops::log_request(const link::Header& h, const Answer& answer, std::int64_t 
     const std::int64_t id = h.kind == Kind::Istart ? answer.reply.answer.istart.request : 0;
     if (id != 0) logged_[id] = {h.comm, count};
     log_event(link::RequestEvent::Call, op, h.comm, p.to_local, p.from_local, count, id, 0, p.send_tag, p.recv_tag,
-              first_sent_);
+              first_sent_, sum_sent_);
     return;
   }
   if (h.kind != Kind::Wait && h.kind != Kind::Test) return;
@@ -144,10 +145,12 @@ void Ops::page_case_begins() {
 
 void Ops::page_begins(const link::Header& h, const std::vector<char>& in) {
   // What the call sends, before MPI writes over it in place: its first
-  // element, for the call's log (a NaN's bits where it sends nothing).
-  double first = std::numeric_limits<double>::quiet_NaN();
-  if (sends_values(h.kind) && in.size() >= sizeof first) std::memcpy(&first, in.data(), sizeof first);
-  std::memcpy(&first_sent_, &first, sizeof first);
+  // element and its sum, for the call's log (a NaN's bits where it sends nothing).
+  const comm_detail::SentDigest d =
+      sends_values(h.kind) ? comm_detail::digest_of(in.data(), static_cast<long>(in.size() / sizeof(double)))
+                           : comm_detail::SentDigest{};
+  std::memcpy(&first_sent_, &d.first, sizeof d.first);
+  std::memcpy(&sum_sent_, &d.sum, sizeof d.sum);
   const std::int64_t op = operation_of(h);
   if (op < 0) return;
   side_page::Page& p = *page_;
