@@ -52,9 +52,6 @@ MARK_SEPARATOR = "@"
 NO_CALL = "framework"
 UNPAIRED = "unpaired"
 EMULATED = "emulated"  # in place of the memory marks, under an emulator (its memory is not the program's)
-# Beside the memory marks where the process measured runs the kit's harness
-# too (one process, as `make test` runs): its figures hold the harness's data.
-WITH_HARNESS = "with_harness"
 MOST_OPEN_CALLS = 32
 MOST_TESTS_COUNTED = 8       # tests of one request in one call past this count as this many
 MOST_CALL_ARGUMENT = 1 << 20  # a call's argument past this is written as this (no reference's)
@@ -206,7 +203,7 @@ inline constexpr const char *kMarkReturned = "{MARK_RETURNED}", *kMarkHeld = "{M
                             *kMarkStartedIn = "{MARK_STARTED_IN}", *kMarkWaitedIn = "{MARK_WAITED_IN}",
                             *kMarkTestedRunningIn = "{MARK_TESTED_RUNNING_IN}";
 inline constexpr const char *kMarkSeparator = "{MARK_SEPARATOR}", *kNoCall = "{NO_CALL}", *kUnpaired = "{UNPAIRED}",
-                            *kEmulated = "{EMULATED}", *kWithHarness = "{WITH_HARNESS}";
+                            *kEmulated = "{EMULATED}";
 inline constexpr int kMostOpenCalls = {MOST_OPEN_CALLS};
 inline constexpr long kMostTestsCounted = {MOST_TESTS_COUNTED}, kMostCallArgument = {MOST_CALL_ARGUMENT};
 inline constexpr double kIdleCompany = {IDLE_COMPANY}, kMostStretch = {MOST_STRETCH}, kLimitCpus = {LIMIT_CPUS};

@@ -258,10 +258,10 @@ ALL_PARTS: List[Part] = [
     part("part16_zero12", "ZeRO stages 1 and 2 for Adam", 25,
          [Run(f"Part16ZeroStages{n}.*", n) for n in (1, 2, 3, 4)], [1, 2, 3, 4], [ZERO12],
          under("tests", "part16_zero12", "test_part16_zero12.cpp"), "Part 16",
-         functions=["Zero1Adam::step", "Zero2Adam::step"], extension=True, traffic=True, rules=["part16_zero12"],
+         functions=["Zero1Adam::step", "Zero2Adam::step"], extension=True, traffic=True,
          about="ZeRO stages 1 and 2: shard the optimizer's state, then the gradient", driven=True,
          adds=laid_out("part16_zero12", "zero12", "zero12.h", programs=("zero_stages",),
-                       also=("kit/rules/part16_zero12.py", "kit/explore_part16_zero12.py"), explore="explore_part16_zero12")),
+                       also=("kit/explore_part16_zero12.py",), explore="explore_part16_zero12")),
 ]
 # The table's own points; a course may give a part others (course.toml, [points]).
 TABLE_POINTS: Dict[str, int] = {p.key: p.points for p in ALL_PARTS}

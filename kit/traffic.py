@@ -50,7 +50,7 @@ Account = Dict[Call, int]    # -> how many times
 # The side's marks of student calls (facts.CALL_MARKS): MARK@FUNCTION, FUNCTION as traffic.cpp writes a name.
 MARK = re.compile(r"(%s)%s[A-Za-z0-9_.~]{1,%d}" % ("|".join(facts.CALL_MARKS), re.escape(facts.MARK_SEPARATOR), 64))
 RETURNED = facts.mark(facts.MARK_RETURNED, "")
-OPERATIONS = set(facts.OPERATIONS) | set(facts.KIT_REQUESTS) | {facts.EMULATED, facts.WITH_HARNESS, facts.UNPAIRED}
+OPERATIONS = set(facts.OPERATIONS) | set(facts.KIT_REQUESTS) | {facts.EMULATED, facts.UNPAIRED}
 POINT_TO_POINT = ("send", "sendrecv")  # the calls that send elements (a recv's are counted by its sender)
 MAX_LINE_BYTES = 1 << 16               # 256 kinds of call (traffic.cpp) in about 10 KB
 MAX_CALLS = facts.ACCOUNT_MOST_KINDS
@@ -122,7 +122,7 @@ def summary(account: Account) -> Tuple[Counter, int]:
     collectives: Counter = Counter()
     sent = 0
     for (op, count, ranks), times in account.items():
-        if op in (facts.EMULATED, facts.WITH_HARNESS) or op in facts.UNJUDGED_REQUESTS or (MARK.fullmatch(op) and not op.startswith(RETURNED)):
+        if op == facts.EMULATED or op in facts.UNJUDGED_REQUESTS or (MARK.fullmatch(op) and not op.startswith(RETURNED)):
             continue  # the part's rules read the marks (kit/rules/); how a request completes is the code's choice
         if op in POINT_TO_POINT:
             sent += count * times

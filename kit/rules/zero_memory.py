@@ -9,7 +9,7 @@ more. Under an emulator, whose memory the kernel counts as the program's,
 the side writes facts.EMULATED instead, and the rule is judged in the rank
 alone (docs/internals.md).
 """
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 from kit import facts
 
@@ -26,15 +26,11 @@ def _held(account, function: str) -> Optional[int]:
                 None)
 
 
-def held_problems(got, want, ruled, say: Callable[[str, str, int], str]) -> List[str]:
-    """For each function of `ruled` (an account's name) whose returns the
-    reference's account measured: a sentence, say(function, amount, the
-    reference's KiB), where this rank held more than the reference's figure
-    and the slack at those returns (or its side could not read it)."""
+def problems(got, want) -> List[str]:
     if (facts.EMULATED, 0, 0) in got:
         return []
     out = []
-    for function in ruled:
+    for function in RULED:
         want_held = _held(want, function)
         if want_held is None:
             continue
@@ -43,18 +39,10 @@ def held_problems(got, want, ruled, say: Callable[[str, str, int], str]) -> List
             continue
         amount = (f"{held} KiB" if held is not None and held < facts.SIDE_UNREAD_KIB
                   else "memory its MPI side could not read")
-        out.append(say(function, amount, want_held))
+        call = function.rsplit(".", 1)[-1]
+        out.append(f"when a ZeRO-3 {call} returned, the program held {amount} beyond what it held as its first "
+                   f"case began, where the reference holds {want_held} KiB ({HELD_SLACK_KIB} KiB more is "
+                   f"allowed): a full weight, or a copy as big, kept between calls, which ZeRO-3 never does (its "
+                   f"MPI side reads the kernel's count, whatever holds the memory: what other functions keep for "
+                   f"good from earlier cases counts too)")
     return out
-
-
-def _zero3(function: str, amount: str, want_held: int) -> str:
-    call = function.rsplit(".", 1)[-1]
-    return (f"when a ZeRO-3 {call} returned, the program held {amount} beyond what it held as its first "
-            f"case began, where the reference holds {want_held} KiB ({HELD_SLACK_KIB} KiB more is "
-            f"allowed): a full weight, or a copy as big, kept between calls, which ZeRO-3 never does (its "
-            f"MPI side reads the kernel's count, whatever holds the memory: what other functions keep for "
-            f"good from earlier cases counts too)")
-
-
-def problems(got, want) -> List[str]:
-    return held_problems(got, want, RULED, _zero3)

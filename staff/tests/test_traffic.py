@@ -325,25 +325,3 @@ def test_a_job_whose_sides_were_spoken_for_fails_whatever_the_cases_part():
     assert traffic.job_problems(unfinished, ["P1.A"], {"P1.A": 1}, True) == [
         "1 MPI side(s) gave no account of what followed a case"]
 
-
-# Part 16's rule reads the held figures at its steps' returns, as Part 8's at its layer's.
-ZERO12_STEP = "Zero2Adam.step"
-
-
-def zero12_account(held):
-    return [[facts.mark(facts.MARK_RETURNED, ZERO12_STEP), 0, 0, 3], [facts.mark(facts.MARK_HELD, ZERO12_STEP), held, 0, 1]]
-
-
-def test_part16_memory_over_the_slack_fails_naming_the_stage():
-    part16 = [rules.load("part16_zero12")]
-    want = traffic.parse([(0, line("Z.K", 0, zero12_account(900)))]).accounts
-    slack = rules.load("zero_memory").HELD_SLACK_KIB
-    near = traffic.parse([(0, line("Z.K", 0, zero12_account(900 + slack)))])
-    assert traffic.judge_case("Z.K", near, want, part16) == []
-    kept = traffic.parse([(0, line("Z.K", 0, zero12_account(900 + slack + 1)))])
-    [failure] = traffic.judge_case("Z.K", kept, want, part16)
-    assert f"when Zero2Adam::step returned, the program held {900 + slack + 1} KiB" in failure["message"]
-    assert "the reference holds 900 KiB" in failure["message"]
-    # In one process (make test) the figures hold the harness's data too: the side says so, and the rule stands aside.
-    one_process = traffic.parse([(0, line("Z.K", 0, zero12_account(900 + slack + 1) + [[facts.WITH_HARNESS, 0, 0, 1]]))])
-    assert traffic.judge_case("Z.K", one_process, want, part16) == []

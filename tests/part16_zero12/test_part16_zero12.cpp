@@ -1,8 +1,7 @@
 // Part 16 (an extension part): Zero1Adam::step and Zero2Adam::step, on each
 // rank count of its runs (kit/parts.py; one suite per rank count), with N
 // divisible by the rank count and not, and on a larger model checked element
-// by element (the checks: zero12_checks.h; the memory rule the side's
-// figures are judged by: kit/rules/part16_zero12.py).
+// by element (the checks: zero12_checks.h).
 //   make test-part16
 #include "kit_facts.h"  // KIT_SUITES_Part16ZeroStages
 #include "zero12_checks.h"

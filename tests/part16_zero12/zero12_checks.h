@@ -4,9 +4,8 @@
 // rank's gradient; the step's calls by the ledger (stage 1: allreduce of N,
 // allgather of S; stage 2: reduce_scatter to S, allgather of S); and what
 // the optimizer keeps: step_idx, and m and v of S elements each, this
-// rank's shard of the plain Adam's moments (the shard-only state is read
-// directly). The memory the student's process holds at each step's return
-// is the side's to read (kit/rules/part16_zero12.py).
+// rank's shard of the plain Adam's moments, read directly from the
+// optimizer (no memory figure judges it: docs/extension-parts.md says why).
 // Rank q's gradient holds q: the averaged values say whose were summed.
 #pragma once
 

@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
     close(student_ends.child);
   }
   // The account's memory figures are of the process that runs the student's code.
-  g_traffic.watch(student.empty() ? g_child : student_pid, student.empty());
+  g_traffic.watch(student.empty() ? g_child : student_pid);
   close(link_ends.child);
   close(control_ends.child);
   signal(SIGPIPE, SIG_IGN);

@@ -27,8 +27,7 @@ void Traffic::open(int fd, int rank) {
   rank_ = rank;
 }
 
-void Traffic::watch(int child_pid, bool with_harness) {
-  with_harness_ = with_harness;
+void Traffic::watch(int child_pid) {
   const std::string path = "/proc/" + std::to_string(child_pid) + "/status";
   status_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   child_pid_ = child_pid;
@@ -207,7 +206,6 @@ void Traffic::flush_case() {
   if (!in_case_) return;
   std::vector<records::TrafficCall> calls = listed(calls_);
   if (!held_.empty() && emulated_ == 1) calls.push_back({facts::kEmulated, 0, 0, 1});
-  if (!held_.empty() && with_harness_) calls.push_back({facts::kWithHarness, 0, 0, 1});
   if (emulated_ != 1)
     for (const auto& [function, kib] : held_) calls.push_back({mark(facts::kMarkHeld, function), kib, 0, 1});
   const std::string line = records::traffic(case_, rank_, calls, overflow_) + "\n";

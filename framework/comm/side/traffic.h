@@ -61,9 +61,7 @@ class Traffic {
   void request(facts::KitRequest r, long count, int ranks);
   // The child whose memory returned() measures; called right after the
   // fork, while its pid can't name another process.
-  // with_harness: the child runs the kit's harness too (the usual mode), so
-  // its figures hold the harness's data: said beside them (facts::kWithHarness).
-  void watch(int child_pid, bool with_harness);
+  void watch(int child_pid);
   // A student call begins: `name` as the framework wrote it ("" if the link's
   // rules were broken), `argument` its key argument (a parameter's index, say).
   void enter(const std::string& name, long argument);
@@ -90,7 +88,6 @@ class Traffic {
   Calls calls_, after_calls_;
   long overflow_ = 0, after_overflow_ = 0;  // calls past a record's cap, counted only
   int child_pid_ = -1;
-  bool with_harness_ = false;
   int emulated_ = -1;       // under an emulator, whose memory is no figure of the child's (-1: not known yet)
   int status_fd_ = -1;     // the child's /proc/PID/status
   long baseline_kib_ = -1;  // its memory when its first case began
