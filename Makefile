@@ -28,7 +28,7 @@ PYTHON ?= $(shell tools/find_python)
 # It goes in the build directory named in the environment (the dev
 # container's volume), else in build/: never in a checkout that keeps none.
 KIT_CONFIG_MK := $(or $(BUILD),build)/kit-config.mk
-$(KIT_CONFIG_MK): kit/parts.py kit/part_types.py kit/build_lists.py kit/course.py kit/course_schema.py course.toml
+$(KIT_CONFIG_MK): kit/parts.py kit/part_table.py kit/limits.py kit/part_types.py kit/build_lists.py kit/course.py kit/course_schema.py course.toml
 	@mkdir -p $(dir $@) && $(PYTHON) -m kit.parts_cli --make > $@.tmp && mv $@.tmp $@
 -include $(KIT_CONFIG_MK)
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from kit import host_limits
-from kit import parts as table
+from kit import limits
 from kit import overrides
 
 PREFIX = "kit-slot-"
-V1_SHARES = 1024 * table.JOB_RANKS   # cpu.shares of one task is 1024
-V2_WEIGHT = 100 * table.JOB_RANKS    # cpu.weight of one task is 100
+V1_SHARES = 1024 * limits.JOB_RANKS   # cpu.shares of one task is 1024
+V2_WEIGHT = 100 * limits.JOB_RANKS    # cpu.weight of one task is 100
 
 
 @dataclass

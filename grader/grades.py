@@ -1,5 +1,5 @@
 """A grade: each part's result, scored from the cases' outcomes by the parts
-table (kit/parts.py), and what a grade says when nothing was graded. The
+table (kit/part_table.py), and what a grade says when nothing was graded. The
 grading steps fill it in (grader/grading.py); reports.py writes it out and
 rescore.py scores it again from its stored counts.
 """
@@ -22,7 +22,7 @@ class PartResult:
     failures: List[Dict] = field(default_factory=list)  # case, hidden, lines
     hidden_cases: int = 0
     hidden_passed: int = 0
-    # Every public case passes, every hidden one fails (kit/parts.py,
+    # Every public case passes, every hidden one fails (kit/part_table.py,
     # unconfirmed): staff see the flag; the public cases earned nothing.
     unconfirmed: bool = False
 

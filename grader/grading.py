@@ -29,7 +29,7 @@ can't go on ends grading with every part it did not reach at 0:
             its first case (and the kit's own stubs run fine), grade each
             student file alone, with the other files replaced by the stubs:
             each part is scored from the run that holds its file;
-  score     by the parts table (kit/parts.py).
+  score     by the parts table (kit/part_table.py).
 reports.py writes the grade out (table, Autolab line, results.json, JSON).
 Whatever fails inside the grader is caught: the grade then says "grader
 error" and why, and every output is still written.

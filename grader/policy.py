@@ -21,7 +21,7 @@ case's messages either.
 from dataclasses import dataclass
 
 from kit.course import LEVELS
-from kit.parts import COURSE
+from kit import parts as table
 
 
 @dataclass(frozen=True)
@@ -30,12 +30,25 @@ class Visibility:
     after_due_date: bool
 
 
-PUBLIC = Visibility(show=COURSE.public, after_due_date=COURSE.public_after_due_date)
-HIDDEN = Visibility(show=COURSE.hidden, after_due_date=False)
+# kit/course.py refuses a course file that breaks the asserts; a policy that
+# did would show hidden values to students.
+def public_cases() -> Visibility:
+    course = table.COURSE
+    assert course.public in LEVELS
+    return Visibility(show=course.public, after_due_date=course.public_after_due_date)
 
-# Gradescope's own setting for the autograder's whole output (its stdout):
-# "visible", "hidden", "after_due_date" or "after_published".
-STDOUT_VISIBILITY = COURSE.gradescope_stdout
+
+def hidden_cases() -> Visibility:
+    shown = Visibility(show=table.COURSE.hidden, after_due_date=False)
+    assert shown.show in ("counts", "nothing") and not shown.after_due_date
+    return shown
+
+
+def stdout_visibility() -> str:
+    """Gradescope's own setting for the autograder's whole output (its stdout):
+    "visible", "hidden", "after_due_date" or "after_published"."""
+    return table.COURSE.gradescope_stdout
+
 
 EVERYTHING = Visibility(show="messages", after_due_date=False)
 
@@ -43,9 +56,4 @@ EVERYTHING = Visibility(show="messages", after_due_date=False)
 def for_case(hidden: bool, show_hidden: bool = False) -> Visibility:
     if show_hidden:
         return EVERYTHING
-    return HIDDEN if hidden else PUBLIC
-
-
-# kit/course.py refuses a course file that breaks these; a policy that did
-# would show hidden values to students.
-assert PUBLIC.show in LEVELS and HIDDEN.show in ("counts", "nothing") and not HIDDEN.after_due_date
+    return hidden_cases() if hidden else public_cases()

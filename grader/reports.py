@@ -119,7 +119,7 @@ def gradescope_results(grade: Grade, show_hidden: bool = False) -> Dict:
                                               for f in deferred),
                           "visibility": "after_due_date"})
     return {"score": round(grade.total, 2), "output": "\n".join(top_lines(grade)),
-            "execution_time": round(grade.seconds, 1), "stdout_visibility": policy.STDOUT_VISIBILITY, "tests": tests}
+            "execution_time": round(grade.seconds, 1), "stdout_visibility": policy.stdout_visibility(), "tests": tests}
 
 
 def top_lines(grade: Grade) -> List[str]:

@@ -6,7 +6,7 @@ its gradebook, in seconds and without running any handin:
 
 A batch keeps, per handin (out/gradebook.results/NAME.json), each part's
 case counts (public and hidden, passed and run) and its failing cases with
-their messages: all that a part's score (Part.score_counts, kit/parts.py)
+their messages: all that a part's score (Part.score_counts, kit/part_table.py)
 and a report need. A re-score rewrites each result's scores, its maximum
 and its course stamp, its report beside the gradebook, the gradebook, and
 Canvas's import when --canvas and --roster are given. A part the course no

@@ -9,12 +9,12 @@ from typing import Optional
 from grader.grades import score_part
 from grader.staging import Grading
 from kit import host_limits
+from kit import limits
 from kit import parts as table
 from kit import calibration
 from kit.build import ResourceFailure, build, public_twin, server_of
 from kit.jobs import Driven, run_cases, run_parts
 from kit.launch import JobTally, Launch
-from kit.parts import IMPL_FILES
 from kit.paths import STUBS_DIR
 
 OUTPUT_KEEP = 20000  # characters of the test program's output kept, head and tail
@@ -68,7 +68,7 @@ def out_of_time(g: Grading) -> bool:
                                                    "time limits and ran again"),
                                                   (g.tally.slow, "took over a fifth of their time limits")) if n]
     if g.tally.lingered:
-        spent.append(f"{g.tally.lingered} job(s) ran on for {table.EXIT_SECONDS:g} s after their last case")
+        spent.append(f"{g.tally.lingered} job(s) ran on for {limits.EXIT_SECONDS:g} s after their last case")
     # The compile is the handin's too: a file past its limit, or files that
     # took more CPU in all than honest code does (its CPU time, unlike its
     # wall time, does not grow on a slow or busy machine).
@@ -128,7 +128,7 @@ def diagnose(g: Grading) -> bool:
         g.grade.notes.append("syscall filter: " + "; ".join(g.tally.unfiltered) + " (the handin's code ran "
                              "without it: it could open files and start processes; see grader/README.md)")
     if g.tally.lingered:
-        g.grade.notes.append(f"{g.tally.lingered} test job(s) still ran {table.EXIT_SECONDS:g} s after their last "
+        g.grade.notes.append(f"{g.tally.lingered} test job(s) still ran {limits.EXIT_SECONDS:g} s after their last "
                              "case's result and were stopped: the handin's code ran on after the cases (a static "
                              "object's destructor that does not end?). Their cases' results stand; the time was "
                              "the handin's")
@@ -145,12 +145,12 @@ def isolate(g: Grading) -> bool:
         return True
     g.grade.notes.append(f"the combined program could not run its cases ({g.broken.splitlines()[0]}); each file was "
                          "graded alone, with the other files replaced by their stubs")
-    for name in IMPL_FILES:
+    for name in table.IMPL_FILES:
         if g.grade.files.get(name, {}).get("state") != "compiled":
             continue  # already graded as its stub
         parts = [p for p in g.parts if name in p.files]
         binary = os.path.join(g.sandbox.bin_dir, "alone_" + name.replace(".", "_"))
-        others = {other: "graded as the stub while this file is graded alone" for other in IMPL_FILES if other != name}
+        others = {other: "graded as the stub while this file is graded alone" for other in table.IMPL_FILES if other != name}
         report = build(g.impl, binary, g.build_dir, fallback=STUBS_DIR, runner=g.in_sandbox,
                        obj_dir=g.sandbox.own_dir("alone_" + name.replace(".", "_")), refused=others, pch=g.pch,
                        workers=host_limits.compile_workers(), twin=True, server=server_of(binary),

@@ -44,7 +44,7 @@ from grader import cpu_share
 from grader.leftovers import remove_mqueues, sysv_objects
 from grader.namespaces import SHARED_TMP, USER_NAMESPACES, namespace_steps, namespaces_work, user_namespaces_work
 from grader.slots import SANDBOX_UID_BASE, claim_slot
-from kit import parts as table
+from kit import limits
 from kit.measured import Ran, run_measured
 from kit.facts import FILE_LIMIT_BYTES
 from kit.processes import kill_all, processes
@@ -74,8 +74,8 @@ _RLIMITS = {"cpu": resource.RLIMIT_CPU, "as": resource.RLIMIT_AS, "nproc": resou
 # table's data and stack limits, set here outside the ranks: all of a
 # rank's private memory, whatever route it was taken by (the main thread's
 # stack is the one the data limit does not count). The compiler needs far more.
-JOB_DATA_BYTES = table.RANK_DATA_LIMIT_MIB << 20
-JOB_STACK_BYTES = table.RANK_STACK_LIMIT_MIB << 20
+JOB_DATA_BYTES = limits.RANK_DATA_LIMIT_MIB << 20
+JOB_STACK_BYTES = limits.RANK_STACK_LIMIT_MIB << 20
 
 
 def _within_hard(name: str, value: int) -> int:

@@ -49,7 +49,7 @@ from grader.gradebook import write_atomically
 from grader.grades import NOT_A_HANDIN
 from grader.rescore import results_of
 from kit.handin_reader import read_handin
-from kit.parts import IMPL_FILES
+from kit import parts as table
 from kit.paths import STUBS_DIR
 
 SIM = "sim_c++"
@@ -120,7 +120,7 @@ def stub_runs() -> Set[Tuple[str, ...]]:
     """Every run of STUB_RUN tokens of the stubs: a handin's line made of
     them only is the stubs' text (a signature, the namespace, a throw)."""
     found: Set[Tuple[str, ...]] = set()
-    for name in IMPL_FILES:
+    for name in table.IMPL_FILES:
         try:
             with open(os.path.join(STUBS_DIR, name), encoding="utf-8", errors="replace") as f:
                 found |= runs_of(tokens_by_line(f.read()))
@@ -191,7 +191,7 @@ def prepared(name: str, files: Dict[str, bytes], stubs: Set[Tuple[str, ...]]) ->
     gives point into the handin's own files."""
     h = Handin(name)
     lines: List[str] = []
-    for f in IMPL_FILES:
+    for f in table.IMPL_FILES:
         if f not in files:
             continue
         text = files[f].decode("utf-8", errors="replace").replace("\r\n", "\n")
@@ -223,7 +223,7 @@ def read_class(gradebook: str, jobs: int) -> Tuple[List[Handin], List[str]]:
         read = read_handin(path)
         if not read.readable:
             return f"{name} ({read.why})", None
-        return name, prepared(name, {f: b for f, b in read.files.items() if f in IMPL_FILES}, stubs)
+        return name, prepared(name, {f: b for f, b in read.files.items() if f in table.IMPL_FILES}, stubs)
 
     handins = []
     with ThreadPoolExecutor(max_workers=max(2, jobs)) as pool:

@@ -18,7 +18,6 @@ from kit.jobs import Driven
 from kit import parts as table
 from kit.launch import JobTally
 from kit.outcomes import CaseOutcome
-from kit.parts import IMPL_FILES
 from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
 from kit.recipe import public_headers_copy, recipe
 from kit.static_checks import check_files
@@ -134,7 +133,7 @@ def stage(g: Grading) -> bool:
         _ACTIVE.add(g.sandbox)
     g.grade.notes += g.sandbox.notes()
     blocked = g.sandbox.unreachable([os.path.join(PUBLIC_HEADERS_DIR, "comm.h"), KITRUN,
-                                     os.path.join(STUBS_DIR, IMPL_FILES[0])])
+                                     os.path.join(STUBS_DIR, table.IMPL_FILES[0])])
     if blocked:
         return g.stop("grader error", f"the sandbox user (uid {g.sandbox.uid}) cannot read {', '.join(blocked)}: "
                                       "the kit must be readable by other users (chmod o+rx on it and o+x on its "
@@ -150,7 +149,7 @@ def stage(g: Grading) -> bool:
 def check(g: Grading) -> bool:
     """Runs the static rules on each handed-in file, records every finding,
     and refuses the files that break a rule."""
-    paths = [os.path.join(g.impl, name) for name in IMPL_FILES if os.path.isfile(os.path.join(g.impl, name))]
+    paths = [os.path.join(g.impl, name) for name in table.IMPL_FILES if os.path.isfile(os.path.join(g.impl, name))]
     for path, findings in check_files(paths, g.build_dir, runner=g.in_sandbox, pch=g.pch,
                                       workers=host_limits.compile_workers()).items():
         name = os.path.basename(path)
@@ -183,7 +182,7 @@ def compile_files(g: Grading) -> bool:
     g.sandbox.clean_up()
     g.sandbox.empty_run_dir()  # the objects are linked (and cached outside): the job's memory is its own
     for name, r in report["files"].items():
-        if name not in IMPL_FILES:
+        if name not in table.IMPL_FILES:
             continue  # an ungraded part's file (the extensions, off): its stub fills in, unsaid
         if r.get("link_findings"):
             g.grade.files.setdefault(name, {}).setdefault("findings", []).extend(r["link_findings"])

@@ -19,7 +19,7 @@ COMMANDS = {"test": "kit.suite", "handin": "kit.handin", "explore": "kit.explore
 
 
 def part_commands():
-    """The commands the parts' rows register (kit/parts.py, Adds.commands):
+    """The commands the parts' rows register (kit/part_table.py, Adds.commands):
     name -> (module, what it does, whether this copy holds the part). Read
     only for a command that is not the kit's own: the table loads the
     course file, which `course` must check even when it is broken."""

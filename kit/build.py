@@ -21,8 +21,8 @@ from typing import Dict, List, Optional
 
 from kit import calibration, facts, host_limits, link_check, object_cache
 from kit.host_limits import ResourceFailure
+from kit import limits
 from kit import parts as table
-from kit.parts import IMPL_FILES
 from kit.measured import Ran, RanPastCpu, run_measured
 from kit.recipe import recipe
 from kit.safe_read import open_sandbox_file
@@ -68,9 +68,9 @@ def compile_limits(seconds: float) -> List[str]:
     """The compile's limits, set on the compiler's processes: its CPU
     seconds, as a backstop (SIGXCPU half again past the limit the runner
     enforces, SIGKILL 5 s later: the kernel's clock runs ahead under load)
-    and its private memory (kit/parts.py, COMPILE_DATA_MIB)."""
+    and its private memory (kit/limits.py, COMPILE_DATA_MIB)."""
     limit = max(2, int(1.5 * seconds + 1.999))
-    return [shutil.which("prlimit"), f"--cpu={limit}:{limit + 5}", f"--data={table.COMPILE_DATA_MIB << 20}", "--"] \
+    return [shutil.which("prlimit"), f"--cpu={limit}:{limit + 5}", f"--data={limits.COMPILE_DATA_MIB << 20}", "--"] \
         if shutil.which("prlimit") else []
 
 
@@ -145,7 +145,7 @@ def compile_one(how: Dict, source: str, obj: str, timeout: Optional[float] = Non
         if "out of memory allocating" in output or "virtual memory exhausted" in output:
             # The compiler's words (a handin may write them itself: never
             # evidence of anything), then what they would mean here.
-            return (f"{output.rstrip()}\n{name}: its compile ran out of the {table.COMPILE_DATA_MIB} MiB a file's "
+            return (f"{output.rstrip()}\n{name}: its compile ran out of the {limits.COMPILE_DATA_MIB} MiB a file's "
                     "compile may hold (the reference's largest takes 330 MiB)")
         return output or f"the compiler failed with status {status}"
     if cached:
@@ -284,7 +284,7 @@ def build(impl_dir: str, output: str, build_dir: str, fallback: Optional[str] = 
 
     # Every student file of the build: with the extension parts off, a handin
     # holds none of theirs, and their stubs (the fallback) fill in.
-    files = how.get("impl_files") or list(IMPL_FILES)
+    files = how.get("impl_files") or list(table.IMPL_FILES)
     # The longest compile first, so that two compilers finish together.
     longest_first = sorted(files, key=lambda f: -os.path.getsize(os.path.join(impl_dir, f))
                            if os.path.isfile(os.path.join(impl_dir, f)) else 0)

@@ -1,4 +1,4 @@
-"""What CMake and the Makefile read of the parts table (kit/parts.py, whose
+"""What CMake and the Makefile read of the parts table (kit/part_table.py, whose
 `python3 -m kit.parts_cli --cmake FILE --cpp FILE --make` writes them): the
 build's lists, the test binary's table of runs and limits, and the
 Makefile's variables. Made from what they are given, so that this module
@@ -52,7 +52,7 @@ def cmake_text(lists: Lists, built_files: Sequence[str]) -> str:
     def cmake_bool(name: str, on: bool) -> str:
         return f"set({name} {'ON' if on else 'OFF'})\n"
 
-    return ("# Generated from kit/parts.py when CMake configures; edit the table, not this file.\n" +
+    return ("# Generated from kit/part_table.py when CMake configures; edit the table, not this file.\n" +
             cmake_list("KIT_PART_KEYS", [p.key for p in lists.built]) +
             cmake_list("KIT_IMPL_FILES", built_files) +
             cmake_list("KIT_PART_TEST_SOURCES", tests) +
@@ -83,7 +83,7 @@ def make_text(lists: Lists) -> str:
     build directory): the default MPI, what this copy holds, and the make
     targets of the parts it builds (make/KEY.mk), and the staff's
     (make/staff.mk) where it holds staff/."""
-    return ("# Generated from kit/parts.py by make; edit the table, not this file.\n"
+    return ("# Generated from kit/part_table.py by make; edit the table, not this file.\n"
             f"KIT_DEFAULT_MPI := {lists.mpi}\nKIT_HOLDS := {','.join(lists.configuration.holds)}\n"
             f"KIT_PART_MAKEFILES := {' '.join(p.adds.make for p in lists.built if p.adds.make)}\n"
             f"KIT_STAFF_MAKEFILES := {STAFF_MAKEFILE if 'staff' in lists.configuration.holds else ''}\n")
@@ -94,7 +94,7 @@ def cpp_text(lists: Lists, constants: Dict[str, str]) -> str:
     value) beside it."""
     rows = "\n".join(f'    {{"{r.filter}", {r.ranks}, {r.case_seconds!r}}},' for r in lists.runs)
     values = "\n".join(f"inline constexpr {name} = {value};" for name, value in constants.items())
-    return f"""// Generated from kit/parts.py when CMake configures; edit the table, not this file.
+    return f"""// Generated from kit/part_table.py when CMake configures; edit the table, not this file.
 #pragma once
 
 namespace harness {{

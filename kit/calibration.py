@@ -9,7 +9,7 @@ the reference takes on this machine, with the table's figure as its floor:
   the files' compiles      HONEST_MULTIPLE x the reference's files in all, at least HONEST_FLOOR:
                            past it, a grading that runs out of time spent it on the compile
   a case (the watchdog)    CASE_MULTIPLE x the reference's slowest case of its run, at least
-                           the run's own limit (kit/parts.py); its job's limit in proportion
+                           the run's own limit (kit/part_table.py); its job's limit in proportion
 
 What the reference takes here is its figures where they were recorded
 (kit/reference_figures.json, `make calibration-data`, staff, where the

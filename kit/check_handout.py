@@ -200,7 +200,7 @@ def main(argv: List[str]) -> int:
         if not heading:
             problems.append(f"the handout has no section headed '{section}'")
         elif not promised or sum(int(n) for n in promised.group(1).split("+")) != points:
-            problems.append(f"the handout's heading '{heading.group()}' should promise {points} points (kit/parts.py)")
+            problems.append(f"the handout's heading '{heading.group()}' should promise {points} points (kit/part_table.py)")
     for p in problems:
         print(p)
     print(f"{checked - len(problems)} passed, {len(problems)} failed")

@@ -4,7 +4,7 @@ other than the parts table's, what students see of failing cases, where
 they submit, each platform's time budget, the MPI) and what this copy of
 the kit holds. Its keys are declared once, in kit/course_schema.py; this
 module reads and checks a file by them, and writes one (course.toml's
-comments, the cuts' copies). The parts table itself stays in kit/parts.py,
+comments, the cuts' copies). The parts table itself stays in kit/part_table.py,
 which applies the course when it loads.
 
   python3 -m kit course          checks the course file and prints the course as it takes effect

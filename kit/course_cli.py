@@ -2,7 +2,7 @@
 takes effect, every key of the schema (kit/course_schema.py) with its
 value, and the parts with their points and time limits. Apart from
 kit/course.py, which reads the file, because it prints the parts table
-(kit/parts.py), which applies the course.
+(kit/parts.py applies the course to kit/part_table.py).
 
   python3 -m kit course                    check and print
   python3 -m kit course --write-template   course.toml's comments again from the schema, every value kept
@@ -71,12 +71,12 @@ def main(argv: List[str]) -> int:
                     help="write the course file (KIT_COURSE, or course.toml) again with the schema's comments")
     ap.add_argument("--write-docs", action="store_true", help="write docs/course-staff.md's table of keys again")
     args = ap.parse_args(argv)
+    from kit import parts as table
     try:
-        from kit import parts as table  # loads and checks the course: a bad file stops it
-    except SystemExit as e:
+        c = table.current().course  # loads and checks the course: a bad file stops it
+    except table.InvalidCourse as e:
         print(e, flush=True)
         return 2
-    c = table.COURSE
     if args.write_template or args.write_docs:
         if args.write_template:
             # The file's own values: no one-command override is written into it.

@@ -55,7 +55,7 @@ class Key:
 # The file's [tables] in order, each with what it is for (course.toml's comments).
 SECTIONS: Dict[str, str] = {
     "": "The course: what this copy of the kit grades, and how. Course staff edit this file, and nothing else, "
-        "to choose; the parts table itself (cases, rank counts, files) is kit/parts.py. An environment variable "
+        "to choose; the parts table itself (cases, rank counts, files) is kit/part_table.py. An environment variable "
         "overrides a choice for one command (docs/course-staff.md lists them).",
     "points": "A part's points, where the course gives other points than the parts table (a gradebook "
               "graded under other points is re-scored in seconds: grader/grade --rescore out/gradebook.csv).",

@@ -9,6 +9,7 @@ the answers in, the text out; staff/tests/test_roll_call.py tests them.
 from typing import Dict, List, Optional
 
 from kit import facts
+from kit import limits as kit_limits
 from kit import parts as table
 from kit import records as rec
 
@@ -37,7 +38,7 @@ def roll_call(case: str, answers: Dict[int, Dict], limit_scale: Optional[float] 
     head = "the case did not finish"
     if run:
         base = limits.case_seconds(run) if limits is not None else run.case_seconds
-        allowed = base * limit_scale if limit_scale is not None else table.limit(base)
+        allowed = base * limit_scale if limit_scale is not None else kit_limits.limit(base)
         head += f" within its time limit of {allowed:.3g} s"
         if limits is not None:
             head += f" ({limits.case_basis(run)})"

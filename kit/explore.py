@@ -19,7 +19,7 @@ from typing import Dict, List, NamedTuple, Optional
 
 from kit import facts, gnuplot
 from kit.facts import CLASSES, FEATURES, GLOBAL_BATCH, HIDDEN
-from kit.parts import built_parts
+from kit import parts as table
 from kit.paths import KITRUN, build_dir
 
 
@@ -381,7 +381,7 @@ def main(argv: List[str]) -> int:
     print(f"table: {csv_path}\nscale: {os.path.join(out, 'scale.csv')}" + (f"\nchart: {png}" if png else ""))
     # The panels of the extension parts this copy holds (graded or not).
     panel_problems = []
-    for part in built_parts():
+    for part in table.built_parts():
         if part.adds.explore:
             panel_problems += importlib.import_module(f"kit.{part.adds.explore}").panel(args.build, args.impl, out)
     if len(rows) != len(CONFIGS):

@@ -9,7 +9,7 @@ A formula is written here twice, in Python and as the C++ the header
 carries, side by side; staff/tests/test_facts.py compiles the header and
 checks that both give the same numbers on a table of inputs, and that no
 fact is written again anywhere else. Each run's rank count stays in the
-parts table (kit/parts.py); the header names the suites of the runs whose
+parts table (kit/part_table.py); the header names the suites of the runs whose
 suite ends in its rank count, so that a test file lists them from there.
 """
 import re
@@ -231,7 +231,7 @@ inline constexpr bool is_collective(std::int64_t op) {{ return {coll}; }}
 
 }}  // namespace dtrain::facts
 
-// The suites of the runs named for their rank count (kit/parts.py): a test
+// The suites of the runs named for their rank count (kit/part_table.py): a test
 // file writes KIT_SUITES_<stem>(ITS_CASES) to define its cases in each.
 {suites}
 """

@@ -17,21 +17,25 @@ from typing import List
 from kit import link_check
 from kit.build import compile_one
 from kit.handin_reader import read_handin
-from kit.parts import IMPL_FILES
+from kit import parts as table
 from kit.paths import KIT_DIR, build_dir
 from kit.recipe import recipe
 from kit.static_checks import check_files
 
 FEEDBACK = "feedback.txt"
-MEMBERS = [f"student/{name}" for name in IMPL_FILES] + [FEEDBACK]
 TEMPLATE_MARK = "1. How difficult was the assignment (1 = easy, 5 = very hard)?\n\n2."
+
+
+def members() -> List[str]:
+    """What a handin holds: the course's student files and the feedback."""
+    return [f"student/{name}" for name in table.IMPL_FILES] + [FEEDBACK]
 
 
 def refused_files(source: str, build: str, label: str = "") -> List[str]:
     """Prints every static finding of the student files in `source`;
     returns the files the grader would refuse (and grade as the stub)."""
     refused = []
-    paths = [os.path.join(source, name) for name in IMPL_FILES if os.path.isfile(os.path.join(source, name))]
+    paths = [os.path.join(source, name) for name in table.IMPL_FILES if os.path.isfile(os.path.join(source, name))]
     for path, findings in check_files(paths, build).items():
         for finding in findings:
             print(f"  {label}{finding}")
@@ -65,7 +69,7 @@ def main(argv: List[str]) -> int:
         return os.path.join(source, os.path.basename(member)) if member.startswith("student/") else \
             os.path.join(KIT_DIR, member)
 
-    missing = [m for m in MEMBERS if not os.path.isfile(path_of(m))]
+    missing = [m for m in members() if not os.path.isfile(path_of(m))]
     if missing:
         return refuse(f"missing {', '.join(missing)}")
     how = recipe(build)
@@ -73,7 +77,7 @@ def main(argv: List[str]) -> int:
     linked_out: List[str] = []
     elsewhere = link_check.defined_elsewhere(how)
     with tempfile.TemporaryDirectory(prefix="kit-handin-") as scratch:
-        for name in IMPL_FILES:
+        for name in table.IMPL_FILES:
             obj = os.path.join(scratch, name + ".o")
             errors = compile_one(how, os.path.join(source, name), obj)
             print(f"  compiles: {args.source}/{name}" if errors is None else
@@ -99,7 +103,7 @@ def main(argv: List[str]) -> int:
 
     tmp = args.output + ".tmp"
     with tarfile.open(tmp, "w") as tar:
-        for member in MEMBERS:
+        for member in members():
             info = tar.gettarinfo(path_of(member), arcname=member)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
@@ -108,7 +112,7 @@ def main(argv: List[str]) -> int:
     os.replace(tmp, args.output)
     # Read back as the grader reads it (its bounded reader): what is listed is what gets graded.
     read = read_handin(args.output)
-    if not read.readable or read.rejected or sorted(read.files) != sorted(os.path.basename(m) for m in MEMBERS):
+    if not read.readable or read.rejected or sorted(read.files) != sorted(os.path.basename(m) for m in members()):
         return refuse(f"the grader could not read back what was written ({read.why or '; '.join(read.rejected)})")
     print(f"handin: wrote {os.path.relpath(args.output)}:")
     for member in read.members:

@@ -28,9 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from kit.parts import IMPL_FILES
+from kit import parts as table
 
-ACCEPTED = tuple(IMPL_FILES) + ("feedback.txt",)
 MAX_MEMBER_BYTES = 1 << 20        # one accepted file
 MAX_MEMBERS = 200                 # members looked at; the rest are ignored
 MAX_STREAM_BYTES = 32 << 20       # the tar stream, decompressed: an honest handin holds a few hundred KB
@@ -39,6 +38,13 @@ CHILD_CPU_SECONDS = 4             # what the child may compute; the stream cap k
 WALL_SECONDS = 20                 # a child that has not finished by then is killed...
 BUSY_GRACE_SECONDS = 60           # ...unless it has hardly run: a paused or crowded host gets this long more
 MAX_NAME_SHOWN = 120              # characters of a member's name a report quotes
+
+
+
+def accepted() -> tuple:
+    """The members a handin may hold: the course's student files and the feedback."""
+    return tuple(table.IMPL_FILES) + ("feedback.txt",)
+
 
 TOO_MANY = f"more than {MAX_MEMBERS} members: the rest are ignored"
 
@@ -201,7 +207,7 @@ def take(tar, member, out: HandinRead) -> None:
         return
     clean = posixpath.normpath(member.name.replace("\\", "/"))
     base = posixpath.basename(clean)
-    if base not in ACCEPTED or clean not in (base, f"student/{base}"):
+    if base not in accepted() or clean not in (base, f"student/{base}"):
         out.notes.append(f"{name}: not one of the handed-in files, ignored")
         return
     if member.size > MAX_MEMBER_BYTES:
@@ -231,13 +237,14 @@ def to_json(r: HandinRead) -> str:
 
 def from_json(text: str) -> HandinRead:
     data = json.loads(text)
-    files = {str(k): base64.b64decode(v) for k, v in data["files"].items() if k in ACCEPTED}
+    files = {str(k): base64.b64decode(v) for k, v in data["files"].items() if k in accepted()}
     return HandinRead(bool(data["readable"]), str(data["why"]), files, list(data["members"]),
                       [str(x) for x in data["rejected"]], [str(x) for x in data["notes"]], str(data["key"]))
 
 
-# What the child's own answer may take: the accepted files, base64, and the lists.
-MAX_ANSWER_BYTES = 4 * len(ACCEPTED) * MAX_MEMBER_BYTES // 3 + (4 << 20)
+def max_answer_bytes() -> int:
+    """What the child's own answer may take: the accepted files, base64, and the lists."""
+    return 4 * len(accepted()) * MAX_MEMBER_BYTES // 3 + (4 << 20)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -288,7 +295,7 @@ def read_handin(path: str) -> HandinRead:
                                            f"{WALL_SECONDS + BUSY_GRACE_SECONDS} s and used {used:.1f} s of "
                                            f"CPU: the host is overloaded; grade it again")
         return HandinRead(False, f"reading it took over {WALL_SECONDS} s", key=unreadable_key(path))
-    if proc.returncode == 0 and len(out) <= MAX_ANSWER_BYTES:
+    if proc.returncode == 0 and len(out) <= max_answer_bytes():
         try:
             r = from_json(out.decode())
             if not r.readable:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from kit import facts
-from kit import parts as table
+from kit import limits
 
 MOUNTINFO = "/proc/self/mountinfo"
 CGROUPS = "/proc/self/cgroup"
@@ -197,9 +197,9 @@ def _rlimit(which: int) -> Optional[int]:
 
 
 # What one grading job of 8 ranks needs of the container: each rank at its
-# data and stack limits, and the kit's own share (kit/parts.py,
+# data and stack limits, and the kit's own share (kit/limits.py,
 # JOB_MEMORY_MIB); and its processes and threads. Measured in `make check-platforms`.
-JOB_RANKS = table.JOB_RANKS
+JOB_RANKS = limits.JOB_RANKS
 JOB_TASKS = 90
 MIN_CPUS = 0.25     # below this the watchdog's stretch of a time limit (8x at most) no longer covers a correct case
 BINARY_MIB = facts.FILE_LIMIT_BYTES >> 20  # the largest file a grading writes (the test binary, an object)
@@ -210,13 +210,13 @@ def compile_workers() -> int:
     one), nor than the memory holds beside the grader."""
     by_cpu = max(1, int(cpus() + 0.5))
     limit = memory_limit()
-    by_memory = max(1, (limit - (table.KIT_SHARE_MIB << 20)) // (table.COMPILE_DATA_MIB << 20)) if limit else by_cpu
+    by_memory = max(1, (limit - (limits.KIT_SHARE_MIB << 20)) // (limits.COMPILE_DATA_MIB << 20)) if limit else by_cpu
     return int(min(by_cpu, by_memory))
 
 
 def memory_needed() -> int:
     """Bytes a grading job may hold at most: 8 ranks and their MPI sides at their limits, and the kit's share."""
-    return table.JOB_MEMORY_MIB << 20
+    return limits.JOB_MEMORY_MIB << 20
 
 
 @dataclass
@@ -235,8 +235,8 @@ def requirements(root: bool) -> List[Shortfall]:
     if limit is not None and limit < memory_needed():
         found.append(Shortfall("memory", (
             f"this container may hold {mib(limit)} of memory, and a grading job needs up to {mib(memory_needed())} "
-            f"({JOB_RANKS} ranks of {table.RANK_DATA_LIMIT_MIB} MiB of private memory and a {table.RANK_STACK_LIMIT_MIB} "
-            f"MiB stack each, {table.SIDE_DATA_LIMIT_MIB} MiB for each rank's MPI side, and {table.KIT_SHARE_MIB} MiB "
+            f"({JOB_RANKS} ranks of {limits.RANK_DATA_LIMIT_MIB} MiB of private memory and a {limits.RANK_STACK_LIMIT_MIB} "
+            f"MiB stack each, {limits.SIDE_DATA_LIMIT_MIB} MiB for each rank's MPI side, and {limits.KIT_SHARE_MIB} MiB "
             f"for the kit's processes): {RAISE['memory']}")))
     have = cpus()
     if have < MIN_CPUS:

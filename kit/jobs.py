@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
 from kit import calibration, host_limits
+from kit import limits as kit_limits
 from kit import parts as table
 from kit import rules
 from kit.build import public_twin
@@ -231,7 +232,7 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
                    in_driven: bool) -> None:
         if not runs or tally.error or (cases is not None and not cases):
             return
-        share = table.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
+        share = kit_limits.HUNG_PART_SHARE if cases is not None else 1.0  # the cases of a part that hung
         salt = (expected.salt if expected is not None else hidden_salt) if all(r.hidden for r in runs) else None
         # A run's job limit grows with its cases' limits on this machine.
         limits = (launch_args or {}).get("limits") or calibration.limits()

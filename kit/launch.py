@@ -17,6 +17,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 from kit import calibration, facts, host_limits
 from kit import judge
 from kit.channels import Channels
+from kit import limits
 from kit import parts as table
 from kit import records as rec
 from kit import traffic as side_traffic
@@ -39,8 +40,8 @@ class Launch:
     after_job: Optional[Callable[[], None]] = None   # e.g. end every process of the sandbox user
     trace_dir: Optional[str] = None  # where the binary writes the trace of each failing case
     cancel: Optional[threading.Event] = None  # set: stop the job now and start no other
-    time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.parts.time_scale)
-    case_share: float = 1.0  # a further factor on the cases' own limits (a hung part's: kit.parts.HUNG_PART_SHARE)
+    time_scale: Optional[float] = None  # the limits' factor, if not KIT_TIME_SCALE's (kit.limits.time_scale)
+    case_share: float = 1.0  # a further factor on the cases' own limits (a hung part's: kit.limits.HUNG_PART_SHARE)
     hidden_salt: Optional[int] = None  # for jobs of hidden cases only: their inputs' salt (judge.Expected.salt)
     expected: Optional[judge.Expected] = None  # the judge's values; a case it has none for: the ranks' checks
     judges_cases: bool = False  # grading: the judge's cases alone count, and each of them has an outcome
@@ -56,7 +57,7 @@ class Launch:
     limits: Optional[calibration.Limits] = None
 
     def scale(self) -> float:
-        return self.time_scale if self.time_scale is not None else table.time_scale()
+        return self.time_scale if self.time_scale is not None else limits.time_scale()
 
     def calibrated(self) -> calibration.Limits:
         if self.limits is None:
@@ -212,7 +213,7 @@ def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optiona
     clock = _JobClock(launch.ranks, time.monotonic())
     start = last_change = (clock.started, 0.0)
     last_size = 0
-    startup, quiet, timeout = (table.STARTUP_SECONDS * launch.scale(), table.QUIET_SECONDS * launch.scale(),
+    startup, quiet, timeout = (limits.STARTUP_SECONDS * launch.scale(), limits.QUIET_SECONDS * launch.scale(),
                                launch.timeout)
     last_case, all_reported = _LastCase(channels), None  # when rank 0 reported its plan's last case
     while True:
@@ -231,7 +232,7 @@ def _wait(proc: subprocess.Popen, channels: Channels, launch: Launch) -> Optiona
                 all_reported = last_change
         # The time after the last case is the handin's own, and its threads
         # could stretch a counted clock: this limit is the clock's.
-        if all_reported is not None and now - all_reported[0] > table.EXIT_SECONDS * launch.scale():
+        if all_reported is not None and now - all_reported[0] > limits.EXIT_SECONDS * launch.scale():
             return (f"{AFTER_LAST_CASE}: it still ran {now - all_reported[0]:.0f} s after its last case's result "
                     "(code that runs after the cases, such as a static object's destructor, that does not end?)")
         if size == 0 and clock.past(startup, start):

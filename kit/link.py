@@ -150,7 +150,7 @@ MOST_LOGGED_REQUESTS = 4096
 
 # The most bytes an Upcall's name and arguments may take: an honest one (a
 # pipeline stage's micro-batch) is some 100 KiB, and the harness, which
-# holds them, has a few MiB (kit/parts.py, DRIVEN_HARNESS_DATA_MIB).
+# holds them, has a few MiB (kit/limits.py, DRIVEN_HARNESS_DATA_MIB).
 MOST_UPCALL_BYTES = 1 << 20
 
 # A Request finding's event, by code from 0, as ledger::LoggedCall::Event

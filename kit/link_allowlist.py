@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from kit.parts import built_parts
+from kit import parts as table
 from kit.paths import KIT_DIR
 
 ALLOWLIST_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "link_allowlist.txt")
@@ -39,8 +39,8 @@ class Allowlist:
 
 def allowlist_paths() -> List[str]:
     """The core list, then the lines of each extension part this copy holds
-    (kit/allowlist/KEY.txt, named by its row of kit/parts.py)."""
-    return [ALLOWLIST_PATH] + [os.path.join(KIT_DIR, p.adds.allowlist) for p in built_parts() if p.adds.allowlist]
+    (kit/allowlist/KEY.txt, named by its row of kit/part_table.py)."""
+    return [ALLOWLIST_PATH] + [os.path.join(KIT_DIR, p.adds.allowlist) for p in table.built_parts() if p.adds.allowlist]
 
 
 def load_allowlist(paths: Optional[List[str]] = None) -> Allowlist:

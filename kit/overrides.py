@@ -18,7 +18,7 @@ def _get(name: str) -> Optional[str]:
 
 BUILD: Optional[str] = _get("KIT_BUILD")                  # the build directory
 MPI: Optional[str] = _get("KIT_MPI")                      # the MPI a command asks for (kit/paths.py checks the build's)
-TIME_SCALE: Optional[str] = _get("KIT_TIME_SCALE")        # kit/parts.py checks it: a number in (0, 1]
+TIME_SCALE: Optional[str] = _get("KIT_TIME_SCALE")        # kit/limits.py checks it: a number in (0, 1]
 STATIC_CHECKS_WARN: bool = _get("KIT_STATIC_CHECKS") == "warn"    # staff: refusals only warned about
 SYSCALL_FILTER: Optional[str] = _get("KIT_SYSCALL_FILTER")        # "on" (the kit's checks) or "off" (staff)
 SANDBOX_UID: Optional[str] = _get("KIT_SANDBOX_UID")      # the sandbox users' first uid

@@ -1,6 +1,6 @@
-"""What a row of the parts table (kit/parts.py) is made of: a part, its
+"""What a row of the parts table (kit/part_table.py) is made of: a part, its
 runs of cases, and the files it adds to the kit; and how a part scores its
-cases. kit/parts.py holds the rows; nothing here knows a part.
+cases. kit/part_table.py holds the rows; nothing here knows a part.
 
 Every part keeps its files under its key (Part 8's two halves under
 "part8"): its tests in tests/KEY/, its hidden cases in grader/hidden/KEY/.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Dict, List, Optional, Tuple
 
-# Time limits of a case's run, in seconds (kit/parts.py has the others).
+# Time limits of a case's run, in seconds (kit/limits.py has the others).
 CASE_SECONDS = 5.0            # one case, unless its run says otherwise: a deadlock is stopped after this
 JOB_SECONDS = 60.0            # one run's share of a job's wall-clock budget
 

@@ -2,7 +2,7 @@
 kit parts` prints the table and the configuration; CMake runs `python3 -m
 kit.parts_cli --cmake FILE --cpp FILE` when it configures, and the Makefile
 reads `python3 -m kit.parts_cli --make` (kit/build_lists.py writes each;
-kit/parts.py holds the table).
+kit/part_table.py holds the table).
 
   python3 -m kit parts
 """
@@ -11,18 +11,17 @@ import sys
 from typing import List
 
 from kit import build_lists
-from kit.parts import (CONFIGURATION, DRIVEN_HARNESS_DATA_MIB, DRIVEN_HARNESS_STACK_MIB, FAILED_GRACE_SECONDS,
-                       KIT_CHECKS, KIT_TESTS, MPI, PARTS, RANK_DATA_LIMIT_MIB, RANK_HEAP_BUDGET_MIB,
-                       RANK_STACK_LIMIT_MIB, SIDE_DATA_LIMIT_MIB, STUDENT_PROCESS_DATA_MIB, THREAD_STACK_KIB,
-                       TOTAL_POINTS, all_runs, built_files, built_parts)
+from kit import parts as table
+from kit.limits import DRIVEN_HARNESS_DATA_MIB, DRIVEN_HARNESS_STACK_MIB, FAILED_GRACE_SECONDS, RANK_DATA_LIMIT_MIB, RANK_HEAP_BUDGET_MIB, RANK_STACK_LIMIT_MIB, SIDE_DATA_LIMIT_MIB, STUDENT_PROCESS_DATA_MIB, THREAD_STACK_KIB
+from kit.parts import KIT_CHECKS, KIT_TESTS
 
 
 def build_lists_of_this_copy() -> build_lists.Lists:
-    return build_lists.Lists(built_parts(), CONFIGURATION, MPI, KIT_CHECKS, KIT_TESTS, all_runs())
+    return build_lists.Lists(table.built_parts(), table.CONFIGURATION, table.MPI, KIT_CHECKS, KIT_TESTS, table.all_runs())
 
 
 def cmake_text() -> str:
-    return build_lists.cmake_text(build_lists_of_this_copy(), built_files())
+    return build_lists.cmake_text(build_lists_of_this_copy(), table.built_files())
 
 
 def make_text() -> str:
@@ -56,11 +55,11 @@ def main(argv: List[str]) -> int:
         sys.stdout.write(make_text())
     if not (args.cmake or args.cpp or args.make):
         # The runs of each part; `python3 -m kit course` prints the course.
-        for p in PARTS:
+        for p in table.PARTS:
             runs = ", ".join(f"{r.filter} on {r.ranks}" + (" (hidden)" if r.hidden else "") for r in p.runs)
             print(f"{p.key:<15} {p.points:>3}  {p.title:<22} {'/'.join(p.files):<30} {runs}")
-        print(f"{'total':<15} {TOTAL_POINTS:>3}")
-        c = CONFIGURATION
+        print(f"{'total':<15} {table.TOTAL_POINTS:>3}")
+        c = table.CONFIGURATION
         off = [k for k in c.held if k not in c.graded]
         print(f"extension parts graded: {', '.join(c.graded) or 'none'}" +
               (f"; held, not graded: {', '.join(off)}" if off else "") +

@@ -19,7 +19,7 @@ import subprocess
 from typing import Dict, List, Optional
 
 from kit import facts, gnuplot
-from kit.parts import CONFIGURATION
+from kit import parts
 from kit.paths import KITRUN, build_dir
 
 ALGORITHMS = {"naive": "#cc3311", "ring": "#0077bb", "mpi": "#555555"}
@@ -187,7 +187,7 @@ def main(argv: List[str]) -> int:
     if any(not 2 <= n <= 64 for n in args.ranks):
         print(f"kit ring: --ranks must be between 2 and 64, got {args.ranks}")
         return 2
-    if "part11_ring" not in CONFIGURATION.held:  # the course file says what the copy holds, not its folders
+    if "part11_ring" not in parts.CONFIGURATION.held:  # the course file says what the copy holds, not its folders
         print("kit ring: this copy does not hold Part 11 (course.toml, [copy] extension_parts)")
         return 2
     build = build_dir(args.build)

@@ -18,6 +18,7 @@ import time
 from typing import Dict, List, Optional
 
 from kit import calibration, judge
+from kit import limits
 from kit import parts as table
 from kit import timeline, trace_file
 from kit.build import public_twin
@@ -57,7 +58,7 @@ def run_shown(binary: str, chosen: List[table.Part], label: str, launch_args: Op
         print(f"!! ran twice, its first run stopped with every rank inside the same collective call (the machine "
               f"stalled, not the code): {', '.join(tally.stalled)}", flush=True)
     if tally.lingered:
-        print(f"!! {tally.lingered} test job(s) still ran {table.EXIT_SECONDS:g} s after their last case and were "
+        print(f"!! {tally.lingered} test job(s) still ran {limits.EXIT_SECONDS:g} s after their last case and were "
               "stopped: code that runs after the cases (a static object's destructor?) must end; the grader "
               "stops it too, and the time is yours", flush=True)
     return ran

@@ -13,7 +13,7 @@ failure.
 
 The judge compares a case's accounts with the reference's, recorded by
 `make hidden-data` beside the expected values (kit/judge.py), for the parts
-whose rules are about traffic (kit/parts.py, `traffic`). It compares the
+whose rules are about traffic (kit/part_table.py, `traffic`). It compares the
 collectives one by one, and the elements each rank sends in messages as a
 total, since a correct algorithm may send its blocks with send and recv or
 with sendrecv.

@@ -1,5 +1,5 @@
 # Part 11's make targets and settings: the Makefile includes this file where
-# the copy holds part11_ring (kit/parts.py, its row's Adds.make; kit-config.mk lists them).
+# the copy holds part11_ring (kit/part_table.py, its row's Adds.make; kit-config.mk lists them).
 #
 #   make mpi-demo CASE=ring            Part 11: the naive and ring allreduces against MPI's, timed and charted
 

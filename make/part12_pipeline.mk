@@ -1,5 +1,5 @@
 # Part 12's make targets and settings: the Makefile includes this file where
-# the copy holds part12_pipeline (kit/parts.py, its row's Adds.make; kit-config.mk lists them).
+# the copy holds part12_pipeline (kit/part_table.py, its row's Adds.make; kit-config.mk lists them).
 #
 #   make train-pipeline K=4 M=8 SCHEDULE=1f1b
 #                                      Part 12: pipeline_train on K ranks; the bubble and the stashes

@@ -1,5 +1,5 @@
 # Part 13's make targets and settings: the Makefile includes this file where
-# the copy holds part13_ddp (kit/parts.py, its row's Adds.make; kit-config.mk lists them).
+# the copy holds part13_ddp (kit/part_table.py, its row's Adds.make; kit-config.mk lists them).
 #
 #   make train-ddp DP=4 BUCKET_KB=256  Part 13: ddp_train with your buckets; OVERLAP=0 hands the gradients over
 #                                      after backward; step times and overlap shares, with buckets and without

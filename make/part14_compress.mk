@@ -1,5 +1,5 @@
 # Part 14's make targets and settings: the Makefile includes this file where
-# the copy holds part14_compress (kit/parts.py, its row's Adds.make; kit-config.mk lists them).
+# the copy holds part14_compress (kit/part_table.py, its row's Adds.make; kit-config.mk lists them).
 #
 #   make train-compress DP=4           Part 14: dense data parallelism beside your top-k compression, with
 #                                      and without error feedback: test accuracy and what a rank sends a step

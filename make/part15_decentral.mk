@@ -1,5 +1,5 @@
 # Part 15's make targets and settings: the Makefile includes this file where
-# the copy holds part15_decentral (kit/parts.py, its row's Adds.make; kit-config.mk lists them).
+# the copy holds part15_decentral (kit/part_table.py, its row's Adds.make; kit-config.mk lists them).
 #
 #   make train-decentral DP=4          Part 15: data parallelism and your decentralized SGD side by side:
 #                                      test accuracy, consensus distance, what a rank sends a step

@@ -65,7 +65,7 @@ bench: build
 # writes in the build (grader/tests/conftest.py, CTEST_WRITES). CTest's
 # report goes to $(BUILD)/Testing/check.log and is printed at the end.
 # The pytest suites' many planted hangs end sooner: their time limits at 0.4
-# (KIT_TIME_SCALE, kit/parts.py); CTest runs at the grader's limits. Checks
+# (KIT_TIME_SCALE, kit/limits.py); CTest runs at the grader's limits. Checks
 # of handins that hang case after case run at half of either (HANG_SHARE).
 # make check leaves the checks labelled or marked "long" (another mode of
 # grading, one long scenario: pytest.ini, CMakeLists.txt) to make

@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 from typing import List
 
-from kit.parts import TOTAL_POINTS
+from kit import parts as table
 from kit.paths import KIT_DIR
 
 KEY, POINTS, TITLE, SECTION, NUMBER = "part17_toy", 5, "toy sum", "Part 17", 17
@@ -114,7 +114,7 @@ NEW_FILES = {
         f'    return [f"{RULE_WORDS} {{_moved(got)}} elements in its allreduces, where the reference moves "\n'
         '            f"{_moved(want)}: one allreduce of the matrix is the sum"]\n',
 }
-RECIPE_FILES = {"kit/parts.py"} | set(NEW_FILES)
+RECIPE_FILES = {"kit/part_table.py"} | set(NEW_FILES)
 # Then the course turns the part on, in its one data file: the copy holds it, and grades it.
 COURSE_FILE = "course.toml"
 HELD_LINE = re.compile(r"^extension_parts = \[(.*)\]$", re.M)
@@ -138,11 +138,11 @@ def git(kit: str, *args: str) -> str:
 
 
 def follow_recipe(kit: str) -> None:
-    table = os.path.join(kit, "kit", "parts.py")
+    table = os.path.join(kit, "kit", "part_table.py")
     with open(table) as f:
         text = f.read()
     if TABLE_END not in text:
-        raise SystemExit(f"add_part: kit/parts.py no longer ends its table with {TABLE_END!r}")
+        raise SystemExit(f"add_part: kit/part_table.py no longer ends its table with {TABLE_END!r}")
     with open(table, "w") as f:
         f.write(text.replace(TABLE_END, "\n" + ROW.rstrip("\n") + TABLE_END, 1))
     for path, content in NEW_FILES.items():
@@ -180,7 +180,7 @@ def make(kit: str, problems: List[str], *args: str) -> str:
 
 def checks(kit: str) -> List[str]:
     problems: List[str] = []
-    total = TOTAL_POINTS + POINTS
+    total = table.TOTAL_POINTS + POINTS
 
     def expect(text: str, pattern: str, where: str) -> None:
         if not re.search(pattern, text, re.M):
@@ -267,7 +267,7 @@ def checks(kit: str) -> List[str]:
         problems.append("kit check-handout fails:\n" + check.stdout[-2000:])
     # Off (the course file's choice, here for one command): no output shows it.
     off = in_copy(["make", "--no-print-directory", "test", "IMPL=reference"], kit, KIT_EXTENSIONS="0")
-    expect(off.stdout, rf"^total: {TOTAL_POINTS} / {TOTAL_POINTS} points$", "make test with the part off")
+    expect(off.stdout, rf"^total: {table.TOTAL_POINTS} / {table.TOTAL_POINTS} points$", "make test with the part off")
     if KEY in off.stdout or "toy_sum" in off.stdout:
         problems.append(f"make test with the part off still shows it:\n{off.stdout[-1500:]}")
     return problems

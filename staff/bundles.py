@@ -33,7 +33,7 @@ import tarfile
 import zipfile
 from typing import Dict, List
 
-from kit.parts import COURSE, CONFIGURATION, IMPL_FILES, extension_paths
+from kit import parts as table
 from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, graded_values, shipped_course
 
 PLATFORMS = os.path.join("grader", "platforms")
@@ -46,8 +46,8 @@ def kit_files() -> Dict[str, bytes]:
     """The bundles' copy of the kit: name -> content, without the files of
     the extension parts the course does not grade, and course.toml holding
     the course as it is for this command."""
-    course = CONFIGURATION
-    left_out = set(extension_paths([k for k in course.held if k not in course.graded]))
+    course = table.CONFIGURATION
+    left_out = set(table.extension_paths([k for k in course.held if k not in course.graded]))
     files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER) if f not in left_out}
     files["course.toml"] = shipped_course("autograder").encode()
     # The hidden values of the parts graded only: a bundle holds no secret the course does not use.
@@ -139,7 +139,7 @@ def prairielearn_info(image: str) -> Dict:
                 "enabled": True, "image": image,
                 "entrypoint": "/opt/dtrain-kit/grader/platforms/prairielearn/entrypoint",
                 "serverFilesCourse": ["dtrain-kit/"],
-                "timeout": int(COURSE.budgets["prairielearn"] + PRAIRIELEARN_START_SECONDS), "environment": {}}}
+                "timeout": int(table.COURSE.budgets["prairielearn"] + PRAIRIELEARN_START_SECONDS), "environment": {}}}
 
 
 def autolab(files: Dict[str, bytes]) -> None:
@@ -185,7 +185,7 @@ def prairielearn(files: Dict[str, bytes], image: str) -> None:
         json.dump(prairielearn_info(image), f, indent=2)
         f.write("\n")
     with open(os.path.join(question, "question.html"), "w") as f:
-        f.write(PRAIRIELEARN_QUESTION.format(files=", ".join(IMPL_FILES)))
+        f.write(PRAIRIELEARN_QUESTION.format(files=", ".join(table.IMPL_FILES)))
 
 
 def autograder(image: str) -> int:

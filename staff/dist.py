@@ -7,7 +7,7 @@ What ships is decided by folder. Students get the kit's build, framework,
 stubs, public tests, programs, its Python package (kit/) and the shell
 helpers (tools/), with handout/README.md as their README, and no staff
 target: those are make/staff.mk's, which no copy ships. A part's files are selected by its row of
-the table (kit/parts.py, found by its key): none of a part the course
+the table (kit/part_table.py, found by its key): none of a part the course
 does not grade ships, and no file is rewritten to leave one out. The autograder bundles add grader/ (without
 its own tests). Nothing under reference/,
 staff/ or .ci/ ever ships, and a bundle that would hold one is refused.
@@ -31,8 +31,8 @@ from typing import List, Optional
 from kit import course as courses
 from kit.check_handout import SHIPPED, STAFF_MAKEFILE, files_under, staff_targets
 from kit.handout_text import HandoutError, for_the_course, render, render_feedback
-from kit.parts import (ALL_PARTS, COURSE, CONFIGURATION, CORE_FILES, IMPL_FILES, MPI, PARTS, TABLE_POINTS,
-                       TOTAL_POINTS, built_parts, extension_paths)
+from kit import parts as table
+from kit.parts import CORE_FILES, TABLE_POINTS
 from kit.paths import KIT_DIR as KIT
 
 DIST = os.path.join(KIT, "dist")
@@ -85,8 +85,8 @@ def shipped_course(cut: str, mpi: Optional[str] = None) -> str:
     ("handout": nothing; "autograder": the grader). So the copy's make
     handin, make test and grader agree with the cut, whatever override made it."""
     holds = {"handout": (), "autograder": ("grader",)}[cut]
-    points = {k: n for k, n in COURSE.points.items() if k in {p.key for p in PARTS}}
-    return courses.text(COURSE, points, holds, CONFIGURATION.graded, mpi or MPI)
+    points = {k: n for k, n in table.COURSE.points.items() if k in {p.key for p in table.PARTS}}
+    return courses.text(table.COURSE, points, holds, table.CONFIGURATION.graded, mpi or table.MPI)
 
 
 # Files whose shipped text is made for the cut, not copied.
@@ -97,7 +97,7 @@ def graded_values(path: str) -> str:
     """A file of the judge's values (kit/judge.py: a line per case and per
     value, `KIND CASE ...`) with only the lines of the parts the cut grades,
     and its salt (the hidden values' first line)."""
-    graded = [p for p in ALL_PARTS if not p.extension or p.key in CONFIGURATION.graded]
+    graded = [p for p in table.ALL_PARTS if not p.extension or p.key in table.CONFIGURATION.graded]
     with open(os.path.join(KIT, path)) as f:
         lines = f.readlines()
     return "".join(l for l in lines if l.startswith("salt ") or
@@ -111,16 +111,16 @@ def public_values() -> str:
 
 def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> int:
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    graded = CONFIGURATION.graded
+    graded = table.CONFIGURATION.graded
     # Nothing of an extension part the course does not grade.
-    left_out = set(extension_paths([k for k in CONFIGURATION.held if k not in graded]))
+    left_out = set(table.extension_paths([k for k in table.CONFIGURATION.held if k not in graded]))
     files = [f for f in files_of(COMMON) if f not in left_out]
     try:
         # The templates, their slots filled with the graded parts' texts and files (by key).
         with open(os.path.join(KIT, "handout", "README.md")) as f:
-            readme = render(for_the_course(f.read(), PARTS, KIT, CORE_FILES), PARTS, built_parts())
+            readme = render(for_the_course(f.read(), table.PARTS, KIT, CORE_FILES), table.PARTS, table.built_parts())
         with open(os.path.join(KIT, "feedback.txt")) as f:
-            feedback = render_feedback(for_the_course(f.read(), PARTS, KIT, CORE_FILES), readme)
+            feedback = render_feedback(for_the_course(f.read(), table.PARTS, KIT, CORE_FILES), readme)
     except (HandoutError, OSError) as e:
         raise SystemExit(f"dist: {e}")
     # The staff's targets (grade, handout, check, ...) need what a handout
@@ -140,9 +140,9 @@ def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> in
                 add_text(tar, f"dtrain-kit/{name}", readme.encode())
         print(f"dist: the handout leaves out {STAFF_MAKEFILE}, the targets {', '.join(sorted(cut))}")
         print(f"dist: made the handout ({len(files) + 1} files; extension parts graded: {', '.join(graded) or 'none'}; "
-              f"{TOTAL_POINTS} points" + (f"; points other than the table's: " + ", ".join(
-                  f"{p.key} {p.points}" for p in PARTS if p.points != TABLE_POINTS[p.key]) if any(
-                  p.points != TABLE_POINTS[p.key] for p in PARTS) else "") + ")")
+              f"{table.TOTAL_POINTS} points" + (f"; points other than the table's: " + ", ".join(
+                  f"{p.key} {p.points}" for p in table.PARTS if p.points != TABLE_POINTS[p.key]) if any(
+                  p.points != TABLE_POINTS[p.key] for p in table.PARTS) else "") + ")")
         status = verify_handout(partial) if verify else 0
     except BaseException:
         remove(partial)
@@ -175,7 +175,7 @@ def verify_handout(tarball: str) -> int:
                 problems.append(f"ships {name}")
         # Nothing of an extension part the course does not grade: no file, no section.
         readme = tar.extractfile("dtrain-kit/README.md").read().decode()
-        for part in (p for p in ALL_PARTS if p.extension and p.key not in CONFIGURATION.graded):
+        for part in (p for p in table.ALL_PARTS if p.extension and p.key not in table.CONFIGURATION.graded):
             problems += [f"ships {f} of {part.key}, which the course does not grade" for f in part.own_paths()
                          if f"dtrain-kit/{f}" in names]
             if re.search(rf"^#+ {re.escape(part.handout)}\b", readme, re.M):
@@ -204,13 +204,13 @@ def verify_handout(tarball: str) -> int:
         else:
             test = run(["make", "test"], kit, env=OWN_SWITCH)
             lines = test.stdout.splitlines()
-            if f"total: 0 / {TOTAL_POINTS} points" not in lines:
-                problems.append(f"make test does not end at 0 / {TOTAL_POINTS}:\n" + "\n".join(lines[-15:]))
+            if f"total: 0 / {table.TOTAL_POINTS} points" not in lines:
+                problems.append(f"make test does not end at 0 / {table.TOTAL_POINTS}:\n" + "\n".join(lines[-15:]))
             if "is not implemented yet" not in test.stdout:
                 problems.append("the stubs do not say they are not implemented")
             handin = run(["make", "handin"], kit, env=OWN_SWITCH)
             packed = tarfile.open(os.path.join(kit, "handin.tar")).getnames() if handin.returncode == 0 else []
-            wanted = [f"student/{f}" for f in IMPL_FILES] + ["feedback.txt"]
+            wanted = [f"student/{f}" for f in table.IMPL_FILES] + ["feedback.txt"]
             if packed != wanted:
                 problems.append(f"make handin packs {packed or 'nothing'}, not {wanted}:\n" + handin.stdout[-2000:])
             # No symbol of the solution may be in the built binaries either.
@@ -220,7 +220,7 @@ def verify_handout(tarball: str) -> int:
                 problems.append("a reference helper's name is in the student binary")
     for p in problems:
         print(f"dist: handout check: {p}")
-    print("dist: handout check " + ("FAILED" if problems else f"passed: builds, scores 0 / {TOTAL_POINTS}, no solution inside"))
+    print("dist: handout check " + ("FAILED" if problems else f"passed: builds, scores 0 / {table.TOTAL_POINTS}, no solution inside"))
     return 1 if problems else 0
 
 

@@ -4,7 +4,7 @@ part's cases run as a grading runs them (kit/jobs.py, run_parts: the driven
 parts in the driven harness's jobs, so each call's account is the one a
 handin's is compared with): the
 judge's values (kit/judge.py), and, for the parts whose rules are about
-traffic (kit/parts.py, `traffic`), what the ranks' MPI sides carried in
+traffic (kit/part_table.py, `traffic`), what the ranks' MPI sides carried in
 each case (kit/traffic.py). The public cases' go to
 tests/expected_values.txt, which ships with the handout; the hidden cases'
 to grader/hidden/expected.txt, which never enters the test binary or the

@@ -11,7 +11,8 @@ import importlib
 import os
 from typing import List
 
-from kit.parts import ALL_PARTS, RANK_HEAP_BUDGET_MIB
+from kit.part_table import TABLE
+from kit.limits import RANK_HEAP_BUDGET_MIB
 from staff.mutant_types import Mutant
 
 
@@ -189,7 +190,7 @@ MUTANTS: List[Mutant] = [
            "param.array() -= opt.lr *", "param.array() -= 0.0 * opt.lr *", ("part9",)),
 ]
 
-# Each held extension part's own, after the base parts' (kit/parts.py's order).
-for _part in ALL_PARTS:
+# Each held extension part's own, after the base parts' (the table's order, kit/part_table.py).
+for _part in TABLE:
     if _part.extension and os.path.exists(os.path.join(os.path.dirname(__file__), "part_mutants", f"{_part.key}.py")):
         MUTANTS += importlib.import_module(f"staff.part_mutants.{_part.key}").MUTANTS

@@ -12,4 +12,4 @@ class Mutant(NamedTuple):
     loses: Tuple[str, ...]    # parts that must lose points
     zero: Tuple[str, ...] = ()  # of those, parts that must score exactly 0
     says: Tuple[str, ...] = ()  # regular expressions each rank's first failure messages must match (what a report shows first)
-    hangs: bool = False         # hangs case after case: run at kit.parts.HANG_SHARE of the limits
+    hangs: bool = False         # hangs case after case: run at kit.limits.HANG_SHARE of the limits

@@ -25,6 +25,8 @@ import time
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional
 
+from kit import limits
+
 from kit import parts as table
 from kit.build import build, server_of
 from kit.jobs import CaseOutcome, Driven, run_parts
@@ -85,7 +87,7 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
         return ["the mutant does not build:\n" + "\n".join(e for e in errors if e)[:2000]]
     launch_args = dict(judged(build_dir), **({"prefix": launcher + [KITRUN]} if launcher else {}))
     if mutant.hangs and not launcher:  # an emulated run's honest cases need their whole limits
-        launch_args["time_scale"] = table.time_scale() * table.HANG_SHARE
+        launch_args["time_scale"] = limits.time_scale() * limits.HANG_SHARE
     # Its own side of the table: the assignment's parts, or the extension
     # parts (graded or not), which share no student file with them.
     extension = any(mutant.file in p.files for p in table.ALL_PARTS if p.extension)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List
 
 from kit.calibration import PLATFORM_CPUS
-from kit.parts import COURSE
+from kit import parts as table
 from kit.paths import KIT_DIR
 from staff.bundles import PRAIRIELEARN_START_SECONDS
 from staff.container import LIMITS, PODMAN, image_exists, run
@@ -227,13 +227,15 @@ def prairielearn_grade(p: Platform, handin: str, job: str, cpus=None) -> Result:
     return Result(scores, status, json.dumps(data, indent=1), seconds)
 
 
-PLATFORMS = [
-    Platform("autolab", "localhost/dtrain-autolab:check", 60, 60, "Tango: 100 processes, 100 MB files, 1000 KiB output",
-             autolab_build, autolab_grade),
-    Platform("gradescope", "localhost/dtrain-gradescope:check", 600, 60, "0.5 CPU, 768 MiB",
-             gradescope_build, gradescope_grade),
-    # PrairieLearn's own limit is the question's timeout, which make autograder writes from the course's budget.
-    Platform("prairielearn", "localhost/dtrain-prairielearn:check",
-             COURSE.budget("prairielearn") + PRAIRIELEARN_START_SECONDS, 30, "0.9 CPU, 2 GiB, 1024 pids, no network",
-             prairielearn_build, prairielearn_grade),
-]
+def platforms() -> List[Platform]:
+    """The platforms, each at the current course's limits."""
+    return [
+        Platform("autolab", "localhost/dtrain-autolab:check", 60, 60, "Tango: 100 processes, 100 MB files, 1000 KiB output",
+                 autolab_build, autolab_grade),
+        Platform("gradescope", "localhost/dtrain-gradescope:check", 600, 60, "0.5 CPU, 768 MiB",
+                 gradescope_build, gradescope_grade),
+        # PrairieLearn's own limit is the question's timeout, which make autograder writes from the course's budget.
+        Platform("prairielearn", "localhost/dtrain-prairielearn:check",
+                 table.COURSE.budget("prairielearn") + PRAIRIELEARN_START_SECONDS, 30, "0.9 CPU, 2 GiB, 1024 pids, no network",
+                 prairielearn_build, prairielearn_grade),
+    ]

@@ -57,7 +57,7 @@ from kit import parts as table
 from kit.paths import KIT_DIR, REFERENCE_DIR, STUBS_DIR
 from staff.container import image_exists, require_podman, run
 from staff.mutants import MUTANTS
-from staff.platform_jobs import PLATFORMS, Platform, Result, gradescope_grade, make_deps_base, prairielearn_grade
+from staff.platform_jobs import Platform, platforms as all_platforms, Result, gradescope_grade, make_deps_base, prairielearn_grade
 from staff.student_loop_as_user import StepFailed
 
 # The handins that are the reference with one change: known bugs of staff/mutants.py.
@@ -104,12 +104,17 @@ class Expect:
     at_least_when_cut: float = 0.0
 
 
-TOTAL = float(table.TOTAL_POINTS)
-POINTS = {p.key: p.points for p in table.PARTS}
-EXPECT = {"reference": Expect(TOTAL), "correct": Expect(TOTAL), "stubs": Expect(0.0),
-          "hog": Expect(TOTAL - POINTS["part2"], "part2", "over its memory budget: get_info asked for a block of 600.0 MiB"),
-          "hang": Expect(TOTAL - POINTS["part7"], "part7", at_least_when_cut=100.0),
-          "spin": Expect(TOTAL - POINTS["part1"], "part1")}
+HANDINS = ("reference", "correct", "stubs", "hog", "hang", "spin")
+
+
+def expectations() -> Dict[str, Expect]:
+    """What each handin must score under the current course."""
+    total = float(table.TOTAL_POINTS)
+    points = {p.key: p.points for p in table.PARTS}
+    return {"reference": Expect(total), "correct": Expect(total), "stubs": Expect(0.0),
+            "hog": Expect(total - points["part2"], "part2", "over its memory budget: get_info asked for a block of 600.0 MiB"),
+            "hang": Expect(total - points["part7"], "part7", at_least_when_cut=100.0),
+            "spin": Expect(total - points["part1"], "part1")}
 
 
 
@@ -140,23 +145,24 @@ def verdict(handin: str, p: Platform, r: Result, fits: bool = True, stretch: flo
     too_small = r.status in ("grader error", "not gradable") and "this platform is too small" in r.text
     if too_small and (not fits or handin not in ("reference", "correct")):
         return guards_off(r)
-    expect = EXPECT[handin]
+    expect = expectations()[handin]
+    points = {p.key: p.points for p in table.PARTS}
     problems = guards_off(r)
     total = sum(r.scores.values())
-    if set(r.scores) != set(POINTS):
-        problems.append(f"the result names parts {sorted(r.scores)}, not {sorted(POINTS)}")
+    if set(r.scores) != set(points):
+        problems.append(f"the result names parts {sorted(r.scores)}, not {sorted(points)}")
     cut = expect.at_least_when_cut and "the grading's time on this platform" in r.text
     if cut and total < expect.at_least_when_cut:
         problems.append(f"scored {total:g}, under {expect.at_least_when_cut:g} with the time cut")
     elif not cut and abs(total - expect.total) > 0.01:
         problems.append(f"scored {total:g}, not {expect.total:g}")
-    if expect.loses and r.scores.get(expect.loses, 0) >= POINTS[expect.loses]:
+    if expect.loses and r.scores.get(expect.loses, 0) >= points[expect.loses]:
         problems.append(f"{expect.loses} kept its points")
     if expect.says and expect.says not in r.text:
         problems.append(f"its report does not say {expect.says!r}")
     if r.seconds > p.time_limit:
         problems.append(f"took {r.seconds:.0f} s, over the platform's {p.time_limit:.0f} s")
-    elif expect.total == TOTAL and r.seconds > p.correct_within * stretch * max(1.0, calibration.limits().ratio):
+    elif expect.total == table.TOTAL_POINTS and r.seconds > p.correct_within * stretch * max(1.0, calibration.limits().ratio):
         problems.append(f"took {r.seconds:.0f} s; a correct handin must be graded within {p.correct_within:.0f} s "
                         f"(times {stretch:g} for its CPUs, and this machine's pace)")
     return problems
@@ -164,16 +170,16 @@ def verdict(handin: str, p: Platform, r: Result, fits: bool = True, stretch: flo
 
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--platform", action="append", choices=[p.name for p in PLATFORMS])
-    ap.add_argument("--handin", action="append", choices=list(EXPECT))
+    ap.add_argument("--platform", action="append", choices=[p.name for p in all_platforms()])
+    ap.add_argument("--handin", action="append", choices=list(HANDINS))
     ap.add_argument("--keep", help="keep each job's folder (results, output) here")
     ap.add_argument("--reuse-images", action="store_true", help="grade with the images an earlier run built")
     ap.add_argument("--halve-all", action="store_true",
                     help=f"grade every handin again at half the CPUs, not only {' and '.join(HALVED)} (CI's)")
     args = ap.parse_args(argv)
     require_podman("check-platforms")
-    platforms = [p for p in PLATFORMS if not args.platform or p.name in args.platform]
-    handins = [h for h in EXPECT if not args.handin or h in args.handin]
+    platforms = [p for p in all_platforms() if not args.platform or p.name in args.platform]
+    handins = [h for h in HANDINS if not args.handin or h in args.handin]
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="kit-platforms-")
     rows, failed = [], []

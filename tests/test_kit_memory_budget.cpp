@@ -1,4 +1,4 @@
-// The kit's memory budget: one figure for every machine (kit/parts.py,
+// The kit's memory budget: one figure for every machine (kit/limits.py,
 // RANK_HEAP_BUDGET_MIB; framework/guards/heap_watch.h, heap_budget).
 //   tools/kitrun -n 1 build/reference/kit_tests --gtest_filter='KitMemoryBudget*'
 // Inside a student function, a block that would take the rank's heap past the
@@ -20,7 +20,7 @@
 #include "abort_records.h"
 #include "comm_runtime.h"
 #include "heap_watch.h"
-#include "harness.h"  // the table of runs and the budget (kit/parts.py)
+#include "harness.h"  // the table of runs and the budget (kit/part_table.py, kit/limits.py)
 #include "kit_test.h"
 #include "platform.h"
 

@@ -96,7 +96,7 @@ TEST(KitRequests, TestReturnsTrueOnceAndTheLedgerLogsStartAndEnd) {
 // is off here), so rank 0's tests in it cannot find the sum complete.
 TEST(KitRequests, TestsThatFindARequestRunningAreCountedPerStudentCall) {
   Communicator& comm = world();
-  ASSERT_EQ(comm.size(), 2) << "run on 2 ranks (kit/parts.py)";
+  ASSERT_EQ(comm.size(), 2) << "run on 2 ranks (kit/part_table.py)";
   const Vector src = signed_by(rank(), 3);
   Vector dst(3), token(1);
   dtrain::ledger::CallLog log;

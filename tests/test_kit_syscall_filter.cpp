@@ -29,7 +29,7 @@
 
 #include "abort_records.h"
 #include "comm_runtime.h"
-#include "harness.h"  // the data limit (kit/parts.py)
+#include "harness.h"  // the data limit (kit/limits.py)
 #include "heap_watch.h"
 #include "job.h"
 #include "kit_test.h"

@@ -97,7 +97,7 @@ struct HandleMLP {
 
 double zero_training_accuracy(long train_rows, long test_rows, int global_batch) {
   // Each rank reads only its own rows, as bytes: the harness converts a
-  // batch at a time (a driven harness has a few MiB: kit/parts.py).
+  // batch at a time (a driven harness has a few MiB: kit/limits.py).
   const int ranks = world().size();
   const long rows = train_rows / ranks;
   const dtrain::PixelDataset data = dtrain::load_pixels("", rows, test_rows, rank() * rows);

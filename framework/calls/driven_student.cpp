@@ -13,7 +13,7 @@
 #include "heap_watch.h"
 #include "layer_profiler.h"
 #include "observe.h"
-#include "parts_table.h"  // a rank's limits (kit/parts.py)
+#include "parts_table.h"  // a rank's limits (kit/limits.py)
 #include "platform.h"
 
 namespace dtrain::calls {

@@ -17,7 +17,8 @@ import pytest
 
 from grader.slots import SANDBOX_UID_BASE, SLOTS
 from kit import calibration
-from kit.parts import HANG_SHARE, IMPL_FILES, limit, time_scale
+from kit import parts as table
+from kit.limits import HANG_SHARE, limit, time_scale
 from kit.paths import KIT_DIR as KIT, build_dir
 from kit.recipe import recipe
 from staff.mutants import MUTANTS
@@ -62,7 +63,7 @@ def make_tar(path: str, members):
 def handin(tmp_path, name="handin.tar", impl="reference", edits=None, drop=(), extra=()):
     """A handin of `impl`'s three files with text edits {file: (old, new)}."""
     members = []
-    for f in IMPL_FILES:
+    for f in table.IMPL_FILES:
         if f in drop:
             continue
         text = source(impl, f).decode()
@@ -92,7 +93,7 @@ def marked(tmp_path) -> dict:
 
 def hanging(env: dict) -> dict:
     """`env` with the limits a handin that hangs again and again is graded at
-    (kit.parts.HANG_SHARE of KIT_TIME_SCALE's); hang_limit is one of them."""
+    (kit.limits.HANG_SHARE of KIT_TIME_SCALE's); hang_limit is one of them."""
     return dict(env, KIT_TIME_SCALE=repr(time_scale() * HANG_SHARE))
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from conftest import BUILD, grade, handin
 from grader import batches, grades, grading
+from kit import limits
 from kit import parts as table
 from kit.diagnosis import roll_call
 from kit.outcomes import CaseOutcome
@@ -69,7 +70,7 @@ def test_a_hang_names_its_time_limit_and_each_ranks_doing(tmp_path):
              "  dp_comm.allreduce(grad_b, sum_b, Op::Sum);\n"
              "  if (grad_w.rows() == 4 && dp_comm.rank() == 0) for (volatile int i = 0;; i = i + 1) {}\n")
     g = grade(tmp_path, handin(tmp_path, edits={"func_impl.cpp": spins}), hangs=True)
-    limit = table.limit(table.CASE_SECONDS) * table.HANG_SHARE
+    limit = limits.limit(table.CASE_SECONDS) * limits.HANG_SHARE
     assert f"the case did not finish within its time limit of {limit:g} s" in g.stdout, g.stdout
     assert re.search(r"rank 0: +still running collect_weight_grad, outside any call of the communicator, after 2 "
                      r"collectives on dp_comm", g.stdout), g.stdout
@@ -78,9 +79,9 @@ def test_a_hang_names_its_time_limit_and_each_ranks_doing(tmp_path):
 
 def test_a_roll_call_where_every_rank_does_the_same_is_one_sentence():
     answers = {r: {"state": "still running split_data, outside any call of the communicator",
-                   "seconds": table.limit(table.CASE_SECONDS)} for r in range(4)}
+                   "seconds": limits.limit(table.CASE_SECONDS)} for r in range(4)}
     text = roll_call("Part3NaiveForward.Anything", answers)
-    assert text == (f"the case did not finish within its time limit of {table.limit(table.CASE_SECONDS):g} s; "
+    assert text == (f"the case did not finish within its time limit of {limits.limit(table.CASE_SECONDS):g} s; "
                     "all 4 ranks: still running split_data, outside any call of the communicator"), text
 
 

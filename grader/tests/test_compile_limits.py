@@ -13,7 +13,7 @@ from conftest import BUILD, KIT
 from grader import grades, running, staging
 from kit import build as kit_build
 from kit import calibration, host_limits, object_cache, static_checks
-from kit import parts as table
+from kit import limits
 from kit.build import compile_one
 from kit.object_cache import prune_cache
 from kit.recipe import public_headers_copy, recipe
@@ -165,6 +165,6 @@ def test_a_compile_that_reads_a_device_meets_its_memory_limit_as_the_handins(tmp
     source.write_text('#include "/dev/zero"\n')
     spent = {}
     errors = compile_one(recipe(BUILD), str(source), str(tmp_path / "x.o"), spent=spent)
-    assert errors and f"ran out of the {table.COMPILE_DATA_MIB} MiB a file's compile may hold" in errors, errors
+    assert errors and f"ran out of the {limits.COMPILE_DATA_MIB} MiB a file's compile may hold" in errors, errors
     assert "out of memory allocating" in errors  # the compiler's own words first
-    assert table.COMPILE_DATA_MIB + table.KIT_SHARE_MIB <= table.SMALLEST_PLATFORM_MIB
+    assert limits.COMPILE_DATA_MIB + limits.KIT_SHARE_MIB <= limits.SMALLEST_PLATFORM_MIB

@@ -24,7 +24,8 @@ import pytest
 from conftest import BUILD, GRADE, KIT, handin, make_tar, marked, source
 from grader import cpu_share
 from grader.sandbox import Sandbox
-from kit.parts import IMPL_FILES, STUDENT_PROCESS_DATA_MIB, THREAD_STACK_KIB, TOTAL_POINTS
+from kit import parts as table
+from kit.limits import STUDENT_PROCESS_DATA_MIB, THREAD_STACK_KIB
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 and not os.environ.get("KIT_REQUIRE_SANDBOX"),
                                reason="the CPU groups are made by a root grader")
@@ -75,7 +76,7 @@ def spinning_handin(path: str, seconds: int) -> str:
     spinners = SPINNERS.replace("SECONDS", str(seconds))
     spinner = "#include <stdexcept>\n" + spinners + text[:at] + "\n  spin_everywhere();" + text[at:]
     return make_tar(path, [("student/data_parallel_preprocess.cpp", spinner.encode())] +
-                    [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "data_parallel_preprocess.cpp"])
+                    [("student/" + f, source("reference", f)) for f in table.IMPL_FILES if f != "data_parallel_preprocess.cpp"])
 
 
 @ROOT_ONLY
@@ -142,7 +143,7 @@ def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_i
     handin(alone, name="honest.tar")
     env = dict(marked(tmp_path), KIT_STATIC_CHECKS="warn")  # std::thread passes the link check only as a warning
     solo, _, said = batch(tmp_path / "solo", alone, env, container)
-    assert solo["honest.tar"]["total"] == TOTAL_POINTS, said
+    assert solo["honest.tar"]["total"] == table.TOTAL_POINTS, said
     both = tmp_path / "both"
     both.mkdir()
     handin(both, name="honest.tar")
@@ -168,7 +169,7 @@ def test_a_handin_spinning_hundreds_of_threads_leaves_its_neighbour_full_marks_i
     # (STUDENT_PROCESS_DATA_MIB of THREAD_STACK_KIB stacks), against a handful without them.
     spinners = STUDENT_PROCESS_DATA_MIB * 1024 // THREAD_STACK_KIB
     assert max(load) > spinners // 2, f"the spinners never ran (runnable tasks at most {max(load)})"
-    assert honest["status"] == "graded" and honest["total"] == TOTAL_POINTS, (honest, said)
+    assert honest["status"] == "graded" and honest["total"] == table.TOTAL_POINTS, (honest, said)
     normal = normal_seconds(solo["honest.tar"]["seconds"])
     assert honest["seconds"] <= normal, (f"graded in {honest['seconds']} s beside the spinner, "
                                          f"{solo['honest.tar']['seconds']} s alone")

@@ -22,7 +22,6 @@ from conftest import BUILD, KIT
 from hostile_gallery import (FEEDBACK, HONEST_PART1, PROLOGUE, Hostile, func_file, grade_hostile, in_shared_tmp,
                              reference_calling)
 from grader.slots import LOCK_DIR
-from kit.parts import PARTS
 
 READ_SECRETS = r"""
 namespace {

@@ -106,7 +106,7 @@ void hold_a_stack() {
 # until the rank's next get_info (past the end of the case, where the ranks
 # meet), with 8 MiB handed back for the rest of the case. Each rank holds
 # its limit less its own use: the job's memory at every limit, which fits
-# the smallest platform by construction (kit/parts.py, JOB_MEMORY_MIB), so
+# the smallest platform by construction (kit/limits.py, JOB_MEMORY_MIB), so
 # no OOM killer ends it and the reference keeps its 150.
 AT_THE_DATA_LIMIT = r"""
 #include <sys/mman.h>

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import IMPL_FILES, source
 from hostile_gallery import FEEDBACK, Hostile, grade_hostile, reference_with
-from kit.parts import PARTS
+from kit import parts as table
 
 STATIC_CHECK_BYPASSES = r"""
 #include <fcntl.h>
@@ -104,9 +104,9 @@ def quotes_a_shipped_file(_tmp):
         [("student/" + f, source("reference", f)) for f in IMPL_FILES if f != "zero_dp_stage3.cpp"] + [FEEDBACK]
 
 
-FUNC_POINTS = sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
+FUNC_POINTS = sum(p.points for p in table.PARTS if p.files == ("func_impl.cpp",))
 
-ZERO_POINTS = sum(p.points for p in PARTS if p.files == ("zero_dp_stage3.cpp",))
+ZERO_POINTS = sum(p.points for p in table.PARTS if p.files == ("zero_dp_stage3.cpp",))
 
 
 def reference_but(**epilogues: str) -> List:

@@ -22,7 +22,7 @@ from conftest import BUILD, KIT
 from kit import link_check
 from kit.build import compile_one
 from kit.link_allowlist import load_allowlist
-from kit.parts import IMPL_FILES
+from kit import parts as table
 from kit.recipe import recipe
 from staff.mutants import MUTANTS
 
@@ -59,7 +59,7 @@ def test_allowlist_reads(how):
 
 
 @pytest.mark.parametrize("impl", ["reference", "student"])
-@pytest.mark.parametrize("name", IMPL_FILES)
+@pytest.mark.parametrize("name", table.IMPL_FILES)
 def test_the_reference_and_the_stubs_pass(impl, name, how, elsewhere, tmp_path):
     assert refusals(how, elsewhere, os.path.join(KIT, impl, name), tmp_path) == []
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import BUILD, KIT
 from kit.build import compile_one
-from kit.parts import IMPL_FILES
+from kit import parts as table
 from kit.paths import FRAMEWORK_DIR, PUBLIC_HEADERS_DIR
 from kit.recipe import recipe
 
@@ -43,7 +43,7 @@ def test_every_header_a_student_file_includes_is_public():
     quoted = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
     seen, todo = set(), []
     for impl in ("student", "reference"):
-        for name in IMPL_FILES:
+        for name in table.IMPL_FILES:
             path = os.path.join(KIT, impl, name)
             if os.path.exists(path):
                 with open(path) as f:
@@ -64,9 +64,9 @@ def test_every_header_a_student_file_includes_is_public():
 def test_an_internal_header_is_not_found(how, tmp_path, header):
     # A real student file with one more include, where the grader keeps it:
     # a directory of its own, outside the kit.
-    with open(os.path.join(KIT, "student", IMPL_FILES[0])) as f:
+    with open(os.path.join(KIT, "student", table.IMPL_FILES[0])) as f:
         text = f.read()
-    source = tmp_path / IMPL_FILES[0]
+    source = tmp_path / table.IMPL_FILES[0]
     source.write_text(f'#include "{header}"\n' + text)
     # It exists, in one of the framework's folders, just not for student code.
     assert [d for d in os.listdir(FRAMEWORK_DIR) if os.path.isfile(os.path.join(FRAMEWORK_DIR, d, header))]
@@ -76,7 +76,7 @@ def test_an_internal_header_is_not_found(how, tmp_path, header):
 
 
 @pytest.mark.skipif(not os.path.isdir(os.path.join(KIT, "reference")), reason="no reference/ (a handout)")
-@pytest.mark.parametrize("name", IMPL_FILES)
+@pytest.mark.parametrize("name", table.IMPL_FILES)
 def test_the_reference_compiles_cleanly(how, tmp_path, name):
     source = os.path.join(KIT, "reference", name)
     if not os.path.exists(source):

@@ -17,7 +17,8 @@ from grader import grading
 from grader.sandbox import Sandbox
 from kit import host_limits
 from kit.build import Ran, compile_one, resource_failure
-from kit.parts import JOB_MEMORY_MIB, PARTS
+from kit import parts as table
+from kit.limits import JOB_MEMORY_MIB
 from kit.launch import JobTally, Launch, run_job
 from kit.recipe import recipe
 
@@ -81,7 +82,7 @@ def test_a_compiler_killed_without_the_oom_killer_is_the_handins(tmp_path, monke
     grade = grading.grade_handin(tar, BUILD)
     assert grade.status == "graded", grade.notes
     assert grade.files["func_impl.cpp"]["state"] == "does not compile"
-    assert grade.total == 150 - sum(p.points for p in PARTS if p.files == ("func_impl.cpp",))
+    assert grade.total == 150 - sum(p.points for p in table.PARTS if p.files == ("func_impl.cpp",))
 
 
 def test_the_oom_killers_count_names_memory_for_certain(monkeypatch):

@@ -23,11 +23,11 @@ import pytest
 
 from conftest import GRADE, KIT
 from grader import similarity
-from kit.parts import IMPL_FILES
+from kit import parts as table
 from staff.mutants import MUTANTS
 
 INDEPENDENT = os.path.join(KIT, "grader", "tests", "similarity")
-CORRECT = [m for m in MUTANTS if m.name.startswith("correct:") and m.file in IMPL_FILES]
+CORRECT = [m for m in MUTANTS if m.name.startswith("correct:") and m.file in table.IMPL_FILES]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -82,7 +82,7 @@ def snapshot(folder):
 
 def test_copies_top_the_list_above_correct_solutions_and_nothing_is_regraded(tmp_path):
     c = Class(tmp_path)
-    reference = {f: source("reference", f) for f in IMPL_FILES}
+    reference = {f: source("reference", f) for f in table.IMPL_FILES}
     c.add("ann", reference)
     variants = {}
     for name, m in zip(("ben", "cat", "dan", "eve"), CORRECT):
@@ -92,9 +92,9 @@ def test_copies_top_the_list_above_correct_solutions_and_nothing_is_regraded(tmp
     c.add("fay", variants["cat"])                                            # a verbatim copy of cat
     c.add("gus", {f: renamed(t) for f, t in variants["dan"].items()})       # dan's, renamed
     own = {f: source(INDEPENDENT, f) for f in os.listdir(INDEPENDENT) if f.endswith(".cpp")}
-    c.add("kim", dict({f: source("student", f) for f in IMPL_FILES}, **own))  # written apart from the reference
-    c.add("hal", {f: source("student", f) for f in IMPL_FILES})              # the stubs, handed in twice
-    c.add("ivy", {f: source("student", f) for f in IMPL_FILES})
+    c.add("kim", dict({f: source("student", f) for f in table.IMPL_FILES}, **own))  # written apart from the reference
+    c.add("hal", {f: source("student", f) for f in table.IMPL_FILES})              # the stubs, handed in twice
+    c.add("ivy", {f: source("student", f) for f in table.IMPL_FILES})
     (tmp_path / "out" / "gradebook.csv").write_text("handin,total\n")
     before = snapshot(c.out / "gradebook.results"), (c.out / "gradebook.csv").read_text()
 
@@ -126,7 +126,7 @@ def test_copies_top_the_list_above_correct_solutions_and_nothing_is_regraded(tmp
 
 def test_the_stubs_own_text_is_left_out_and_runs_are_named_by_function():
     stubs = similarity.stub_runs()
-    for f in IMPL_FILES:
+    for f in table.IMPL_FILES:
         h = similarity.prepared("stub.tar", {f: source("student", f).encode()}, stubs)
         code = [line for line in h.text.splitlines() if line.strip() and not line.strip().startswith("//")]
         assert code == [], (f, code[:5])
@@ -145,7 +145,7 @@ def synthetic(rng: random.Random):
     """A handin of 300: each file the reference's, the independent one's or the
     stub, some variables renamed, a line of its own here and there."""
     files = {}
-    for f in IMPL_FILES:
+    for f in table.IMPL_FILES:
         choices = [source(d, f) for d in ("reference", INDEPENDENT, "student")
                    if os.path.exists(os.path.join(KIT, d, f))]
         lines = []

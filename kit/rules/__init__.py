@@ -4,7 +4,7 @@ kit/traffic.py compares what every part shares: each rank's calls, its kit
 requests and its student calls' returns, against the reference's. Some
 parts rule more: where each request was made, or how much memory the
 program held when a call returned. Each such rule is a module here, named
-by its part's row (kit/parts.py, `rules`), with
+by its part's row (kit/part_table.py, `rules`), with
 
     problems(got: Account, want: Account) -> List[str]
 

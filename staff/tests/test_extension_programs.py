@@ -2,32 +2,20 @@
 bubble from the ledger's spans, the stashes under both schedules, its trace),
 the ring timing behind `make mpi-demo CASE=ring` (Part 11), ddp_train (Part
 13: the three ways of averaging, measured from the ledger's spans, its
-trace), request_progress (`make mpi-demo CASE=progress`), compress_train
-(Part 14: dense and top-k, the bytes a step by comm.h's formulas) and
-decentral_train (Part 15), on the reference; the stubs' programs stop with
-the part's message.
+trace) and request_progress (`make mpi-demo CASE=progress`), on the
+reference; the stubs' programs stop with the part's message. Parts 14-16
+test theirs in files of their own (test_KEY.py).
 
   python3 -m pytest staff/tests/test_extension_programs.py -q      (after `make build`)
 """
 import csv
-import json
 import os
 import subprocess
 import sys
 
 from kit import trace_file
 from kit.paths import KIT_DIR, KITRUN, build_dir
-
-SHORT = ["--num_train_samples", "1200", "--num_test_samples", "200"]
-
-
-def trainer(program, tmp_path, ranks, *flags, impl="reference"):
-    """A short run of one of the extension parts' trainers: its output, and its report (None without one)."""
-    report = tmp_path / "report.json"
-    proc = subprocess.run([KITRUN, "-n", str(ranks), os.path.join(build_dir(), impl, program), *SHORT,
-                           "--report", str(report), *flags],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-    return proc, (json.loads(report.read_text()) if report.exists() else None)
+from staff.tests.trainers import trainer
 
 
 def pipeline_train(tmp_path, ranks, *flags, impl="reference"):
@@ -178,43 +166,3 @@ def test_request_progress_measures_each_way_of_waiting(tmp_path):
     # One traced run of each mode, of the largest size: three requests a rank, two of them beside a computing span.
     assert sorted(len([e for e in events if e["pid"] == r and trace_file.request(e)]) for r in (0, 1)) == [3, 3]
     assert len([e for e in events if e["pid"] == 0 and e["name"] == "compute"]) == 2
-
-
-# The MLP's parameter sizes (784-256-10), and the entries top-k keeps of each at --keep 0.01.
-MLP_SIZES = (784 * 256, 256, 256 * 10, 10)
-KEPT = sum(max(1, int(0.01 * n)) for n in MLP_SIZES)
-
-
-def test_compress_train_sends_what_the_formulas_say(tmp_path):
-    proc, _ = trainer("compress_train", tmp_path, 2)
-    assert proc.returncode == 0, proc.stdout
-    for way in ("== dense", "== top-k with error feedback", "== top-k alone"):
-        assert way in proc.stdout, proc.stdout
-    assert proc.stdout.count("Test Acc") == 3, proc.stdout
-    ranks = 2
-    dense = 2 * (ranks - 1) * sum(MLP_SIZES) * 8 // ranks  # the ring allreduce's, comm.h
-    sparse = 2 * (ranks - 1) * KEPT * 8                    # two allgathers of K each, comm.h
-    assert f"rank 0 sent {dense} bytes in 4 allreduce calls" in proc.stdout, proc.stdout
-    assert proc.stdout.count(f"rank 0 sent {sparse} bytes in 8 allgather calls") == 2, proc.stdout
-
-
-def test_compress_and_decentral_train_on_the_stubs_name_their_parts(tmp_path):
-    for program, function, part in (("compress_train", "compress_with_feedback", "Part 14"),
-                                    ("decentral_train", "decentralized_sgd_step", "Part 15")):
-        proc, _ = trainer(program, tmp_path, 2, impl="student")
-        assert proc.returncode != 0 and f"{function} is not implemented" in proc.stdout and part in proc.stdout, \
-            proc.stdout
-
-
-def test_zero_stages_keeps_and_sends_what_the_formulas_say(tmp_path):
-    from kit import explore_part16_zero12
-    proc, report = trainer("zero_stages", tmp_path, 3)
-    assert proc.returncode == 0, proc.stdout
-    want = explore_part16_zero12.formulas(3)
-    for stage in report["zero_stages"]["stages"]:
-        f = want[f"stage {stage['stage']}"]
-        assert (stage["kept_doubles"], stage["bytes_per_step"]) == (f["kept"], f["sent"]), (stage, f)
-        assert stage["m"] == stage["v"] == explore_part16_zero12.shard(explore_part16_zero12.N, 3)
-    proc, _ = trainer("zero_stages", tmp_path, 2, impl="student")
-    assert proc.returncode != 0 and "Zero1Adam::step is not implemented" in proc.stdout and "Part 16" in proc.stdout, \
-        proc.stdout

@@ -1,5 +1,5 @@
 """Each fact both languages use has one source, kit/facts.py (the runs' rank
-counts: kit/parts.py): the C++ header generated from it gives the same
+counts: kit/part_table.py): the C++ header generated from it gives the same
 numbers and names as the Python, the kit's Python takes them from it, and
 no file of the kit writes one of them again.
 
@@ -37,7 +37,7 @@ WRITTEN_AGAIN = {
     "the record cap": (r"(?i)\bk?_?max_?(values|elements)\w*\s*=\s*\d", {HOME}),
     "the per-file limit": (r"(?i)\b(max_object_bytes|binary_mib|file_limit_bytes)\s*=\s*\d|[\"']fsize[\"']\s*:\s*\d",
                            {HOME}),
-    "the memory limits": (r"(?i)(heap_budget|data_limit|stack_limit|thread_stack)\w*\s*=\s*\d", {"kit/parts.py"}),
+    "the memory limits": (r"(?i)(heap_budget|data_limit|stack_limit|thread_stack)\w*\s*=\s*\d", {"kit/limits.py"}),
     # (n-1) times a buffer's bytes, or a block count times 8 bytes. Part
     # 11's own formulas are its module's (kit/ring.py, which the header
     # takes them from); its checks keep their own words, which a failure

@@ -101,14 +101,14 @@ def test_the_copy_s_course_is_the_cut_s(monkeypatch):
     from kit import parts
     EXTENSIONS = tuple(p.key for p in parts.ALL_PARTS if p.extension)  # every one this copy holds
     from kit.toml_subset import loads
-    with open(f"{dist.KIT}/kit/parts.py") as f:
+    with open(f"{dist.KIT}/kit/part_table.py") as f:
         parts_source = f.read()
     try:
         for graded, cut, mpi, want in (
                 ("", "handout", None, ([], "openmpi", [], [])),
                 ("part12", "handout", None, (["part12_pipeline"], "openmpi", [], ["part12_pipeline"])),
                 ("1", "autograder", "mpich", (list(EXTENSIONS), "mpich", ["grader"], list(EXTENSIONS)))):
-            monkeypatch.setenv("KIT_EXTENSIONS", graded)  # read once, when the kit loads
+            monkeypatch.setenv("KIT_EXTENSIONS", graded)  # read once, at the course's first use
             importlib.reload(parts)
             shipped = loads(importlib.reload(dist).shipped_course(cut, mpi))
             assert (shipped["extensions"], shipped["mpi"], shipped["copy"]["holds"],
@@ -119,7 +119,7 @@ def test_the_copy_s_course_is_the_cut_s(monkeypatch):
         importlib.reload(parts)
         importlib.reload(dist)
     # The table's source ships as it is: no cut rewrites Python.
-    assert "parts.py" not in " ".join(dist.MADE) and open(f"{dist.KIT}/kit/parts.py").read() == parts_source
+    assert "part_table.py" not in " ".join(dist.MADE) and open(f"{dist.KIT}/kit/part_table.py").read() == parts_source
 
 
 def test_a_prairielearn_course_s_handout_says_to_upload_the_loose_files_and_what_the_report_shows(tmp_path):

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from kit import host_limits
-from kit import parts as table
+from kit import limits
 
 
 def fake_system(tmp_path, monkeypatch, mounts, memberships, files):
@@ -83,7 +83,7 @@ def test_a_container_too_small_is_named_with_the_setting_to_raise(tmp_path, monk
                  "sys/fs/cgroup/job/pids.max": "64\n"})
     short = {s.what: s.message for s in host_limits.requirements(root=True)}
     assert set(short) == {"memory", "CPU", "processes"}
-    assert "may hold 512 MiB" in short["memory"] and f"{table.RANK_DATA_LIMIT_MIB} MiB of private memory" in short["memory"]
+    assert "may hold 512 MiB" in short["memory"] and f"{limits.RANK_DATA_LIMIT_MIB} MiB of private memory" in short["memory"]
     assert "Gradescope" in short["memory"] and "graderDockerMemory" in short["memory"]
     assert "0.10 CPUs" in short["CPU"] and "--cpus" in short["CPU"]
     assert "pids.max" in short["processes"] and "is 64" in short["processes"]
@@ -91,20 +91,20 @@ def test_a_container_too_small_is_named_with_the_setting_to_raise(tmp_path, monk
 
 def test_eight_ranks_at_their_limits_fit_gradescopes_default_memory():
     # The job's total is the ranks' limits, their MPI sides', and the kit's share, and fits 768 MiB.
-    rank = table.RANK_DATA_LIMIT_MIB + table.RANK_STACK_LIMIT_MIB + table.SIDE_DATA_LIMIT_MIB
-    assert host_limits.memory_needed() == (table.JOB_RANKS * rank + table.KIT_SHARE_MIB) << 20
-    assert host_limits.memory_needed() <= 768 << 20 and table.SMALLEST_PLATFORM_MIB == 768
+    rank = limits.RANK_DATA_LIMIT_MIB + limits.RANK_STACK_LIMIT_MIB + limits.SIDE_DATA_LIMIT_MIB
+    assert host_limits.memory_needed() == (limits.JOB_RANKS * rank + limits.KIT_SHARE_MIB) << 20
+    assert host_limits.memory_needed() <= 768 << 20 and limits.SMALLEST_PLATFORM_MIB == 768
 
 
 @pytest.mark.parametrize("short_by", [0, 1])
 def test_a_container_a_mib_under_the_job_total_is_refused(tmp_path, monkeypatch, short_by):
     fake_system(tmp_path, monkeypatch, [("cgroup2", "/", "/sys/fs/cgroup", "")], ["0::/job"],
-                {"sys/fs/cgroup/job/memory.max": str((table.JOB_MEMORY_MIB - short_by) << 20) + "\n"})
+                {"sys/fs/cgroup/job/memory.max": str((limits.JOB_MEMORY_MIB - short_by) << 20) + "\n"})
     short = {s.what: s.message for s in host_limits.requirements(root=True)}
     if not short_by:
         assert "memory" not in short, short
         return
-    assert f"needs up to {table.JOB_MEMORY_MIB} MiB" in short["memory"]
+    assert f"needs up to {limits.JOB_MEMORY_MIB} MiB" in short["memory"]
     assert "the autograder's memory setting" in short["memory"] and "--memory" in short["memory"]
 
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from kit import limits
+
 from kit import parts as table
 from kit import parts_cli
 from kit.paths import KIT_DIR
@@ -51,17 +53,17 @@ def test_make_accepts_every_key_and_group():
 def test_the_time_scale_only_shortens_limits(monkeypatch):
     from kit import overrides  # KIT_TIME_SCALE, read once when the kit loads
     monkeypatch.setattr(overrides, "TIME_SCALE", "0.4")
-    assert table.limit(table.CASE_SECONDS) == table.CASE_SECONDS * 0.4
+    assert limits.limit(table.CASE_SECONDS) == table.CASE_SECONDS * 0.4
     for bad in ("0", "1.5", "-1", "fast"):
         monkeypatch.setattr(overrides, "TIME_SCALE", bad)
         try:
-            table.time_scale()
+            limits.time_scale()
         except SystemExit as e:
             assert "KIT_TIME_SCALE must be a number in (0, 1]" in str(e)
         else:
             raise AssertionError(f"KIT_TIME_SCALE={bad} was taken")
     monkeypatch.setattr(overrides, "TIME_SCALE", None)
-    assert table.limit(table.STARTUP_SECONDS) == table.STARTUP_SECONDS
+    assert limits.limit(limits.STARTUP_SECONDS) == limits.STARTUP_SECONDS
 
 
 def test_each_extension_part_has_its_own_switch(monkeypatch):
@@ -73,13 +75,12 @@ def test_each_extension_part_has_its_own_switch(monkeypatch):
             t = importlib.reload(table)
             assert (t.TOTAL_POINTS, len(t.PARTS), len(t.IMPL_FILES)) == (points, keys, files), value
             # The staff's copy holds (and builds) every extension part, graded or not.
-            assert {"part11_ring", "part12_pipeline", "part13_ddp", "part14_compress", "part15_decentral",
-                    "part16_zero12"} <= \
-                {p.key for p in t.built_parts()}
+            assert {p.key for p in t.ALL_PARTS if p.extension} <= {p.key for p in t.built_parts()}
         for bad in ("yes", "part99", "part11_ring,ring"):
             monkeypatch.setenv("KIT_EXTENSIONS", bad)
-            with pytest.raises(SystemExit, match="KIT_EXTENSIONS must be 1, 0 or a list of extension parts"):
-                importlib.reload(table)
+            t = importlib.reload(table)  # importing reads no course: the first use does, and stops there
+            with pytest.raises(table.InvalidCourse, match="KIT_EXTENSIONS must be 1, 0 or a list of extension parts"):
+                t.current()
     finally:
         monkeypatch.delenv("KIT_EXTENSIONS")
         importlib.reload(table)
@@ -98,7 +99,7 @@ def test_cmake_and_make_get_a_cut_s_configuration(tmp_path, monkeypatch):
     rewritten) gives its copy the cut's parts, holdings and MPI."""
     import importlib
     from staff import dist
-    monkeypatch.setenv("KIT_EXTENSIONS", "part13_ddp")  # read once, when the kit loads
+    monkeypatch.setenv("KIT_EXTENSIONS", "part13_ddp")  # read once, at the course's first use
     importlib.reload(table)
     dist = importlib.reload(dist)
     for name, text in (("handout", dist.shipped_course("handout")),
@@ -201,3 +202,22 @@ def test_a_parts_command_is_found_by_its_row(tmp_path):
     without = run("ring", KIT_COURSE=str(course), KIT_EXTENSIONS="0")
     assert without.returncode == 2 and "does not hold the extension part" in without.stdout
     assert "ring " not in run("--help", KIT_COURSE=str(course), KIT_EXTENSIONS="0").stdout
+
+
+def test_importing_the_kit_reads_no_course_file(tmp_path):
+    """Every module of kit/, grader/ and staff/ imports with a course file
+    that can't be read: the course is loaded at its first use, as an object."""
+    import subprocess
+    import sys
+    modules = sorted({os.path.relpath(os.path.join(d, f), KIT_DIR)[:-3].replace(os.sep, ".")
+                      for top in ("kit", "grader", "staff") for d, _, files in os.walk(os.path.join(KIT_DIR, top))
+                      if "tests" not in d.split(os.sep) and "__pycache__" not in d for f in files
+                      if f.endswith(".py") and f != "__main__.py"})
+    code = ("import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+            "from kit import parts\ntry:\n    parts.current()\nexcept parts.InvalidCourse as e:\n"
+            "    print('first use:', str(e).splitlines()[-1])\n")
+    env = dict(os.environ, KIT_COURSE=str(tmp_path / "missing.toml"))
+    proc = subprocess.run([sys.executable, "-c", code, *modules], cwd=KIT_DIR, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert proc.returncode == 0 and "first use:" in proc.stdout and "missing.toml" in proc.stdout, proc.stdout
+    assert len(modules) > 80, modules

@@ -145,6 +145,7 @@ def test_only_jobs_of_hidden_cases_get_the_salt_and_a_hung_part_runs_last(monkey
     their limits."""
     from kit import jobs
     from kit.outcomes import CaseOutcome
+    from kit import limits
     from kit import parts as table
     launched = []
 
@@ -161,7 +162,7 @@ def test_only_jobs_of_hidden_cases_get_the_salt_and_a_hung_part_runs_last(monkey
     chosen = [p for p in table.PARTS if p.key in ("part1", "part7")]
     ran = jobs.run_parts("kit_tests", chosen, hidden=True, launch_args={"expected": judge.Expected(salt=99)})
     assert [(salt is not None, share) for _, salt, share in launched] == \
-        [(False, 1.0), (True, 1.0), (False, table.HUNG_PART_SHARE), (True, table.HUNG_PART_SHARE)]
+        [(False, 1.0), (True, 1.0), (False, limits.HUNG_PART_SHARE), (True, limits.HUNG_PART_SHARE)]
     public, hidden_now, public_later, hidden_later = (f for f, _, _ in launched)
     assert "Hidden" not in public and "Hidden" not in public_later and public_later == "Part1DataSplit.B"
     assert "HiddenPart7" in hidden_now and "HiddenPart1" not in hidden_now and "HiddenPart1" in hidden_later

@@ -16,7 +16,7 @@
 
 #include "call_context.h"
 #include "job.h"
-#include "parts_table.h"  // the data limit (kit/parts.py)
+#include "parts_table.h"  // the data limit (kit/limits.py)
 #include "records.h"
 
 namespace harness {

@@ -66,11 +66,11 @@ CasePlan plan_cases(const std::string& filter, int rank) {
       const TableRun* second = nullptr;
       const TableRun* run = run_of(name, &second);
       if (run == nullptr) {
-        plan.error = "no run of the parts table (kit/parts.py) selects " + name;
+        plan.error = "no run of the parts table (kit/part_table.py) selects " + name;
         return plan;
       }
       if (second != nullptr) {
-        plan.error = "two runs of the parts table (kit/parts.py) select " + name + ": '" + run->filter + "' and '" +
+        plan.error = "two runs of the parts table (kit/part_table.py) select " + name + ": '" + run->filter + "' and '" +
                      second->filter + "'; make their filters name whole suites";
         return plan;
       }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm.h"
-#include "parts_table.h"  // generated from kit/parts.py
+#include "parts_table.h"  // generated from kit/part_table.py, kit/limits.py
 
 namespace harness {
 

@@ -4,7 +4,7 @@
 //
 // A test file writes ordinary TEST(Part3NaiveForward, ...) cases. How many
 // ranks a case runs on and how long it may take come from the run of the
-// parts table (kit/parts.py) whose filter selects it.
+// parts table (kit/part_table.py) whose filter selects it.
 #pragma once
 
 #include <gtest/gtest.h>

@@ -177,9 +177,9 @@ int main(int argc, char** argv) {
   GTEST_FLAG_SET(filter, plan.mine.empty() ? "-*" : plan.mine);
 
   dtrain::keep_big_blocks_for_reuse();
-  dtrain::heap_budget::set(kRankHeapBudgetBytes);  // the same on every machine (kit/parts.py)
+  dtrain::heap_budget::set(kRankHeapBudgetBytes);  // the same on every machine (kit/limits.py)
 #ifdef KIT_DRIVEN
-  // The rank's limits are shared with its student's process (kit/parts.py, DRIVEN_HARNESS_DATA_MIB).
+  // The rank's limits are shared with its student's process (kit/limits.py, DRIVEN_HARNESS_DATA_MIB).
   dtrain::platform::limit_private_memory(kDrivenHarnessDataLimitBytes);
   dtrain::platform::limit_main_stack(kDrivenHarnessStackLimitBytes);
 #else

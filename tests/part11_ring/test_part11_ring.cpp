@@ -1,5 +1,5 @@
 // Part 11 (an extension part): naive_allreduce and ring_allreduce, on each
-// rank count of its runs (kit/parts.py; one suite per rank count), for
+// rank count of its runs (kit/part_table.py; one suite per rank count), for
 // lengths below, equal to and not a multiple of the rank count (the checks: ring_checks.h).
 //   make test-part11
 #include "ring_checks.h"
@@ -7,7 +7,7 @@
 
 using namespace kit;
 
-// The same cases for each rank count; kit/parts.py runs suite Part11RingN on N ranks.
+// The same cases for each rank count; kit/part_table.py runs suite Part11RingN on N ranks.
 #define KIT_RING_CASES(Suite)                                                                 \
   TEST(Suite, NaiveShorterThanTheRanks) { check_naive(world().size() - 1); }                 \
   TEST(Suite, NaiveAsLongAsTheRanks) { check_naive(world().size()); }                        \
@@ -17,4 +17,4 @@ using namespace kit;
   TEST(Suite, RingNotAMultipleOfTheRanks) { check_ring(2 * world().size() + 1); }            \
   TEST(Suite, RingOfAThousandElements) { check_ring(1000); }
 
-KIT_SUITES_Part11Ring(KIT_RING_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_Part11Ring(KIT_RING_CASES)  // one suite per run of kit/part_table.py

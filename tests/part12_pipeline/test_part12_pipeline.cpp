@@ -1,5 +1,5 @@
 // Part 12 (an extension part): pipeline_step under GPipe and 1F1B, on each
-// stage count of its runs (kit/parts.py; one suite per stage count), with 1,
+// stage count of its runs (kit/part_table.py; one suite per stage count), with 1,
 // 3 and 8 micro-batches (the checks: pipeline_checks.h).
 //   make test-part12
 #include "pipeline_checks.h"
@@ -7,7 +7,7 @@
 
 using namespace kit;
 
-// The same cases for each stage count; kit/parts.py runs suite Part12PipelineK on K ranks.
+// The same cases for each stage count; kit/part_table.py runs suite Part12PipelineK on K ranks.
 #define KIT_PIPELINE_CASES(Suite)                                           \
   TEST(Suite, GPipeOneMicroBatch) { check_step(Schedule::GPipe, 1); }      \
   TEST(Suite, GPipeThreeMicroBatches) { check_step(Schedule::GPipe, 3); }  \
@@ -16,4 +16,4 @@ using namespace kit;
   TEST(Suite, OneFOneBThreeMicroBatches) { check_step(Schedule::OneFOneB, 3); }  \
   TEST(Suite, OneFOneBEightMicroBatches) { check_step(Schedule::OneFOneB, 8); }
 
-KIT_SUITES_Part12Pipeline(KIT_PIPELINE_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_Part12Pipeline(KIT_PIPELINE_CASES)  // one suite per run of kit/part_table.py

@@ -1,5 +1,5 @@
 // Part 13 (an extension part): plan_buckets on 1 rank, and GradientBuckets
-// on each rank count of its runs (kit/parts.py; one suite per rank count),
+// on each rank count of its runs (kit/part_table.py; one suite per rank count),
 // each played through two backwards (the checks: ddp_checks.h).
 //   make test-part13
 #include "ddp_checks.h"
@@ -26,7 +26,7 @@ TEST(Part13Ddp1, PlanOfTheTrainersModel) {
   check_plan({784 * 256, 256, 256 * 256, 256, 256 * 10, 10}, 65536, {{5, 4, 3}, {2}, {1}, {0}});
 }
 
-// The same GradientBuckets cases for each rank count; kit/parts.py runs suite Part13DdpN on N ranks.
+// The same GradientBuckets cases for each rank count; kit/part_table.py runs suite Part13DdpN on N ranks.
 #define KIT_DDP_CASES(Suite)                                                                             \
   TEST(Suite, BucketsFilledToTheCap) { check_buckets(kSizes, 6, {{5, 4, 3}, {2, 1}, {0}}); }             \
   TEST(Suite, BucketsWalkedFromTheLastParameter) { check_buckets(kSizes, 8, {{5, 4, 3}, {2, 1}, {0}}); } \
@@ -34,4 +34,4 @@ TEST(Part13Ddp1, PlanOfTheTrainersModel) {
   TEST(Suite, OneBucket) { check_buckets(kSizes, 100, {{5, 4, 3, 2, 1, 0}}); }                           \
   TEST(Suite, ALargeFirstLayer) { check_buckets({160, 8, 32, 4}, 40, {{3, 2}, {1}, {0}}); }
 
-KIT_SUITES_Part13Ddp(KIT_DDP_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_Part13Ddp(KIT_DDP_CASES)  // one suite per run of kit/part_table.py

@@ -1,5 +1,5 @@
 // Part 14 (an extension part): topk, compress_with_feedback and
-// sparse_allreduce_mean, on each rank count of its runs (kit/parts.py; one
+// sparse_allreduce_mean, on each rank count of its runs (kit/part_table.py; one
 // suite per rank count). The checks: compress_checks.h.
 //   make test-part14
 #include "compress_checks.h"
@@ -7,7 +7,7 @@
 
 using namespace kit;
 
-// The same cases for each rank count; kit/parts.py runs suite Part14CompressN on N ranks.
+// The same cases for each rank count; kit/part_table.py runs suite Part14CompressN on N ranks.
 #define KIT_COMPRESS_CASES(Suite)                                                                          \
   TEST(Suite, TopkBreaksTiesTowardTheLowerIndex) {                                                      \
     check_topk(tied(world().rank(), 20), 4, "a tied vector");                                             \
@@ -27,4 +27,4 @@ using namespace kit;
   TEST(Suite, SparseMeanOfOverlappingIndices) { check_sparse_mean(20, 4); }                             \
   TEST(Suite, SparseMeanWithKZero) { check_sparse_mean(9, 0); }
 
-KIT_SUITES_Part14Compress(KIT_COMPRESS_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_Part14Compress(KIT_COMPRESS_CASES)  // one suite per run of kit/part_table.py

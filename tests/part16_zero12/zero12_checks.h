@@ -163,7 +163,7 @@ void check_zero12(int stage, int steps, long n, double lr = 1e-2) {
 }
 
 // One step of stage `stage` on a larger model, with little memory of the
-// harness's own (it keeps a small part of the rank's, kit/parts.py: a case
+// harness's own (it keeps a small part of the rank's, kit/limits.py: a case
 // of 150,000 elements already ran out of it beside other parts' cases):
 // params are checked element by element against Adam's first step,
 // m = (1-beta1) g and v = (1-beta2) g^2 on the averaged gradient, without

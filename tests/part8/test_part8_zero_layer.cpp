@@ -36,7 +36,7 @@ Communicator threes() { return world().split(rank() < 3 ? 0 : 1, rank()); }
 // A layer big enough that keeping its full weight (4 MiB) is unmistakable:
 // element i of its row-major weight is i / (in x out). The test never holds
 // it whole, which would take most of a driven harness's memory
-// (kit/parts.py): it makes this rank's shard, and products a block of
+// (kit/limits.py): it makes this rank's shard, and products a block of
 // rows at a time.
 constexpr int kBigIn = 1024, kBigOut = 512, kBigBatch = 8, kBigBlock = 64;
 constexpr double kBigNumel = double(kBigIn) * kBigOut;

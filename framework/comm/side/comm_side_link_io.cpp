@@ -11,7 +11,7 @@
 #include <stdexcept>
 
 #include "comm_side_serve.h"
-#include "parts_table.h"  // the side's data limit (kit/parts.py)
+#include "parts_table.h"  // the side's data limit (kit/limits.py)
 
 namespace dtrain::side {
 

@@ -32,7 +32,7 @@
 #include <thread>
 #include <vector>
 
-#include "parts_table.h"  // the kit's stack size for threads (kit/parts.py)
+#include "parts_table.h"  // the kit's stack size for threads (kit/limits.py)
 #include "comm_side_child.h"
 #include "comm_side_ops.h"
 #include "comm_side_serve.h"
@@ -194,7 +194,7 @@ int main(int argc, char** argv) {
   close(link_ends.child);
   close(control_ends.child);
   signal(SIGPIPE, SIG_IGN);
-  // A test job's side keeps to its share of the rank's memory (kit/parts.py,
+  // A test job's side keeps to its share of the rank's memory (kit/limits.py,
   // SIDE_DATA_LIMIT_MIB): a grading job at every limit fits the smallest
   // platform by construction. A trainer's, like the trainer, has no limit
   // of the kit's: its buckets may hold a whole model's gradients in flight.

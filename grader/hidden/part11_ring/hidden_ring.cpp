@@ -12,4 +12,4 @@ using namespace kit;
   TEST(Suite, RingOfThreeBlocksAndTwo) { check_ring(3 * world().size() + 2); }           \
   TEST(Suite, RingOfAnOddLength) { check_ring(4097); }
 
-KIT_SUITES_HiddenPart11Ring(KIT_HIDDEN_RING_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_HiddenPart11Ring(KIT_HIDDEN_RING_CASES)  // one suite per run of kit/part_table.py

@@ -14,4 +14,4 @@ using namespace kit;
   TEST(Suite, OneFOneBFiveMicroBatches) { check_step(Schedule::OneFOneB, 5); }           \
   TEST(Suite, OneFOneBOneRowEach) { check_step(Schedule::OneFOneB, kBatch); }
 
-KIT_SUITES_HiddenPart12Pipeline(KIT_HIDDEN_PIPELINE_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_HiddenPart12Pipeline(KIT_HIDDEN_PIPELINE_CASES)  // one suite per run of kit/part_table.py

@@ -18,4 +18,4 @@ TEST(HiddenPart13Ddp1, PlanOfOnesInThrees) { check_plan({1, 1, 1, 1, 1, 1, 1}, 3
   TEST(Suite, ThreeBackwards) { check_buckets({5, 5, 5, 5}, 10, {{3, 2}, {1, 0}}, 3); }                \
   TEST(Suite, ManySmallBuckets) { check_buckets({1, 1, 1, 1, 1, 1, 1}, 3, {{6, 5, 4}, {3, 2, 1}, {0}}); }
 
-KIT_SUITES_HiddenPart13Ddp(KIT_HIDDEN_DDP_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_HiddenPart13Ddp(KIT_HIDDEN_DDP_CASES)  // one suite per run of kit/part_table.py

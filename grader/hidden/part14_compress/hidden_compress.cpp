@@ -16,4 +16,4 @@ using namespace kit;
   TEST(Suite, SparseMeanOfEveryEntry) { check_sparse_mean(11, 11); }                               \
   TEST(Suite, SparseMeanAtTheTrainersSize) { check_sparse_mean(203530, 2035); }
 
-KIT_SUITES_HiddenPart14Compress(KIT_HIDDEN_COMPRESS_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_HiddenPart14Compress(KIT_HIDDEN_COMPRESS_CASES)  // one suite per run of kit/part_table.py

@@ -11,4 +11,4 @@ using namespace kit;
   TEST(Suite, TenGossipStepsOfElevenElements) { check_gossip(10, 11); }           \
   TEST(Suite, SixSgdStepsOfNineElements) { check_sgd(6, 9, 0.2); }
 
-KIT_SUITES_HiddenPart15Decentral(KIT_HIDDEN_DECENTRAL_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_HiddenPart15Decentral(KIT_HIDDEN_DECENTRAL_CASES)  // one suite per run of kit/part_table.py

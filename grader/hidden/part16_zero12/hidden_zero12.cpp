@@ -15,4 +15,4 @@ using dtrain::Zero2Adam;
   TEST(Suite, StageOneOfTwoElements) { check_zero12<Zero1Adam>(1, 2, 2); }               \
   TEST(Suite, StageTwoOfTwoElements) { check_zero12<Zero2Adam>(2, 2, 2); }
 
-KIT_SUITES_HiddenPart16ZeroStages(KIT_HIDDEN_ZERO12_CASES)  // one suite per run of kit/parts.py
+KIT_SUITES_HiddenPart16ZeroStages(KIT_HIDDEN_ZERO12_CASES)  // one suite per run of kit/part_table.py
