@@ -94,7 +94,7 @@ def main(argv: List[str]) -> int:
                     help="the stamp of the kit the platform's assignment was made from (a bundle's kit-stamp.txt): "
                          "a grader image of another kit is a grader error, not a grade")
     ap.add_argument("--hidden-values", metavar="FILE",
-                    help="the judge's hidden values from this file instead of grader/hidden/expected.txt "
+                    help="the judge's hidden values (and the salt) from this one file instead of the kit's own "
                          "(PrairieLearn: from serverFilesCourse, so the image holds none)")
     ap.add_argument("--batch", metavar="DIR_OR_GLOB", help="grade every handin of a directory or glob")
     ap.add_argument("--jobs", type=int, default=1, help="parallel workers in batch mode")

@@ -246,13 +246,14 @@ _EXPECTED: Dict[str, judge.Expected] = {}
 
 
 def expected_values(hidden: Optional[str] = None) -> judge.Expected:
-    """The judge's values, recorded from the reference (grader/hidden/expected.txt,
-    or `hidden`). Without them no hidden case could fail: that is the grader's
+    """The judge's values, recorded from the reference (each part's, kit/judge.py,
+    or `hidden`'s). Without them no hidden case could fail: that is the grader's
     fault, and it stops."""
-    paths = judge.files(KIT_DIR, hidden)
-    if len(paths) != 2:
-        raise RuntimeError(f"{judge.PUBLIC} or {hidden or judge.HIDDEN} is missing: the judge has no expected values "
-                           "(staff: make hidden-data)")
+    public, secret = judge.files(KIT_DIR, hidden)
+    if not public or not secret:
+        raise RuntimeError(f"{'the public values' if not public else hidden or 'the hidden values'} missing: the "
+                           "judge has no expected values (staff: make hidden-data)")
+    paths = public + secret
     key = ":".join(f"{p}:{os.stat(p).st_mtime_ns}" for p in paths)
     if key not in _EXPECTED:
         _EXPECTED[key] = judge.load_all(paths)

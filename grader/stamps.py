@@ -45,10 +45,9 @@ def kit_stamps(build: str) -> Tuple[str, str]:
 
 
 # What a part's cases are made of, beside the kit's core: their values,
-# case by case (the second word of each line of these files names its case),
-# their sources and the runs that select them. A change here (a hidden case
+# case by case (the second word of each line of the values' files,
+# kit/judge.py, names its case), their sources and the runs that select them. A change here (a hidden case
 # added, make hidden-data, a part's tests) changes that part's stamp alone.
-CASE_FILES = (judge.PUBLIC, judge.HIDDEN)
 CASE_SOURCES = ("grader/hidden/", "tests/test_part", "tests/part")
 
 
@@ -64,7 +63,7 @@ def case_stamps(build: str) -> Tuple[str, Dict[str, str]]:
             dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", "tests"))
             for name in sorted(files):
                 rel = os.path.relpath(os.path.join(root, name), KIT_DIR)
-                if rel in CASE_FILES or rel.startswith(CASE_SOURCES) or not (
+                if rel.startswith(CASE_SOURCES) or not (
                         name.endswith((".py", ".h", ".cpp", ".txt", ".in")) or name == "grade"):
                     continue
                 digest.update(rel.encode() + b"\0")
@@ -73,7 +72,7 @@ def case_stamps(build: str) -> Tuple[str, Dict[str, str]]:
     with open(os.path.join(build, "impl_recipe.json"), "rb") as f:
         digest.update(f.read())
     lines: Dict[str, List[bytes]] = {}
-    for rel in CASE_FILES:
+    for rel in judge.public_files() + judge.hidden_files() + [judge.BUNDLED]:
         try:
             with open(os.path.join(KIT_DIR, rel), "rb") as f:
                 for line in f:

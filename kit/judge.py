@@ -3,11 +3,15 @@ process that runs no student code.
 
 The test binary's ranks hand over, as value records (tests/harness/records.h), what
 each student function returned (framework/calls/observe.h). The expected values
-were recorded from the reference by `make hidden-data`: the public cases'
-into tests/expected_values.txt (it ships with the handout, so `make test`
-judges as the grader does), the hidden cases' into
-grader/hidden/expected.txt, which never enters the sandbox or the test
-binary. A case with recorded values passes only if every rank returned,
+were recorded from the reference by `make hidden-data`, in files of each
+part's own (Part.values_paths, kit/part_types.py): the public cases' beside
+its tests (tests/KEY/expected_values.txt; they ship with the handout, so
+`make test` judges as the grader does), the hidden cases' beside its hidden
+cases (grader/hidden/KEY/expected.txt), which never enter the sandbox or
+the test binary, and the salt of the hidden inputs in grader/hidden/salt.txt.
+A platform's bundle holds the graded parts' hidden values and the salt in one
+file instead (staff/bundles.py), which the grader is given or finds at
+grader/hidden/expected.txt. A case with recorded values passes only if every rank returned,
 under every recorded label, a value of the recorded shape within the kit's
 tolerance (absolute plus relative 1e-9, as tests/harness/kit_test.cpp), and nothing
 more. So a handin can offer wrong values but never a verdict.
@@ -18,7 +22,7 @@ Each file has one line per case the reference ran and one per value:
 and, for the parts whose rules are about traffic, one per rank of a case
 with what its MPI side carried (kit/traffic.py):
     traffic <Suite.Case> <rank> <op>:<elements>:<ranks>:<times> ...
-and the hidden values' file a line with the salt of the hidden cases'
+and the salt's file (or a bundle's one file) a line with the salt of the hidden cases'
 inputs (tests/harness/kit_test.h, salted), which the runner hands to jobs of hidden
 cases only:
     salt <whole number>
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from kit import traffic as traffic_accounts
+from kit.part_table import TABLE
 from kit.records import Observed
 
 MAX_DIFFERENCES_SHOWN = 1
@@ -150,14 +155,32 @@ def judge_case(case: str, observed: Dict[Tuple[str, int], Observed], expected: E
 # The public cases' values ship with the handout (they tell nothing the
 # public tests don't), so `make test` judges as the grader does; the hidden
 # cases' stay with the grader.
-PUBLIC = os.path.join("tests", "expected_values.txt")
-HIDDEN = os.path.join("grader", "hidden", "expected.txt")
+SALT = os.path.join("grader", "hidden", "salt.txt")
+# A platform's one file of hidden values (staff/bundles.py): the salt and the graded parts'.
+BUNDLED = os.path.join("grader", "hidden", "expected.txt")
 
 
-def files(kit_dir: str, hidden: Optional[str] = None) -> List[str]:
-    """The public values and the hidden ones (`hidden`: from elsewhere than the
-    kit, such as PrairieLearn's serverFilesCourse), those that exist."""
-    return [p for p in (os.path.join(kit_dir, PUBLIC), hidden or os.path.join(kit_dir, HIDDEN)) if os.path.isfile(p)]
+def public_files() -> List[str]:
+    """Each part's public values, relative to the kit (Part 8's halves share theirs)."""
+    return list(dict.fromkeys(p.values_paths()[0] for p in TABLE))
+
+
+def hidden_files() -> List[str]:
+    """The salt, and each part's hidden values, relative to the kit."""
+    return [SALT] + list(dict.fromkeys(p.values_paths()[1] for p in TABLE))
+
+
+def files(kit_dir: str, hidden: Optional[str] = None) -> Tuple[List[str], List[str]]:
+    """(the public values' files, the hidden values' files) that exist: the
+    hidden ones from `hidden` where given (from elsewhere than the kit, such
+    as PrairieLearn's serverFilesCourse), else a bundle's one file, else the
+    salt and each part's."""
+    public = [os.path.join(kit_dir, f) for f in public_files() if os.path.isfile(os.path.join(kit_dir, f))]
+    if hidden:
+        return public, [hidden] if os.path.isfile(hidden) else []
+    if os.path.isfile(os.path.join(kit_dir, BUNDLED)):
+        return public, [os.path.join(kit_dir, BUNDLED)]
+    return public, [os.path.join(kit_dir, f) for f in hidden_files() if os.path.isfile(os.path.join(kit_dir, f))]
 
 
 def load_all(paths: List[str]) -> Expected:
@@ -169,8 +192,3 @@ def load_all(paths: List[str]) -> Expected:
         out.traffic.update(one.traffic)
         out.salt = one.salt if one.salt is not None else out.salt
     return out
-
-
-def default_path(kit_dir: str) -> Optional[str]:
-    path = os.path.join(kit_dir, HIDDEN)
-    return path if os.path.isfile(path) else None

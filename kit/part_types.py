@@ -11,6 +11,7 @@ adds where the handout has the slot SLOT, KEY.feedback.txt its questions in
 feedback.txt), its make targets in make/KEY.mk and its lines of the link
 check's allowlist in kit/allowlist/KEY.txt. Its row names each of them.
 """
+import posixpath
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Dict, List, Optional, Tuple
@@ -129,9 +130,17 @@ class Part:
         return [c for c, ok in results.items() if self.owns(c) and not ok
                 and any(fnmatchcase(c, g) for g in self.gates)]
 
+    def values_paths(self) -> Tuple[str, str]:
+        """Where `make hidden-data` keeps the judge's values of its cases
+        (kit/judge.py): the public cases' beside its tests, the hidden
+        cases' beside its hidden cases. Part 8's halves share both."""
+        return (posixpath.join(posixpath.dirname(self.tests[0]), "expected_values.txt"),
+                posixpath.join(posixpath.dirname(self.adds.hidden[0]), "expected.txt"))
+
     def own_paths(self) -> List[str]:
         """Every file of the tree that only this extension part uses."""
-        return [f"student/{f}" for f in self.files] + list(self.tests) + list(self.adds.paths())
+        return [f"student/{f}" for f in self.files] + list(self.tests) + list(self.adds.paths()) + \
+            list(self.values_paths())
 
 
 def is_hidden(case: str) -> bool:

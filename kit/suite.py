@@ -92,14 +92,14 @@ def stub_problems(outcomes: Dict[str, CaseOutcome], cases: List[str]) -> List[st
 
 def judged(build: str) -> Dict:
     """Launch settings that judge the public cases as the grader does: by the
-    values the reference's functions returned (tests/expected_values.txt),
+    values the reference's functions returned (tests/KEY/expected_values.txt),
     within the limits calibrated for this build on this machine."""
     settings: Dict = {"limits": calibration.limits(build, strict=False)}
     if settings["limits"].measured.startswith("the table's limits"):
         print(f"kit test: {settings['limits'].measured}", file=sys.stderr)
-    path = os.path.join(KIT_DIR, judge.PUBLIC)
-    if os.path.isfile(path):
-        settings["expected"] = judge.load(path)
+    public, _ = judge.files(KIT_DIR)
+    if public:
+        settings["expected"] = judge.load_all(public)
     return settings
 
 

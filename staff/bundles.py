@@ -9,8 +9,10 @@
                     needs (serverFilesCourse/dtrain-kit/: the judge's hidden values, the kit's stamp)
                     and an example question (questions/dtrain/: info.json with externalGradingOptions)
 
-The judge's hidden values (grader/hidden/expected.txt) go with the
-bundles only for the parts the course grades, and never into an image: each
+The judge's hidden values (each part's grader/hidden/KEY/expected.txt and
+the salt, kit/judge.py) go with the bundles in one file
+(grader/hidden/expected.txt), only for the parts the course grades, and
+never into an image: each
 platform's section of grader/README.md says which upload or repository
 holding them must stay private.
 
@@ -33,8 +35,9 @@ import tarfile
 import zipfile
 from typing import Dict, List
 
+from kit import judge
 from kit import parts as table
-from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, graded_values, shipped_course
+from staff.dist import COMMON, DIST, GRADER, KIT, add_text, files_of, shipped_course
 
 PLATFORMS = os.path.join("grader", "platforms")
 # PrairieLearn's timeout counts the container's start too: the question's
@@ -48,10 +51,12 @@ def kit_files() -> Dict[str, bytes]:
     the course as it is for this command."""
     course = table.CONFIGURATION
     left_out = set(table.extension_paths([k for k in course.held if k not in course.graded]))
-    files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER) if f not in left_out}
+    # Each part's hidden values go in one file, below; none by its own path.
+    secret = set(judge.hidden_files())
+    files = {f: open(os.path.join(KIT, f), "rb").read() for f in files_of(COMMON + GRADER)
+             if f not in left_out and f not in secret}
     files["course.toml"] = shipped_course("autograder").encode()
-    # The hidden values of the parts graded only: a bundle holds no secret the course does not use.
-    files[HIDDEN_VALUES] = graded_values(HIDDEN_VALUES).encode()
+    files[HIDDEN_VALUES] = hidden_values().encode()
     digest = hashlib.sha256()
     for name in sorted(files):
         digest.update(name.encode() + b"\0" + files[name] + b"\0")
@@ -59,7 +64,18 @@ def kit_files() -> Dict[str, bytes]:
     return files
 
 
-HIDDEN_VALUES = "grader/hidden/expected.txt"
+HIDDEN_VALUES = judge.BUNDLED
+
+
+def hidden_values() -> str:
+    """The salt and the hidden values of the parts graded, in one file: a
+    bundle holds no secret the course does not use."""
+    graded = dict.fromkeys(p.values_paths()[1] for p in table.PARTS)
+    texts = []
+    for rel in [judge.SALT] + list(graded):
+        with open(os.path.join(KIT, rel)) as f:
+            texts.append(f.read())
+    return "".join(texts)
 # The time stamp of every file of an image's context: the same files then
 # make the same layer, whichever platform's context they are in.
 CONTEXT_MTIME = 1700000000

@@ -90,23 +90,7 @@ def shipped_course(cut: str, mpi: Optional[str] = None) -> str:
 
 
 # Files whose shipped text is made for the cut, not copied.
-MADE = ("handout/README.md", "feedback.txt", "course.toml", "tests/expected_values.txt")
-
-
-def graded_values(path: str) -> str:
-    """A file of the judge's values (kit/judge.py: a line per case and per
-    value, `KIND CASE ...`) with only the lines of the parts the cut grades,
-    and its salt (the hidden values' first line)."""
-    graded = [p for p in table.ALL_PARTS if not p.extension or p.key in table.CONFIGURATION.graded]
-    with open(os.path.join(KIT, path)) as f:
-        lines = f.readlines()
-    return "".join(l for l in lines if l.startswith("salt ") or
-                   (len(l.split()) > 1 and any(p.owns(l.split()[1]) for p in graded)))
-
-
-def public_values() -> str:
-    """The judge's public values for the parts the cut has (they ship)."""
-    return graded_values(os.path.join("tests", "expected_values.txt"))
+MADE = ("handout/README.md", "feedback.txt", "course.toml")
 
 
 def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> int:
@@ -135,7 +119,6 @@ def handout(verify: bool, out: str = os.path.join(DIST, "handout.tar.gz")) -> in
             add_tree(tar, [f for f in files if f not in MADE], "dtrain-kit")
             add_text(tar, "dtrain-kit/feedback.txt", feedback.encode())
             add_text(tar, "dtrain-kit/course.toml", shipped_course("handout").encode())
-            add_text(tar, "dtrain-kit/tests/expected_values.txt", public_values().encode())
             for name in ("README.md", "handout/README.md"):
                 add_text(tar, f"dtrain-kit/{name}", readme.encode())
         print(f"dist: the handout leaves out {STAFF_MAKEFILE}, the targets {', '.join(sorted(cut))}")

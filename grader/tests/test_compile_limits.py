@@ -71,7 +71,7 @@ def test_relative_paths_out_of_the_headers_copy_find_nothing(tmp_path):
     how["run_flags"] = [f for f in how["compile_flags"] if not f.startswith("-I")] + [f"-I{headers}"]
     source = tmp_path / "src" / "zero_dp_stage3.cpp"
     source.parent.mkdir()
-    source.write_text('#include "comm.h"\n#include "../../tests/expected_values.txt"\n')
+    source.write_text('#include "comm.h"\n#include "../../tests/part1/expected_values.txt"\n')
     errors = compile_one(how, str(source), str(tmp_path / "x.o"))
     assert "expected_values.txt: No such file or directory" in errors and "split_data" not in errors
 

@@ -15,6 +15,7 @@ import zipfile
 import pytest
 
 from conftest import KIT
+from kit import judge
 from kit import parts as table
 
 # The tests share dist/: one xdist worker runs them all, in order.
@@ -82,7 +83,8 @@ def test_the_bundles_hold_what_each_platform_needs_and_no_secret_where_it_goes_p
     for place in ("autolab", "prairielearn"):
         kit = os.path.join(DIST, place, "dtrain-kit")
         assert os.path.isfile(os.path.join(kit, "grader", "platforms", "prepare-image"))
-        assert not os.path.exists(os.path.join(kit, "grader", "hidden", "expected.txt")), place
+        # No hidden value by its own path either: the salt and each part's stay out of every image.
+        assert not [rel for rel in judge.hidden_files() + [judge.BUNDLED] if os.path.exists(os.path.join(kit, rel))], place
         assert not os.path.exists(os.path.join(kit, "reference")) and not os.path.exists(os.path.join(kit, "staff"))
         assert open(os.path.join(kit, "kit-stamp.txt")).read() == stamp
     # Autolab: the image takes the hidden values after the kit's build; the
@@ -100,7 +102,7 @@ def test_the_bundles_hold_what_each_platform_needs_and_no_secret_where_it_goes_p
     cases = {line.split()[1] for line in hidden.splitlines() if not line.startswith("salt ")}
     assert hidden.startswith("salt ") and cases and all(any(p.owns(c) for p in table.PARTS) for c in cases), \
         sorted(c for c in cases if not any(p.owns(c) for p in table.PARTS))[:5]
-    every = open(os.path.join(KIT, "grader", "hidden", "expected.txt")).read().splitlines()
+    every = [line for rel in judge.hidden_files() for line in open(os.path.join(KIT, rel)).read().splitlines()]
     assert len(hidden.splitlines()) == sum(1 for line in every if line.startswith("salt ") or
                                            any(p.owns(line.split()[1]) for p in table.PARTS))
     # PrairieLearn keeps and shows /grade/results: its entry writes results.json alone there.

@@ -37,7 +37,7 @@ std::string slurp(const std::string& path) {
   std::ofstream(kit + "/grader/grading.py", std::ios::app) << "# overwritten\n";
   std::ofstream(kit + "/kit/jobs.py", std::ios::app) << "# overwritten\n";
   throw std::runtime_error("LEAK[" + slurp(kit + "/reference/func_impl.cpp") + "|" +
-                           slurp(kit + "/grader/hidden/expected.txt") + "|" +
+                           slurp(kit + "/grader/hidden/salt.txt") + "|" + slurp(kit + "/grader/hidden/part9/expected.txt") + "|" +
                            slurp(kit + "/build/reference/kit_tests") + "]");
 }
 }  // namespace

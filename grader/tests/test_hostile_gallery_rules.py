@@ -95,7 +95,7 @@ WORDS_OF_A_KILLED_COMPILER = ("#error virtual memory exhausted: Cannot allocate 
 # A kit file reached by a path relative to the public include directory; the
 # #error after it stops the preprocessor, so the static checks leave the file
 # to the compiler, whose messages would quote the file's lines.
-QUOTES_A_SHIPPED_FILE = '#include "../../tests/expected_values.txt"\n#error stop here\n'
+QUOTES_A_SHIPPED_FILE = '#include "../../tests/part1/expected_values.txt"\n#error stop here\n'
 
 
 
@@ -332,7 +332,7 @@ GALLERY: List[Hostile] = [
     # behind them (warn), the compile sees only the public headers' copy.
     Hostile("compile_messages_quote_a_shipped_file",
             quotes_a_shipped_file,
-            150 - ZERO_POINTS, says=("includes '../../tests/expected_values.txt': only standard headers",),
+            150 - ZERO_POINTS, says=("includes '../../tests/part1/expected_values.txt': only standard headers",),
             never=("split_data.x#1 0 4 2 1",)),
     Hostile("compile_messages_quote_a_shipped_file_behind_the_static_checks",
             quotes_a_shipped_file,

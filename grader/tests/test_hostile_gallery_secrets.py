@@ -15,6 +15,7 @@ from typing import List
 import pytest
 
 from conftest import IMPL_FILES, KIT, source
+from kit import judge
 from hostile_gallery import PROLOGUE, Hostile, grade_hostile
 
 # A static object that, before the system-call filter, looks for the hidden
@@ -103,8 +104,7 @@ def plan_with_a_note(tmp: str) -> List:
 
 
 def salt_hunter(tmp: str) -> List:
-    salt = next(line.split()[1] for line in open(os.path.join(KIT, "grader", "hidden", "expected.txt"))
-                if line.startswith("salt "))
+    salt = next(line.split()[1] for line in open(os.path.join(KIT, judge.SALT)) if line.startswith("salt "))
     spoiled = source("reference", "data_parallel_preprocess.cpp").replace(
         b"                                     int rank) {\n",
         b"                                     int rank) {\n  if (g_found) return {x_train, y_train};\n", 1)

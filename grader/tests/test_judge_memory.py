@@ -1,7 +1,7 @@
 """No process that runs student code holds a hidden case's expected value:
 while the grader runs a handin's cases, hidden Part 9 cases among them, this
 test reads the memory of every rank process as root (/proc/PID/mem) and
-looks for the doubles the judge expects there (grader/hidden/expected.txt).
+looks for the doubles the judge expects there (grader/hidden/KEY/expected.txt).
 A sentinel the handin itself keeps in memory must be found, so a scan that
 reads nothing cannot pass.
 
@@ -34,7 +34,7 @@ def hidden_values() -> dict:
     not round numbers, and only what a step or a layer computes (Adam's
     moments, forward's and backward's results); a weight after a step may
     equal its input, where its gradient was 0."""
-    expected = judge.load(judge.default_path(KIT))
+    expected = judge.load_all(judge.files(KIT)[1])
     found = {}
     for case, values in expected.values.items():
         if not case.startswith("HiddenPart9"):

@@ -1,7 +1,7 @@
 // recorded.h: values the grader's hidden cases hand to the judge. A case
 // names each value; the judge (kit/judge.py, outside the test process)
 // compares the value of rank r with the one recorded from the reference
-// under "<case>/recorded.<label>#1" for rank r (grader/hidden/expected.txt,
+// under "<case>/recorded.<label>#1" for rank r (grader/hidden/KEY/expected.txt,
 // written by `make hidden-data`). Nothing in the test process knows the
 // expected value, so nothing there can pass the check.
 //

@@ -59,7 +59,7 @@ inline int tag_of(std::int64_t tag) {
   return static_cast<int>(tag);
 }
 
-// A rank may wait long for its peer (a pipeline's bubble, a cycle of sends).
+// A rank may wait long for its peer (a peer still computing, a cycle of sends).
 inline void finish(MPI_Request* requests, int n, const char* call) {
   for (int i = 0; i < n; ++i) wait_polling(requests[i], call, Idle::YieldThenSleep);
 }

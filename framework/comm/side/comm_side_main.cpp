@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   // A test job's side keeps to its share of the rank's memory (kit/limits.py,
   // SIDE_DATA_LIMIT_MIB): a grading job at every limit fits the smallest
   // platform by construction. A trainer's, like the trainer, has no limit
-  // of the kit's: its buckets may hold a whole model's gradients in flight.
+  // of the kit's: its requests may hold a whole model's gradients in flight.
   rlimit data{};
   if (!results.empty() && getrlimit(RLIMIT_DATA, &data) == 0 &&
       (data.rlim_cur == RLIM_INFINITY || data.rlim_cur > static_cast<rlim_t>(harness::kSideDataLimitBytes))) {

@@ -1,7 +1,7 @@
 // The hidden cases of Part 1 (grader/hidden/, never shipped to students): the
 // split on 3 x 4 and on 3 and 8 groups, and a split that cannot be even.
 // Inputs pass through salted() (kit_test.h): the course's salt, in
-// grader/hidden/expected.txt beside the outputs the reference gave (`make
+// grader/hidden/salt.txt beside the outputs the reference gave (`make
 // hidden-data`, staff), makes the values, so this file holds no secret. Each
 // case's outputs on every rank are judged against those.
 //   tools/kitrun -n 1 build/reference/kit_tests --gtest_filter='HiddenPart1DataSplit.*'

@@ -1,6 +1,6 @@
 // The hidden cases of Part 2 (grader/hidden/, never shipped to students):
 // naive and Megatron layouts on mp 1, 2, 4 and 8. Inputs pass through
-// salted() (kit_test.h): the course's salt, in grader/hidden/expected.txt
+// salted() (kit_test.h): the course's salt, in grader/hidden/salt.txt
 // beside the outputs the reference gave (`make hidden-data`, staff), makes
 // the values, so this file holds no secret. Each case's outputs on every rank
 // are judged against those.

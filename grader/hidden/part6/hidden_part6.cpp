@@ -1,6 +1,6 @@
 // The hidden cases of Part 6 (grader/hidden/, never shipped to students): mp
 // 2 (four groups) and mp 8. Inputs pass through salted() (kit_test.h): the
-// course's salt, in grader/hidden/expected.txt beside the outputs the
+// course's salt, in grader/hidden/salt.txt beside the outputs the
 // reference gave (`make hidden-data`, staff), makes the values, so this file
 // holds no secret. Each case's outputs on every rank are judged against
 // those.

@@ -1,7 +1,7 @@
 // The hidden cases of Part 8 (grader/hidden/, never shipped to students):
 // padding corner cases, the forward on dp 2, 3 and 8, and the backward on dp
 // 3 and 8, called twice. Inputs pass through salted() (kit_test.h): the
-// course's salt, in grader/hidden/expected.txt beside the outputs the
+// course's salt, in grader/hidden/salt.txt beside the outputs the
 // reference gave (`make hidden-data`, staff), makes the values, so this file
 // holds no secret. Each case's outputs on every rank are judged against those.
 //   tools/kitrun -n 8 build/reference/kit_tests --gtest_filter='HiddenPart8*'

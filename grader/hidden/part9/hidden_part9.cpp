@@ -1,7 +1,7 @@
 // The hidden cases of Part 9 (grader/hidden/, never shipped to students):
 // five Adam steps on 8 ranks and on groups of 3, and a longer training.
 // Inputs pass through salted() (kit_test.h): the course's salt, in
-// grader/hidden/expected.txt beside the outputs the reference gave (`make
+// grader/hidden/salt.txt beside the outputs the reference gave (`make
 // hidden-data`, staff), makes the values, so this file holds no secret. Each
 // case's outputs on every rank are judged against those.
 //   tools/kitrun -n 8 build/reference/kit_tests --gtest_filter='HiddenPart9Adam.*:HiddenPart9Training.*'
