@@ -18,7 +18,7 @@ from kit.jobs import Driven
 from kit import parts as table
 from kit.launch import JobTally
 from kit.outcomes import CaseOutcome
-from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR
+from kit.paths import KIT_DIR, KITRUN, PUBLIC_HEADERS_DIR, STUBS_DIR, build_mpi
 from kit.recipe import public_headers_copy, recipe
 from kit.static_checks import check_files
 from kit import overrides
@@ -203,6 +203,8 @@ def compile_files(g: Grading) -> bool:
     # MPI's launcher runs under the exec guard, where this machine allows it:
     # once the ranks have started, no program starts (MPI_Comm_spawn).
     env = g.sandbox.env()
+    # The jobs' launcher can't read the build tree from the sandbox: it is told the build's MPI.
+    env["KIT_MPI"] = build_mpi(g.build_dir) or "openmpi"
     guard = os.path.join(g.sandbox.bin_dir, exec_guard.NAME)
     why_not = exec_guard.install(g.build_dir, guard, lambda cmd: g.sandbox.run(cmd, 30),
                                  context=(g.sandbox.root, g.sandbox.isolated_fs))

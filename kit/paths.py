@@ -5,9 +5,10 @@ The build directory is, in this order: the one a command is given
 because the grader runs jobs in a scratch directory of their own.
 
 A build is made for one MPI (CMake records it in BUILD/kit_mpi.txt), and its
-programs must start with that MPI's launcher. Finding the build therefore
-also sets KIT_MPI for every process this one starts: tools/kitrun reads it,
-also inside the grader's sandbox, where the build tree can't be read.
+programs must start with that MPI's launcher: tools/kitrun finds the file
+beside a program of the build, and the grader names it (KIT_MPI) to the
+jobs of its sandbox, where the build tree can't be read. Importing this
+module, or finding a build, changes no environment.
 """
 import os
 from typing import Optional
@@ -25,7 +26,7 @@ PUBLIC_HEADERS_DIR = os.path.join(FRAMEWORK_DIR, "include")
 
 def build_path(given: Optional[str] = None) -> str:
     """The build directory's absolute path, and nothing else: build_dir()
-    also checks its MPI and tells the processes this one starts."""
+    also checks its MPI against the one the command asks for."""
     return os.path.abspath(given or overrides.BUILD or os.path.join(KIT_DIR, "build"))
 
 
@@ -38,7 +39,6 @@ def build_dir(given: Optional[str] = None) -> str:
             # A configuration mistake, found before anything runs: stop with the fix.
             raise SystemExit(f"kit: {build} was built for {recorded}, not {asked} (KIT_MPI); use a build "
                              f"directory of its own: `make ... MPI={asked}` builds in build-{asked}")
-        os.environ["KIT_MPI"] = recorded
     return build
 
 

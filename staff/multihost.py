@@ -34,7 +34,7 @@ import uuid
 from typing import Dict, List, Optional
 
 from kit import trace_file
-from kit.paths import KITRUN, build_dir
+from kit.paths import KITRUN, build_dir, build_mpi
 
 SKIPPED = 77
 IFACE = "kitnet0"
@@ -184,8 +184,8 @@ def trace_problems(path: str) -> List[str]:
     return [f"trace: {p}" for p in problems[:5]]
 
 
-def check_mpi() -> None:
-    if os.environ.get("KIT_MPI") == "mpich":
+def check_mpi(mpi: str) -> None:
+    if mpi == "mpich":
         raise Skip("not with MPICH here: Debian 12's MPICH runs on UCX 1.13, whose TCP transport usually hangs "
                    "in MPI_Finalize once the job is done (openucx/ucx#8738; seen here in 5 of 6 runs, the "
                    "training itself finished and agreed); multi-host runs are checked with Open MPI")
@@ -208,6 +208,7 @@ def main(argv: List[str]) -> int:
                          "either way nothing may be left")
     args = ap.parse_args(argv)
     build = build_dir(args.build)
+    mpi = build_mpi(build) or "openmpi"
     program = os.path.join(build, "reference", "unified_train")
     if not os.access(program, os.X_OK):
         print(f"multihost: {program} is missing; run `make build` in a staff copy", file=sys.stderr)
@@ -225,7 +226,7 @@ def main(argv: List[str]) -> int:
         check_can_run()
         hosts.create()
         print(f"hosts: {hosts.names[0]} ({hosts.addresses[0]}) and {hosts.names[1]} ({hosts.addresses[1]}), "
-              f"linked by veth as {IFACE}; MPI: {os.environ.get('KIT_MPI', 'openmpi')}", flush=True)
+              f"linked by veth as {IFACE}; MPI: {mpi}", flush=True)
         if args.after_hosts:
             sleeper = subprocess.Popen(hosts.on(1, ["sleep", "600"]), env=dict(os.environ, KIT_MULTIHOST_TAG=args.tag),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -233,7 +234,7 @@ def main(argv: List[str]) -> int:
                 print("holding: a process runs on host b", flush=True)
                 sleeper.wait()
             raise StepFailed(f"failing on purpose (--after-hosts {args.after_hosts}), with a process on host b")
-        check_mpi()
+        check_mpi(mpi)
         ranks = str(2 * RANKS_PER_HOST)
         alone = train([KITRUN, "-n", ranks, program] + TRAIN, os.path.join(hosts.scratch, "alone.json"))
         print(f"alone:   final loss {alone['final_loss']!r}, test accuracy {alone['test_accuracy']!r}")

@@ -35,9 +35,8 @@ def load(path: str, **env) -> courses.Course:
 
 
 def kit_command(*args, env=None):
-    # The course's own overrides only as the test gives them: finding a build
-    # sets KIT_MPI in this process (kit/paths.py), which a test run beside
-    # others may have done.
+    # The course's own overrides only as the test gives them, whatever the
+    # environment the suite runs in says.
     base = {k: v for k, v in os.environ.items() if k not in ("KIT_COURSE", "KIT_EXTENSIONS", "KIT_MPI",
                                                              "KIT_TIME_BUDGET")}
     return subprocess.run([sys.executable, "-m", "kit", *args], cwd=KIT_DIR, stdout=subprocess.PIPE,
