@@ -13,3 +13,4 @@ class Mutant(NamedTuple):
     zero: Tuple[str, ...] = ()  # of those, parts that must score exactly 0
     says: Tuple[str, ...] = ()  # regular expressions each rank's first failure messages must match (what a report shows first)
     hangs: bool = False         # hangs case after case: run at kit.limits.HANG_SHARE of the limits
+    hidden: bool = False        # shows only in the hidden cases: run with them, as the grader does

@@ -25,13 +25,13 @@ import time
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional
 
-from kit import limits
+from kit import judge, limits
 
 from kit import parts as table
 from kit.build import build, server_of
 from kit.jobs import CaseOutcome, Driven, run_parts
 from kit.suite import judged
-from kit.paths import KITRUN, REFERENCE_DIR, build_dir, driven_harness
+from kit.paths import KIT_DIR, KITRUN, REFERENCE_DIR, build_dir, driven_harness
 from kit.report import fmt
 # The table has a file of its own; the tests and the other staff checks read it from here.
 from staff.mutant_table import MUTANTS, WRONG_ANSWERS_FROM, Mutant  # noqa: F401
@@ -92,9 +92,14 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     # parts (graded or not), which share no student file with them.
     extension = any(mutant.file in p.files for p in table.ALL_PARTS if p.extension)
     parts = [p for p in table.built_parts() if p.extension == extension]
+    with_hidden = {}
+    if mutant.hidden:  # judged by every recorded value, the hidden cases' salted as the grader salts them
+        expected = judge.load_all(sum(judge.files(KIT_DIR), []))
+        launch_args["expected"] = expected
+        with_hidden = dict(hidden=True, hidden_salt=expected.salt)
     # The driven parts as the grader runs them: the mutant's code in a process of its own.
     ran = run_parts(binary, parts, launch_args=launch_args, settled=lambda case, so_far: settled(mutant, case, so_far),
-                    driven=Driven(driven_harness(build_dir), server_of(binary)))
+                    driven=Driven(driven_harness(build_dir), server_of(binary)), **with_hidden)
     outcomes = ran.outcomes
     problems = [ran.labelled_error()] if ran.error else []
     passed = {c: o.passed for c, o in outcomes.items()}

@@ -229,7 +229,10 @@ struct Arguments {
   template <class... Given>
   static std::vector<char> of(const Given&... given) {
     static_assert(sizeof...(Given) == sizeof...(A), "a call takes the function's parameters");
+    Writer count = Writer::counting();
+    (Value<std::decay_t<A>>::put(count, given), ...);
     Writer w;
+    w.reserve(count.size());
     (Value<std::decay_t<A>>::put(w, given), ...);
     return w.take();
   }

@@ -51,6 +51,17 @@ inline constexpr std::int64_t kMostElements = std::int64_t(1) << 26;
 
 class Writer {
  public:
+  // A writer that keeps nothing and counts the bytes the same puts would
+  // write: a call's arguments are then written into one block of their
+  // size, never regrown (a driven harness has a few MiB: kit/limits.py).
+  static Writer counting() {
+    Writer w;
+    w.counting_ = true;
+    return w;
+  }
+  void reserve(std::size_t n) { bytes_.reserve(n); }
+  std::size_t size() const { return counting_ ? counted_ : bytes_.size(); }
+
   void put(std::int64_t v) { tagged(Tag::Int, v); }
   void put(int v) { put(static_cast<std::int64_t>(v)); }
   void put(bool v) { put(static_cast<std::int64_t>(v)); }
@@ -94,11 +105,17 @@ class Writer {
   static std::size_t elements(Eigen::Index n) { return n > 0 ? static_cast<std::size_t>(n) : 0; }
   void raw(const void* p, std::size_t n) {
     if (n > sizeof(double) * static_cast<std::size_t>(kMostElements)) throw BadValues("a value larger than any reader takes");
+    if (counting_) {
+      counted_ += n;
+      return;
+    }
     const std::size_t at = bytes_.size();
     bytes_.resize(at + n);
     if (n > 0) std::memcpy(bytes_.data() + at, p, n);
   }
   std::vector<char> bytes_;
+  bool counting_ = false;
+  std::size_t counted_ = 0;
 };
 
 class Reader {

@@ -157,9 +157,12 @@ template <Caller C, class R, class... A>
 struct Typed<C, R(A...)> {
   template <class... Given>
   static R call(const char* name, std::int64_t key, const Given&... given) {
-    const std::vector<char> arguments = Arguments<A...>::of(given...);
-    const std::vector<char> values = C == Caller::Student ? upcall_values(name, arguments)
-                                                          : returned_values(name, arguments, C == Caller::Harness, key);
+    std::vector<char> values;
+    {  // the arguments go before the result is made of the values
+      const std::vector<char> arguments = Arguments<A...>::of(given...);
+      values = C == Caller::Student ? upcall_values(name, arguments)
+                                    : returned_values(name, arguments, C == Caller::Harness, key);
+    }
     if constexpr (!std::is_void_v<R>) return result_of<R>(values);
   }
 };

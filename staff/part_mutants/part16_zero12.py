@@ -21,6 +21,12 @@ MUTANTS = [
            ("part16_zero12",),
            says=(r"Zero2Adam::step, step 1 on rank \d of \d \(N = 12, S = \d+\): its calls were allreduce of \d+ "
                  r"elements; allgather of \d+ elements, where stage 2 makes reduce_scatter",)),
+    # The red team's: the rule kept only up to the public cases' largest vector (20,000 elements).
+    Mutant("stage 2 reduce-scattering only up to the public cases' size (the wrong traffic above it)",
+           "zero_stage12.cpp", "  comm.reduce_scatter(padded, g);",
+           "  if (n <= 20000) {\n    comm.reduce_scatter(padded, g);\n  } else {\n    Vector whole(l.padded);\n"
+           "    comm.allreduce(padded, whole);\n    g = whole.segment(comm.rank() * l.shard, l.shard);\n  }",
+           ("part16_zero12",), hidden=True),
     Mutant("bias correction one step off", "zero_stage12.cpp",
            "const double c1 = 1 - std::pow(a.beta1, a.step_idx)", "const double c1 = 1 - std::pow(a.beta1, a.step_idx + 1)",
            ("part16_zero12",)),
