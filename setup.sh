@@ -7,7 +7,7 @@
 #                           the arm64 root of `make check-arm64` install the same list)
 set -eu
 PACKAGES="g++ make cmake ninja-build openmpi-bin libopenmpi-dev libeigen3-dev libgtest-dev zlib1g-dev nlohmann-json3-dev
-python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2"
+python3 python3-pytest python3-pytest-xdist dataset-fashion-mnist gnuplot-nox util-linux iproute2 hwloc-nox"
 case "${MPI:-${KIT_MPI:-openmpi}}" in
   openmpi) ;;
   mpich) PACKAGES="$PACKAGES mpich libmpich-dev" ;;
