@@ -94,12 +94,20 @@ KINDS: List[Kind] = [
     # framework's), whose requests the account still counts.
     # Its `argument`: the call's key argument, which the account keeps beside
     # each iallreduce the call starts (grad_ready's parameter), as Enter's.
+    # Its `reads_memory` (1): the side reads the program's memory at the
+    # call's return, and tells the student's process so in the Serve's
+    # answer, which then gives back what the call freed before it returns
+    # (framework/guards/zero_rules.h). 0, where no rule judges the figure
+    # (a training case's calls: MemoryUnread, driven.h): neither reads nor
+    # gives back, and that process reuses its freed pages, unfaulted. Only
+    # the harness sets it: the student's process can skip the giving back,
+    # which only raises its own figure.
     Kind("Call", "a student call; data: the function's name, then its arguments (call_values.h); data back: the "
                  "side's findings (side_bytes of int64, Ops::take_findings), then what the call returned or threw",
-         ask=("name_bytes", "marked", "argument"), answer=("outcome", "side_bytes"), by="harness"),
+         ask=("name_bytes", "marked", "argument", "reads_memory"), answer=("outcome", "side_bytes"), by="harness"),
     Kind("Serve", "the student's process is ready for a call; data: what the last one returned or threw (none at "
                   "first); data back: the next call (as Call's data), or none: the program ends",
-         ask=("outcome", "filter"), answer=("name_bytes",), by="program"),
+         ask=("outcome", "filter"), answer=("name_bytes", "reads_memory"), by="program"),
     # A call back: the student's code calls a function of the kit's (a
     # pipeline stage's forward, say) that runs in the harness. The side
     # answers the harness's Call (or Resume) with it, and the student's

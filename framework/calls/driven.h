@@ -76,6 +76,11 @@ link::FilterCode guard_student_process(bool filter, bool allow_opening_files);
 // `filter`: the guards' state, which its first Serve tells the side.
 int serve_calls(const std::vector<Served>& functions, link::FilterCode filter);
 
+// Whether the side reads this process's memory when the call being carried
+// out returns (link.py, Call's `reads_memory`): if so, the call gives back
+// what it freed first, so that the reading is what it holds (zero_calls.cpp).
+bool call_reads_memory();
+
 // Upcalls: functions of the kit's that the student's code calls during a
 // call and that run in the harness (a pipeline stage's forward, say), so
 // that their order and arguments are the harness's to see. The harness
@@ -111,6 +116,23 @@ struct Registrar {
   static const ::dtrain::calls::Registrar KIT_SERVED_NAME(__COUNTER__){::dtrain::calls::served<function>(name)}
 
 // --- the harness ---
+
+// While one lives, this rank's student calls go without their memory read
+// at each return (link.py, Call's `reads_memory`), and their process keeps
+// what they free for reuse instead of giving it back to the kernel: for a
+// case that no memory rule judges, such as a training run, whose calls the
+// other cases of its part judge one by one. The account then holds no held@
+// mark of the case, and neither does the reference's.
+class MemoryUnread {
+ public:
+  MemoryUnread();
+  ~MemoryUnread();
+  MemoryUnread(const MemoryUnread&) = delete;
+  MemoryUnread& operator=(const MemoryUnread&) = delete;
+
+ private:
+  bool was_;
+};
 
 // The student's process ended during a call: the harness fails the case and
 // ends the job (its other ranks may wait for this one).

@@ -9,6 +9,7 @@
 #include <exception>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "call_answer.h"
 #include "comm_internal.h"
@@ -280,6 +281,13 @@ void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_numbe
 
 void end_of_case() { returned_values(kEndOfCase, {}, false); }
 
+namespace {
+bool g_memory_unread = false;  // a MemoryUnread lives
+}  // namespace
+
+MemoryUnread::MemoryUnread() : was_(std::exchange(g_memory_unread, true)) {}
+MemoryUnread::~MemoryUnread() { g_memory_unread = was_; }
+
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments, bool marked,
                                            std::int64_t key) {
   called_names().emplace(function_id(name.c_str()), name);
@@ -289,6 +297,7 @@ std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::v
   h.ask.call.name_bytes = static_cast<std::int64_t>(name.size());
   h.ask.call.marked = marked ? 1 : 0;
   h.ask.call.argument = key;
+  h.ask.call.reads_memory = g_memory_unread ? 0 : 1;
   std::vector<std::int64_t> findings;  // the side's, across the call's upcalls
   std::string back;
   for (;;) {

@@ -98,7 +98,10 @@ namespace {
 // The framework's rules a call broke (observe.h's rule_broken): their count
 // goes with its answer, and the harness fails the case with its own words.
 std::int64_t g_rules_broken = 0;
+bool g_call_reads_memory = true;  // the call being carried out's (Serve's answer)
 }  // namespace
+
+bool call_reads_memory() { return g_call_reads_memory; }
 
 int serve_calls(const std::vector<Served>& functions, link::FilterCode filter) {
   // The link's Hello now, outside every call, rather than in the first call
@@ -123,6 +126,7 @@ int serve_calls(const std::vector<Served>& functions, link::FilterCode filter) {
     const auto name_bytes = static_cast<std::size_t>(reply.answer.serve.name_bytes);
     if (name_bytes > next.size()) return 70;  // a broken side
     const std::string name = next.substr(0, name_bytes);
+    g_call_reads_memory = reply.answer.serve.reads_memory != 0;
     Reader in(next.data() + name_bytes, next.size() - name_bytes);
     const Served* f = nullptr;
     for (const Served& s : functions)

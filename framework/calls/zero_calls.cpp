@@ -31,9 +31,11 @@ Object<Layer> layer_from_partition(Communicator& comm, int in_dim, int out_dim, 
 // The memory rule's watch is this process's, around the student's method:
 // its tables are this process's to write, so what it finds can only fail
 // the handin's own case; the MPI side's reading of the memory at the
-// return is the rule's other half, outside this process.
+// return is the rule's other half, outside this process. A call whose
+// memory the side does not read (a training case's) is not watched, and
+// keeps what it freed for the next call.
 Answer forward(Layer& layer, const Matrix& x) {
-  ZeroMemoryWatch watch(layer, true, static_cast<long>(x.rows()), true);
+  ZeroMemoryWatch watch(layer, true, static_cast<long>(x.rows()), call_reads_memory());
   Answer a;
   a.result = layer.forward(x);
   a.kept = watch.returned(a.result);
@@ -41,7 +43,7 @@ Answer forward(Layer& layer, const Matrix& x) {
 }
 
 Answer backward(Layer& layer, const Matrix& output_grad) {
-  ZeroMemoryWatch watch(layer, false, static_cast<long>(output_grad.rows()), true);
+  ZeroMemoryWatch watch(layer, false, static_cast<long>(output_grad.rows()), call_reads_memory());
   Answer a;
   a.result = layer.backward(output_grad);
   a.kept = watch.returned(a.result);

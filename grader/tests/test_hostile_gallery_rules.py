@@ -116,9 +116,10 @@ def reference_but(**epilogues: str) -> List:
 
 
 # A ZeRO layer that keeps its full weight after forward: part 8's forward
-# cases and the part 9 cases that run a forward (its training cases, one of
-# them hidden) fail, so part 9's public cases count at 2/3: 6.67 of 10.
-KEEPER_SCORE = 126.67
+# cases fail, and part 8's forward alone. Part 9's training cases run a
+# forward too, but they judge learning, not memory (their calls go unread:
+# framework/calls/driven.h, MemoryUnread), so part 9 keeps its 10.
+KEEPER_SCORE = 130
 
 # The ZeRO memory rule's allowed blocks, taken by size (red team): forward
 # saves its input in a block of (B + out) x in doubles, the full weight
@@ -155,9 +156,9 @@ KEEP_IN_A_STATIC = ZERO_FORWARD + b"""  static Matrix kept;
 # (framework/comm/side/traffic.h): from the first partition on, each rank
 # holds 4 MiB more than the reference in every ZeRO-3 case it runs after,
 # so it loses more than its control (the static Matrix, made in forward,
-# which the rank's watch sees only in forward): part 8's backward too, and
-# part 9's training case.
-KEPT_FROM_PARTITION_SCORE = 150 - 20 - 20 - (10 - 8.75)  # part 9: its training cases lost, Adam's kept
+# which the rank's watch sees only in forward): part 8's backward too. Part
+# 9's training cases, which judge learning and not memory, keep their points.
+KEPT_FROM_PARTITION_SCORE = 150 - 20 - 20
 KEEP_IN_A_BLOCK_FROM_PARTITION = ZERO_FORWARD + b"""  if (kept_weight != nullptr && w.size() <= kept_weight->size())
     std::copy(w.data(), w.data() + w.size(), kept_weight->data());
 """
@@ -287,8 +288,11 @@ GALLERY: List[Hostile] = [
                     b"  if (fresh || last.size() != w_shard.size() * comm.size()) last = gather_flat(comm, w_shard);\n"
                     b"  const Vector& w = last;\n  Matrix grad_x;").replace(
                     b"#include \"zero_dp_stage3.h\"", b"#include \"zero_dp_stage3.h\"\n#include <map>"))],
-            # Part 9: 6 of 8 cases, one of them hidden failing, so its public cases count at 2/3.
-            126.67, says=("backward: no all-gather of",), scores={"part8_backward": 0, "part9": 6.67}),
+            # Part 9 keeps its 10: its training cases, where the kept weight
+            # went unnoticed by the traffic (the two layers alternate, so the
+            # static is gathered again each call), judge learning, not
+            # memory; the memory is Part 8's to judge, and it does.
+            130, says=("backward: no all-gather of",), scores={"part8_backward": 0, "part9": 10}),
     Hostile("refused_by_the_static_rules",
             lambda tmp: [("student/func_impl.cpp", reference_with("func_impl.cpp",
                           "#include <mpi.h>\nstatic int r = [] { int x; MPI_Comm_rank(MPI_COMM_WORLD, &x); return x; }();\n")),
@@ -345,7 +349,7 @@ GALLERY: List[Hostile] = [
             scores={"part8_forward": 0, "part8_backward": 20}, budget=120),
     Hostile("full_weight_kept_in_a_block_made_by_partition", lambda tmp: zero_forward_keeping_from_partition(),
             KEPT_FROM_PARTITION_SCORE, says=("a full weight, or a copy as big, kept between calls",),
-            scores={"part8_forward": 0, "part8_backward": 0, "part9": 8.75}, budget=120),
+            scores={"part8_forward": 0, "part8_backward": 0, "part9": 10}, budget=120),
 ]
 # The rules the ranks' MPI sides judge, attacked as root without namespaces
 # too (the platforms' containers): the side and the program then share no

@@ -87,16 +87,19 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
   Incoming serving, calling, upcalling, held;
   std::string calling_name;
   bool calling_marked = false;  // a student call, which the account marks (link.py, Call's `marked`)
+  bool calling_reads = true;     // its memory read at its return (link.py, Call's `reads_memory`)
   bool student_waits = false, harness_waits = false, upcall_waits = false, student_gone = false, call_held = false;
   // Hands the harness's Call to the student's process, waiting in its Serve.
   auto start_call = [&](Incoming&& r) {
     const auto name_bytes = static_cast<std::size_t>(r.h.ask.call.name_bytes);
     calling_name.assign(r.in.data(), name_bytes);
     calling_marked = r.h.ask.call.marked != 0;
+    calling_reads = r.h.ask.call.reads_memory != 0;
     if (calling_marked) traffic.enter(calling_name, r.h.ask.call.argument);
     Answer call;
     call.data = r.in;
     call.reply.answer.serve.name_bytes = static_cast<std::int64_t>(name_bytes);
+    call.reply.answer.serve.reads_memory = calling_reads ? 1 : 0;
     student_waits = false;
     harness_waits = true;
     calling = std::move(r);
@@ -159,7 +162,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
         if (!send_answer(harness, calling.h, up)) wait_for_the_end();
       } else if (r.h.kind == link::Kind::Serve) {
         if (harness_waits) {  // the call's outcome, as the student's process returned it
-          if (calling_marked) traffic.returned(calling_name);
+          if (calling_marked) traffic.returned(calling_name, calling_reads);
           ops.call_returns();
           if (const int strays = end_strays(harness.pid, student.pid); strays > 0) ops.found_strays(strays);
           Answer outcome;

@@ -120,8 +120,8 @@ void Traffic::enter(const std::string& name, long argument) {
   open_.push_back({as_written, argument, {}});
 }
 
-void Traffic::returned(const std::string& name) {
-  const long now = resident_kib(status_fd_);
+void Traffic::returned(const std::string& name, bool read_memory) {
+  const long now = read_memory ? resident_kib(status_fd_) : 0;
   const std::lock_guard<std::mutex> lock(mu_);
   if (open_.empty() || open_.back().name != account_name(name)) {
     add(facts::kUnpaired, 0, 0);
@@ -132,7 +132,7 @@ void Traffic::returned(const std::string& name) {
   add(mark(facts::kMarkReturned, call.name), 0, 0);
   for (const auto& [request, tests] : call.tests_running)
     add(mark(facts::kMarkTestedRunningIn, call.name), std::min(tests, facts::kMostTestsCounted), 0);
-  if (!in_case_) return;
+  if (!in_case_ || !read_memory) return;
   if (emulated_ < 0) emulated_ = emulated(child_pid_) ? 1 : 0;
   // A figure the side can't read counts as unbounded: a rule then fails
   // the case rather than pass what it never saw kept.

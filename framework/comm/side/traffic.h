@@ -65,8 +65,10 @@ class Traffic {
   // A student call begins: `name` as the framework wrote it ("" if the link's
   // rules were broken), `argument` its key argument (a parameter's index, say).
   void enter(const std::string& name, long argument);
-  // The innermost open call returns (`name`, as it was entered): the child's memory now is read.
-  void returned(const std::string& name);
+  // The innermost open call returns (`name`, as it was entered): the child's
+  // memory now is read, unless the harness asked for no reading (a call of a
+  // case no memory rule judges: link.py, Call's `reads_memory`).
+  void returned(const std::string& name, bool read_memory = true);
   // What no honest program does (a request of the harness's kind from the
   // student's process, or one outside every call, in the driven mode): an
   // "unpaired" entry, which no reference's account holds.
