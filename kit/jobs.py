@@ -83,7 +83,8 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
     but added to it, for the caller to run after everything else. A case
     stopped with every rank inside one collective call (a stall of the
     host: diagnosis.stalled) runs once more, first in the next job, and
-    its second run's outcome stands (`tally.stalled`)."""
+    its second run's outcome stands (`tally.stalled`). So does a job that
+    ended before its program planned a case, once per call."""
     tally = tally if tally is not None else JobTally()
     wanted = None
     if launch.expected is not None and launch.judges_cases:
@@ -92,6 +93,7 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
     queue = [gtest_filter]  # the filters of the jobs to come, in order
     cancelled = lambda: launch.cancel is not None and launch.cancel.is_set()  # noqa: E731
     timed_out = False
+    relaunched = False  # a job that planned nothing runs once more (below)
     while queue and not cancelled():
         pending = queue.pop(0)
         if not pending:
@@ -107,6 +109,15 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
             queue.insert(0, pending)
             timed_out = True
             break
+        if job.records.plan is None and not job.stopped and not relaunched:
+            # The launcher ended before the program planned anything: Open
+            # MPI's launcher fails so, silently, when another job's cleanup
+            # removes the session folder they share as it makes its own
+            # (seen once in CI among thousands of jobs). Not a case's doing;
+            # the second launch's outcome stands.
+            relaunched = True
+            queue.insert(0, pending)
+            continue
         if job.records.plan is None:
             tally.error = job.stopped or f"the test program did not start its cases (exit status {job.returncode})"
             break
@@ -172,6 +183,7 @@ class PartsRun:
     outcomes: Dict[str, CaseOutcome]
     error: Optional[str]   # the binary could not run its cases (the job's reason), else None
     keys: str = ""         # the parts run: "part1, part2"
+    output: str = ""       # what the jobs printed, when captured (JobTally.output)
 
     def labelled_error(self) -> Optional[str]:
         """The error, after the parts it cost: "part1, part2: why"."""
@@ -264,4 +276,4 @@ def run_parts(binary: str, chosen: List[table.Part], hidden: bool = False, launc
             [r.filter for r in later_hidden if not any(table.matches(r.filter, c) for c in outcomes)])
     else:
         run(public, [c for c in put_off if not (settled and settled(c, outcomes))])
-    return PartsRun(outcomes, tally.error, ", ".join(p.key for p in chosen))
+    return PartsRun(outcomes, tally.error, ", ".join(p.key for p in chosen), tally.output)

@@ -102,6 +102,8 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
                     driven=Driven(driven_harness(build_dir), server_of(binary)), **with_hidden)
     outcomes = ran.outcomes
     problems = [ran.labelled_error()] if ran.error else []
+    if ran.error:  # the staff's own bug: what the launcher and the ranks printed says why nothing started
+        problems += ["    " + line for line in ran.output.strip().splitlines()[-25:]]
     passed = {c: o.passed for c, o in outcomes.items()}
     for part in parts:
         got = part.score(passed)
