@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from typing import Dict, List, Optional
 
@@ -230,6 +231,13 @@ def main(argv: List[str]) -> int:
         if args.after_hosts:
             sleeper = subprocess.Popen(hosts.on(1, ["sleep", "600"]), env=dict(os.environ, KIT_MULTIHOST_TAG=args.tag),
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # Inside host b before going on: a process still on its way in is
+            # in no namespace's list, and the cleanup would miss it.
+            deadline = time.monotonic() + 30
+            while str(sleeper.pid) not in sh(["ip", "netns", "pids", hosts.names[1]]).stdout.split():
+                if sleeper.poll() is not None or time.monotonic() > deadline:
+                    raise StepFailed("the process meant for host b did not reach it")
+                time.sleep(0.02)
             if args.after_hosts == "hold":
                 print("holding: a process runs on host b", flush=True)
                 sleeper.wait()
