@@ -5,6 +5,9 @@
 // link, which the side carries out and answers. So the traffic a rank makes
 // is known to a process the student's code cannot write (the side keeps
 // its own account of it, side/traffic.h), and no student code can reach MPI.
+// The trainers, which no one grades, link the side's work into their own
+// process instead (side/comm_link_in_process.cpp): the same requests, carried
+// out as function calls, with no second process to wake per collective.
 //
 // A request is a Header, then `in_bytes` bytes of data (the source buffer,
 // or text); an answer is a Reply, then `out_bytes` bytes (the destination

@@ -15,7 +15,13 @@
 
 #include "comm_link.h"
 
+// The trainers compile this file a second time into their own link
+// (side/comm_link_in_process.cpp), as link::socket, for a run under a side.
+#ifdef KIT_LINK_CLIENT_NS
+namespace dtrain::link::KIT_LINK_CLIENT_NS {
+#else
 namespace dtrain::link {
+#endif
 
 namespace {
 
@@ -142,4 +148,4 @@ void abort_job(int exit_code) {
   std::_Exit(exit_code);
 }
 
-}  // namespace dtrain::link
+}  // namespace dtrain::link (or its KIT_LINK_CLIENT_NS)

@@ -1,7 +1,11 @@
 """The link between a program and its MPI side carries a large buffer by
 the side's own copy (process_vm_readv/writev, framework/comm/comm_link.h),
 or, where the host refuses that copy, through the socket: both paths give
-the same training, bit for bit, and each is the one taken.
+the same training, bit for bit, and each is the one taken. The trainers
+run under a side here (KIT_TRAINERS_SIDE=1, tools/kitrun); as they run by
+default, with the side's work in their own process
+(framework/comm/side/comm_link_in_process.cpp), they train the same again
+and copy nothing across processes.
 
   python3 -m pytest staff/tests/test_link_copies.py -q      (after `make build`; needs strace)
 """
@@ -36,12 +40,16 @@ def train(tmp_path, label: str, env: dict) -> tuple:
 
 def test_direct_and_inline_copies_train_the_same_and_each_path_is_taken(tmp_path):
     # MPI's own single-copy transfers between ranks use the same calls: off.
-    base = dict({k: v for k, v in os.environ.items() if k != "KIT_LINK_COPIES"}, KIT_SINGLE_COPY="none")
-    direct, direct_calls = train(tmp_path, "direct", base)
-    inline, inline_calls = train(tmp_path, "inline", dict(base, KIT_LINK_COPIES="inline"))
+    base = dict({k: v for k, v in os.environ.items() if k not in ("KIT_LINK_COPIES", "KIT_TRAINERS_SIDE")},
+                KIT_SINGLE_COPY="none")
+    direct, direct_calls = train(tmp_path, "direct", dict(base, KIT_TRAINERS_SIDE="1"))
+    inline, inline_calls = train(tmp_path, "inline", dict(base, KIT_TRAINERS_SIDE="1", KIT_LINK_COPIES="inline"))
+    in_process, in_process_calls = train(tmp_path, "in_process", base)
     # Every weight gradient and activation of FC1 is over the size the side
     # copies itself: a run of 40 iterations makes hundreds of such copies.
     assert direct_calls > 100, f"the side copied directly {direct_calls} times"
     assert inline_calls == 0, f"KIT_LINK_COPIES=inline, yet the side copied directly {inline_calls} times"
+    assert in_process_calls == 0, f"a trainer without a side, yet {in_process_calls} copies across processes"
     for key in ("final_loss", "test_accuracy", "iterations", "ledger_calls"):
         assert direct[key] == inline[key], f"{key}: {direct[key]} by direct copies, {inline[key]} through the socket"
+        assert direct[key] == in_process[key], f"{key}: {direct[key]} under a side, {in_process[key]} without"
