@@ -111,6 +111,12 @@ AFTER_A_FAILURE = {"gather_text": 1, "clock_offset": 1}
 # ("overflow"), and a case with any differs from the reference's.
 ACCOUNT_MOST_KINDS = 256
 
+# The test program's exit status when, driven, the student's process ended
+# before its first call (code before main that exits): the job ends before
+# its plan, and the runner says why in these words (kit/jobs.py).
+EXIT_STUDENT_GONE = 3
+STUDENT_GONE = "the student's code ended its process before main: a static object's constructor?"
+
 # The most values one value record holds: the harness writes no more, and
 # the runner reads no more (kit/records.py).
 MAX_VALUES_PER_RECORD = 256
@@ -195,6 +201,7 @@ inline constexpr int kFeatures = {FEATURES}, kHidden = {HIDDEN}, kClasses = {CLA
 inline constexpr int kGlobalBatch = {GLOBAL_BATCH};
 inline constexpr std::uint64_t kValueBytes = {VALUE_BYTES};
 inline constexpr long kMaxValuesPerRecord = {MAX_VALUES_PER_RECORD};
+inline constexpr int kExitStudentGone = {EXIT_STUDENT_GONE};
 inline constexpr long kSideUnreadKib = {SIDE_UNREAD_KIB};
 inline constexpr std::size_t kAccountMostKinds = {ACCOUNT_MOST_KINDS};
 

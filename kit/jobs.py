@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional
 
-from kit import calibration, host_limits
+from kit import calibration, facts, host_limits
 from kit import limits as kit_limits
 from kit import parts as table
 from kit import rules
@@ -109,17 +109,19 @@ def run_cases(launch: Launch, gtest_filter: str, tally: Optional[JobTally] = Non
             queue.insert(0, pending)
             timed_out = True
             break
-        if job.records.plan is None and not job.stopped and not relaunched:
+        if job.records.plan is None and not job.stopped and not relaunched and job.returncode != facts.EXIT_STUDENT_GONE:
             # The launcher ended before the program planned anything: Open
             # MPI's launcher fails so, silently, when another job's cleanup
             # removes the session folder they share as it makes its own
             # (seen once in CI among thousands of jobs). Not a case's doing;
-            # the second launch's outcome stands.
+            # the second launch's outcome stands. (A student's process gone
+            # before main says so, and is its code's doing.)
             relaunched = True
             queue.insert(0, pending)
             continue
         if job.records.plan is None:
-            tally.error = job.stopped or f"the test program did not start its cases (exit status {job.returncode})"
+            why = facts.STUDENT_GONE if job.returncode == facts.EXIT_STUDENT_GONE else f"exit status {job.returncode}"
+            tally.error = job.stopped or f"the test program did not start its cases ({why})"
             break
         plan = job.records.plan if wanted is None else [c for c in job.records.plan if c in set(wanted)]
         if wanted is not None:

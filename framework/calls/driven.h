@@ -163,8 +163,11 @@ std::string student_state();
 // record wants it (ledger::waiting_call's, from the page); false if none.
 bool student_waiting_call(ledger::WaitingCall& out);
 // The student process's system-call filter (link::FilterCode), as the side
-// keeps it, waiting up to `seconds` for that process to say it.
+// keeps it, waiting up to `seconds` for that process to say it; On at once
+// if it ended before saying it (none of its code runs after).
 link::FilterCode student_filter(double seconds);
+// Whether the side saw the student's process end.
+bool student_gone();
 
 // What a student call returned (its values), or what it threw, thrown here.
 std::vector<char> returned_values(const std::string& name, const std::vector<char>& arguments, bool marked,

@@ -272,9 +272,19 @@ link::FilterCode student_filter(double seconds) {
       const auto code = static_cast<link::FilterCode>(p.student_filter);
       return code == link::FilterCode::On || code == link::FilterCode::OffAsked ? code : link::FilterCode::OffRefused;
     }
+    // Ended before its first word (code before main that exits): it runs
+    // none of the cases' code, which fail as calls to a process that is
+    // gone; waiting out the limit would only make the job late.
+    if (side_page::read(*page, p) && p.student_gone != 0) return link::FilterCode::On;
     if (waited * 0.01 >= seconds) return link::FilterCode::Unknown;
     ::usleep(10000);
   }
+}
+
+bool student_gone() {
+  const side_page::Page* page = the_page();
+  side_page::Page p;
+  return page != nullptr && side_page::read(*page, p) && p.student_gone != 0;
 }
 
 void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }

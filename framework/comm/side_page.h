@@ -39,6 +39,7 @@ struct Page {
   std::int64_t waited;  // the id of the request it waits for, or 0
   std::int64_t requests, comms;
   std::int64_t student_filter;  // link::FilterCode, as the student process's first Serve said it
+  std::int64_t student_gone;    // 1 once the side saw the student's process end
   Request request[kMostRequests];
   Comm per_comm[kMostComms];
 };

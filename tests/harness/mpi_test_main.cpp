@@ -62,6 +62,7 @@
 #include "heap_watch.h"
 #include "idx_dataset.h"
 #include "job.h"
+#include "kit_facts.h"  // generated from kit/facts.py
 #include "kit_test.h"
 #include "layer_profiler.h"
 #include "platform.h"
@@ -219,6 +220,15 @@ int main(int argc, char** argv) {
       job().syscall_filter =
           student == dtrain::link::FilterCode::OffAsked ? records::kFilterOffAsked : records::kFilterOffRefused;
     }
+  }
+#endif
+#ifdef KIT_DRIVEN
+  // A student's process that ended before its first word (code before main
+  // that exits) ends the job before its plan, on every rank: the runner
+  // says the program did not start its cases, and the grader grades each
+  // file alone, so the file that did it costs its own parts only.
+  if (dtrain::CommAccess::max_over_ranks(meeting, dtrain::calls::student_gone() ? 1 : 0) != 0) {
+    return dtrain::facts::kExitStudentGone;
   }
 #endif
   if (dtrain::CommAccess::max_over_ranks(meeting, unfiltered.empty() ? 0 : 1) != 0 && unfiltered.empty())

@@ -58,6 +58,8 @@ class Ops {
   void keep_page(side_page::Page* page) { page_ = page; }
   // The student process's filter, as its first Serve said it (link::FilterCode).
   void page_filter(std::int64_t code);
+  // The student's process ended: a harness waiting for its first word stops waiting.
+  void page_student_gone();
   // Whether the requests handled now are the driven mode's student process's:
   // it may free only the communicators it made.
   void student_asks(bool now) { student_asks_ = now; }

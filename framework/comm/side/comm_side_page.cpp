@@ -73,6 +73,13 @@ void Ops::page_filter(std::int64_t code) {
   side_page::end_write(*page_);
 }
 
+void Ops::page_student_gone() {
+  if (page_ == nullptr || page_->student_gone != 0) return;
+  side_page::begin_write(*page_);
+  page_->student_gone = 1;
+  side_page::end_write(*page_);
+}
+
 void Ops::log_event(link::RequestEvent event, std::int64_t op, std::int64_t comm, std::int64_t dest,
                     std::int64_t source, std::int64_t count, std::int64_t request, std::int64_t failed_tests,
                     std::int64_t send_tag, std::int64_t recv_tag, std::int64_t first, std::int64_t sum) {

@@ -106,6 +106,7 @@ void serve_driven(Ops& ops, Traffic& traffic, Peer& harness, Peer& student, void
     if (!send_answer(student, serving.h, call)) student_gone = true;
   };
   for (;;) {
+    if (student_gone) ops.page_student_gone();
     if (student_gone && call_held) {  // the held Call: the process is gone before it
       call_held = false;
       tell_gone(ops, harness, held.h);
