@@ -1,13 +1,8 @@
 // driven_harness.cpp: the harness's end of a driven call (driven.h): each
-// call and the upcalls it runs, the side's findings put in words, and what
-// the student's process does, from the side's page.
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cstdlib>
+// call and the upcalls it runs, and the side's findings put in words. What
+// the student's process does, from the side's page: driven_page.cpp.
 #include <cstring>
 #include <exception>
-#include <map>
 #include <string>
 #include <utility>
 
@@ -15,10 +10,8 @@
 #include "comm_internal.h"
 #include "crash_words.h"
 #include "driven.h"
-#include "function_id.h"
+#include "driven_names.h"
 #include "observe.h"
-#include "rank_state.h"
-#include "side_page.h"
 
 namespace dtrain::calls {
 
@@ -74,22 +67,6 @@ std::vector<char> returned_values(const std::string& name, const std::vector<cha
 }
 
 namespace {
-
-std::map<std::int32_t, std::string>& comm_names() {
-  static std::map<std::int32_t, std::string>& names = *new std::map<std::int32_t, std::string>;
-  return names;
-}
-
-// A communicator by the side's number, as the harness named it.
-std::string comm_called_by_number(std::int32_t comm) {
-  const auto named = comm_names().find(comm);
-  return named != comm_names().end() ? named->second : "a communicator the call made";
-}
-
-std::map<std::int64_t, std::string>& called_names() {
-  static std::map<std::int64_t, std::string>& names = *new std::map<std::int64_t, std::string>;
-  return names;
-}
 
 // The side's findings of one call (Ops::take_findings; link::Finding): each
 // disagreement in the words the ledger would have used in the student's
@@ -161,133 +138,14 @@ Found read_findings(const std::vector<std::int64_t>& f, const std::string& funct
     if (n < 2 || first + rows > f.size()) break;  // the side's own numbers: never, short of a broken side
     const std::string comm_name = comm_called_by_number(comm);
     if (!out.disagreements.empty()) out.disagreements += "\n";
-    out.disagreements += comm_detail::disagreement_text(f.data() + first, n, seq, comm_name, function.c_str(),
-                                                        [](std::int64_t id) {
-                                                          const auto found = called_names().find(id);
-                                                          return found == called_names().end() ? std::string()
-                                                                                               : found->second;
-                                                        });
+    out.disagreements +=
+        comm_detail::disagreement_text(f.data() + first, n, seq, comm_name, function.c_str(), function_called);
     at = first + rows;
   }
   return out;
 }
 
 }  // namespace
-
-namespace {
-
-const side_page::Page* the_page() {
-  static const side_page::Page* page = [] {
-    const char* fd = std::getenv(side_page::kEnvVariable);
-    if (fd == nullptr) return static_cast<const side_page::Page*>(nullptr);
-    void* at = mmap(nullptr, sizeof(side_page::Page), PROT_READ, MAP_SHARED, std::atoi(fd), 0);
-    return at == MAP_FAILED ? nullptr : static_cast<const side_page::Page*>(at);
-  }();
-  return page;
-}
-
-std::string function_called(std::int64_t id) {
-  const auto found = called_names().find(id);
-  return found == called_names().end() ? std::string() : found->second;
-}
-
-// A communicator by the side's number: the name the harness passed it
-// under, or the split of the student's that made it.
-std::string comm_called(const side_page::Page& p, std::int64_t comm, int depth = 0) {
-  const auto named = comm_names().find(static_cast<std::int32_t>(comm));
-  if (named != comm_names().end()) return named->second;
-  for (std::int64_t i = 0; i < p.comms && i < side_page::kMostComms && depth < 8; ++i) {
-    const side_page::Comm& c = p.per_comm[i];
-    if (c.comm == comm && c.parent >= 0)
-      return "split(color " + std::to_string(c.color) + ", key " + std::to_string(c.key) + ") of " +
-             comm_called(p, c.parent, depth + 1);
-  }
-  return "a communicator";
-}
-
-}  // namespace
-
-std::string student_state() {
-  const side_page::Page* page = the_page();
-  side_page::Page p;
-  if (page == nullptr || !side_page::read(*page, p)) return "";
-  auto op_of = [](std::int64_t op) {
-    return op >= 1 && op < static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames)
-               ? static_cast<facts::OpCode>(op) : facts::kAllreduce;
-  };
-  RankState s;
-  s.active = p.active != 0;
-  s.op = op_of(p.op);
-  s.seq = static_cast<long>(p.seq);
-  s.count = static_cast<long>(p.count);
-  s.comm = comm_called(p, p.comm);
-  s.function = function_called(p.function);
-  s.to = static_cast<int>(p.to), s.to_local = static_cast<int>(p.to_local), s.send_tag = static_cast<int>(p.send_tag);
-  s.from = static_cast<int>(p.from), s.from_local = static_cast<int>(p.from_local), s.recv_tag = static_cast<int>(p.recv_tag);
-  for (std::int64_t i = 0; i < p.requests && i < side_page::kMostRequests; ++i) {
-    const side_page::Request& r = p.request[i];
-    const RequestView view{op_of(r.op), static_cast<long>(r.seq), static_cast<long>(r.count), comm_called(p, r.comm),
-                           function_called(r.function)};
-    if (p.active != 0 && r.id == p.waited) {
-      s.in_wait = true;
-      s.waited = view;
-    } else {
-      s.unwaited.push_back(view);
-    }
-  }
-  for (std::int64_t i = 0; i < p.comms && i < side_page::kMostComms; ++i) {
-    const side_page::Comm& c = p.per_comm[i];
-    if (c.collectives + c.point_to_point > 0)
-      s.per_comm.push_back({comm_called(p, c.comm), static_cast<long>(c.collectives), static_cast<long>(c.point_to_point)});
-  }
-  return state_text(s);
-}
-
-bool student_waiting_call(ledger::WaitingCall& out) {
-  const side_page::Page* page = the_page();
-  side_page::Page p;
-  if (page == nullptr || !side_page::read(*page, p) || p.active == 0) return false;
-  if (p.op < 1 || p.op >= static_cast<std::int64_t>(sizeof facts::kOpNames / sizeof *facts::kOpNames)) return false;
-  out = {static_cast<facts::OpCode>(p.op), static_cast<int>(p.to), static_cast<int>(p.send_tag),
-         static_cast<int>(p.from), static_cast<int>(p.recv_tag), static_cast<long>(p.seq),
-         static_cast<long>(p.count), static_cast<long>(p.group)};
-  return true;
-}
-
-void (*g_gone_handler)(const std::string&) = nullptr;
-
-void on_process_gone(void (*handler)(const std::string& why)) { g_gone_handler = handler; }
-
-[[noreturn]] void process_gone(const std::string& why) {
-  if (g_gone_handler != nullptr) g_gone_handler(why);
-  throw ProcessGone("the student's process " + why);
-}
-
-link::FilterCode student_filter(double seconds) {
-  const side_page::Page* page = the_page();
-  if (page == nullptr) return link::FilterCode::Unknown;
-  for (int waited = 0;; ++waited) {
-    side_page::Page p;
-    if (side_page::read(*page, p) && p.student_filter != 0) {
-      const auto code = static_cast<link::FilterCode>(p.student_filter);
-      return code == link::FilterCode::On || code == link::FilterCode::OffAsked ? code : link::FilterCode::OffRefused;
-    }
-    // Ended before its first word (code before main that exits): it runs
-    // none of the cases' code, which fail as calls to a process that is
-    // gone; waiting out the limit would only make the job late.
-    if (side_page::read(*page, p) && p.student_gone != 0) return link::FilterCode::On;
-    if (waited * 0.01 >= seconds) return link::FilterCode::Unknown;
-    ::usleep(10000);
-  }
-}
-
-bool student_gone() {
-  const side_page::Page* page = the_page();
-  side_page::Page p;
-  return page != nullptr && side_page::read(*page, p) && p.student_gone != 0;
-}
-
-void note_comm_name(const Communicator& c) { comm_names()[CommAccess::side_number(c)] = CommAccess::name(c); }
 
 void end_of_case() { returned_values(kEndOfCase, {}, false); }
 
@@ -300,7 +158,7 @@ MemoryUnread::~MemoryUnread() { g_memory_unread = was_; }
 
 std::pair<Outcome, std::vector<char>> call(const std::string& name, const std::vector<char>& arguments, bool marked,
                                            std::int64_t key) {
-  called_names().emplace(function_id(name.c_str()), name);
+  note_called_name(name);
   std::vector<char> data(name.begin(), name.end());
   data.insert(data.end(), arguments.begin(), arguments.end());
   link::Header h = link::request(link::Kind::Call);
