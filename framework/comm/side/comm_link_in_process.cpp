@@ -23,12 +23,12 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "comm_link.h"
+#include "comm_side_child.h"
 #include "comm_side_ops.h"
 #include "traffic.h"
 
@@ -78,13 +78,9 @@ std::mutex& call_mutex() {
   return mu;
 }
 
-// A launcher's rank variable: the program was started by mpirun or
+// The launcher announced a rank: the program was started by mpirun or
 // mpiexec (through tools/kitrun), so MPI_Init will find its job.
-bool launched() {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"})
-    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return true;
-  return false;
-}
+bool launched() { return side::launcher_rank() != "-1"; }
 
 }  // namespace
 
@@ -118,20 +114,10 @@ Reply call(const Header& request, const void* in, void* out, std::size_t out_cap
   std::vector<char> data(from, from + (from != nullptr ? request.in_bytes : 0));
   Header h = request;
   h.in_at = h.out_at = h.out_capacity = 0;
-  side::Answer answer;
-  Status failed = Status::Ok;
-  std::string why;
-  try {
-    answer = s.ops->handle(h, data);
-  } catch (const std::invalid_argument& e) {
-    failed = Status::BadArgument;
-    why = e.what();
-  } catch (const std::exception& e) {
-    failed = Status::Failed;
-    why = e.what();
-  }
-  if (failed == Status::BadArgument) throw std::invalid_argument(why);
-  if (failed != Status::Ok) throw std::runtime_error(why);
+  // What Ops throws (std::invalid_argument for a request that breaks the
+  // link's rules, std::runtime_error for MPI's failures) is what the
+  // client throws for a side's refusal: it goes to the caller as it is.
+  const side::Answer answer = s.ops->handle(h, data);
   Reply reply = answer.reply;
   reply.out_bytes = answer.data.size() + answer.tail.size();
   if (text != nullptr) {
