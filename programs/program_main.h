@@ -92,12 +92,12 @@ inline void finish_trace(Communicator& world, const TrainingFlags& f, std::uint6
 }
 
 // This rank's training rows (split_data of the largest multiple of dp_size
-// rows), converted to doubles from the machine's one mapped copy of the
-// pixels: the student's split_data picks them from a one-column matrix of
+// rows), copied as bytes from the machine's one mapped copy of the pixels
+// (the training loop converts a batch at a time): the student's split_data picks them from a one-column matrix of
 // row numbers (any correct split works for any column count), so no rank
-// ever holds the whole set as doubles.
+// ever holds the whole set.
 struct LocalRows {
-  Matrix x;      // (rows of this rank, Din)
+  Pixels x;      // (rows of this rank, Din), bytes
   Labels y;
   long usable;   // training rows over all dp groups
 };

@@ -62,7 +62,7 @@ int run(Communicator& world, int argc, char** argv) {
   finish_trace(world, training, world.bytes_transferred());  // before the measuring step below
 
   const long probe = std::min<long>(batch / dp_size, x_local.rows());
-  const StepVolume volume = measure_step_volume(model, world, x_local.topRows(probe), y_local.head(probe));
+  const StepVolume volume = measure_step_volume(model, world, RowSource(x_local).rows(0, probe), y_local.head(probe));
   if (lead) {
     for (size_t e = 0; e < result.test_accuracy.size(); ++e)
       std::printf("epoch %zu: Test Acc: %.4f\n", e + 1, result.test_accuracy[e]);

@@ -189,7 +189,18 @@ TEST(IdxDataset, PixelFileRefusesWhatReadIdxImagesRefuses) {
   }
   const dtrain::PixelFile good(dir.file("good", images(3)), 2);
   EXPECT_EQ(good.rows(), 2);
-  EXPECT_DOUBLE_EQ(good.take(Eigen::VectorXi::Constant(1, 1))(0, 5), ((7 + 5) % 256) / 255.0);
+  EXPECT_EQ(good.take(Eigen::VectorXi::Constant(1, 1))(0, 5), (7 + 5) % 256);  // row 1's bytes
+}
+
+// The table of quotients gives what dividing gives, to the bit, for every
+// byte: the trainers and the harness convert through it, and the recorded
+// values were made by dividing.
+TEST(IdxDataset, PixelsToUnitIsTheQuotientOfEveryByte) {
+  unsigned char bytes[256];
+  for (int b = 0; b < 256; ++b) bytes[b] = static_cast<unsigned char>(b);
+  double unit[256];
+  dtrain::pixels_to_unit(bytes, 256, unit);
+  for (int b = 0; b < 256; ++b) EXPECT_EQ(unit[b], static_cast<double>(b) / 255.0) << "byte " << b;
 }
 
 TEST(IdxDataset, CorruptGzipIsAnError) {

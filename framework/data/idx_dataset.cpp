@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -75,8 +76,20 @@ Pixels read_idx_pixels(const std::string& path, long max_items, long first_item)
   return Eigen::Map<const Pixels>(bytes.data(), keep, h.item_bytes());
 }
 
+void pixels_to_unit(const unsigned char* bytes, long count, double* out) {
+  static const std::array<double, 256> unit = [] {
+    std::array<double, 256> t{};
+    for (int b = 0; b < 256; ++b) t[static_cast<size_t>(b)] = static_cast<double>(b) / 255.0;
+    return t;
+  }();
+  for (long i = 0; i < count; ++i) out[i] = unit[bytes[i]];
+}
+
 Matrix read_idx_images(const std::string& path, long max_items, long first_item) {
-  return read_idx_pixels(path, max_items, first_item).cast<double>() / 255.0;
+  const Pixels bytes = read_idx_pixels(path, max_items, first_item);
+  Matrix out(bytes.rows(), bytes.cols());  // (N, 784)
+  pixels_to_unit(bytes.data(), bytes.size(), out.data());
+  return out;
 }
 
 Labels read_idx_labels(const std::string& path, long max_items, long first_item) {

@@ -86,6 +86,16 @@ class Mapping {
   size_t length_ = 0;
 };
 
+// The pixels of IDX images as their bytes: (N, 784), row-major. An eighth of
+// the doubles' memory: what a process with little room keeps (the driven
+// harness), converting the rows it uses as it uses them.
+using Pixels = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// count pixel bytes as doubles in [0, 1] (byte / 255), the one formula every
+// reader of images uses. A table of the 256 quotients: the same values as
+// dividing, without a division per pixel (a batch converts 47,000 each step).
+void pixels_to_unit(const unsigned char* bytes, long count, double* out);
+
 class PixelFile {
  public:
   PixelFile() = default;
@@ -94,8 +104,10 @@ class PixelFile {
 
   long rows() const { return rows_; }
   long cols() const { return cols_; }
-  // Rows index[0..n) as doubles / 255: (n, cols()), in that order.
-  Matrix take(const Eigen::Ref<const Eigen::VectorXi>& index) const;
+  // Rows index[0..n) as their bytes: (n, cols()), in that order (a
+  // RowSource converts them a batch at a time, an eighth of the doubles'
+  // memory and of the bytes a shuffled batch reads).
+  Pixels take(const Eigen::Ref<const Eigen::VectorXi>& index) const;
   // Rows [start, start + n) into out (resized to (n, cols())).
   void copy_rows(long start, long n, Matrix& out) const;
   const std::string& mapped_path() const { return mapped_path_; }  // the file or its unpacked copy
@@ -115,10 +127,6 @@ struct SharedDataset {
 };
 SharedDataset open_dataset(const std::string& flag_dir, long max_train = -1, long max_test = -1);
 
-// The pixels of IDX images as their bytes: (N, 784), row-major. An eighth of
-// the doubles' memory: what a process with little room keeps (the driven
-// harness), converting the rows it uses as it uses them.
-using Pixels = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 // As read_idx_images, kept as bytes.
 Pixels read_idx_pixels(const std::string& path, long max_items = -1, long first_item = 0);
 struct PixelDataset {
@@ -145,8 +153,15 @@ class RowSource {
     if (matrix_) {
       out = matrix_->middleRows(start, n);
     } else {
-      out = Eigen::Map<const Pixels>(bytes_ + start * cols_, n, cols_).cast<double>() / 255.0;
+      out.resize(n, cols_);
+      pixels_to_unit(bytes_ + start * cols_, n * cols_, out.data());
     }
+  }
+  // Rows [start, start + n) as doubles: (n, cols()).
+  Matrix rows(long start, long n) const {
+    Matrix out;
+    copy_rows(start, n, out);
+    return out;
   }
   // Row `row` into row `into` of out, which has cols() columns.
   void copy_row(long row, Matrix& out, long into) const {
@@ -154,7 +169,7 @@ class RowSource {
     if (matrix_) {
       out.row(into) = matrix_->row(row);
     } else {
-      out.row(into) = Eigen::Map<const Pixels>(bytes_ + row * cols_, 1, cols_).cast<double>() / 255.0;
+      pixels_to_unit(bytes_ + row * cols_, cols_, out.row(into).data());  // a row of a row-major matrix
     }
   }
 

@@ -138,24 +138,23 @@ PixelFile::PixelFile(const std::string& path, long max_items) {
   pixels_ = bytes + header_bytes(IdxKind::Images);
 }
 
-Matrix PixelFile::take(const Eigen::Ref<const Eigen::VectorXi>& index) const {
-  using Bytes = Eigen::Matrix<unsigned char, 1, Eigen::Dynamic>;
-  Matrix out(index.size(), cols_);
+Pixels PixelFile::take(const Eigen::Ref<const Eigen::VectorXi>& index) const {
+  Pixels out(index.size(), cols_);
   for (Eigen::Index i = 0; i < index.size(); ++i) {
     const long row = index(i);
     if (row < 0 || row >= rows_)
       throw std::out_of_range("PixelFile::take: row " + std::to_string(row) + " of " + std::to_string(rows_));
-    out.row(i) = Eigen::Map<const Bytes>(pixels_ + row * cols_, cols_).cast<double>() / 255.0;
+    std::memcpy(out.row(i).data(), pixels_ + row * cols_, static_cast<size_t>(cols_));
   }
   return out;
 }
 
 void PixelFile::copy_rows(long start, long n, Matrix& out) const {
-  using Bytes = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   if (start < 0 || n < 0 || start + n > rows_)
     throw std::out_of_range("PixelFile::copy_rows: rows " + std::to_string(start) + ".." + std::to_string(start + n) +
                             " of " + std::to_string(rows_));
-  out = Eigen::Map<const Bytes>(pixels_ + start * cols_, n, cols_).cast<double>() / 255.0;
+  out.resize(n, cols_);
+  pixels_to_unit(pixels_ + start * cols_, n * cols_, out.data());
 }
 
 SharedDataset open_dataset(const std::string& flag_dir, long max_train, long max_test) {

@@ -26,7 +26,7 @@ std::string config_problem(const ParallelConfig& c, int world_size) {
   return "";
 }
 
-TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x_local, const Labels& y_local,
+TpTrainResult train_tp(MLP& model, const ParallelConfig& config, RowSource x_local, const Labels& y_local,
                        RowSource x_test, const Labels& y_test, const TrainOptions& options) {
   if (!(options.init_lr > 0)) throw std::invalid_argument("train_tp needs init_lr > 0 (kSgdInitLr by default)");
   const long batch = options.global_batch / config.dp_size;

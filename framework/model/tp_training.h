@@ -23,7 +23,7 @@ struct TpTrainResult : LoopRecord {
 // Trains on this rank's rows (already split over the dp groups) and
 // evaluates the whole test set after each epoch, on data-parallel group 0
 // (test_accuracy is 0 on the other groups' ranks).
-TpTrainResult train_tp(MLP& model, const ParallelConfig& config, const Matrix& x_local, const Labels& y_local,
+TpTrainResult train_tp(MLP& model, const ParallelConfig& config, RowSource x_local, const Labels& y_local,
                        RowSource x_test, const Labels& y_test, const TrainOptions& options);
 
 // Whether a configuration can split this model; empty when it can, else why not.

@@ -52,7 +52,7 @@ void ZeroMLP::zero_grad() {
   fc2.zero_grad();
 }
 
-ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
+ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, RowSource x_local, const Labels& y_local,
                            RowSource x_test, const Labels& y_test, const TrainOptions& options) {
   if (!(options.init_lr > 0)) throw std::invalid_argument("train_zero needs init_lr > 0 (kAdamInitLr by default)");
   const int dp = comm.size();

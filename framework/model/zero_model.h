@@ -54,7 +54,7 @@ struct ZeroTrainResult : LoopRecord {
 // Trains on this rank's rows (already split by data parallelism) and
 // evaluates on the whole test set after every epoch, each rank testing a
 // 1/dp share of it (the accuracy is the same on every rank).
-ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, const Matrix& x_local, const Labels& y_local,
+ZeroTrainResult train_zero(ZeroMLP& model, Communicator& comm, RowSource x_local, const Labels& y_local,
                            RowSource x_test, const Labels& y_test, const TrainOptions& options);
 
 // Bytes one rank moves in one training step, both measured by communicator

@@ -167,8 +167,7 @@ int run(Communicator& world, int argc, char** argv) {
   }
   // Stage 0 reads the pixels; the others need only the labels (the last
   // stage's loss) and the row count, so their x has no columns.
-  const Matrix x = lead ? data.train_x.take(Eigen::VectorXi::LinSpaced(usable, 0, static_cast<int>(usable - 1)))
-                        : Matrix(usable, 0);
+  const Matrix x = lead ? RowSource(data.train_x).rows(0, usable) : Matrix(usable, 0);  // (usable, 784 or 0)
   const Labels y = data.train_y.head(usable);
   data.train_x = PixelFile();
   const std::vector<int> dims = pipeline_dims(stages);

@@ -185,7 +185,7 @@ int run(Communicator& world, int argc, char** argv) {
 
   SharedDataset data = open_dataset(data_dir, train_samples, test_samples);
   const LocalRows local = own_block(data, ranks, rank);
-  const Matrix& x = local.x;
+  const RowSource x = local.x;
   const Labels& y = local.y;
   const long usable = local.usable, mine = usable / ranks;
 
@@ -232,7 +232,7 @@ int run(Communicator& world, int argc, char** argv) {
 
   // The three ways, on this rank's first batch.
   const long measured = std::min<long>(measure_steps, mine / std::max(1L, local_batch));
-  const Matrix xb = x.topRows(local_batch);
+  const Matrix xb = x.rows(0, local_batch);  // (local_batch, 784)
   const Labels yb = y.head(local_batch);
   nlohmann::json ways = nlohmann::json::object();
   if (lead)
