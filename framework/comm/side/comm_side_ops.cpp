@@ -129,7 +129,7 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
     case Kind::Allreduce:
     case Kind::Allgather:
     case Kind::ReduceScatter:
-      return reduce(h, in, h.kind);
+      return reduce(h, in);
     case Kind::Barrier: {
       const MPI_Comm c = comm(h.comm);
       const std::int64_t idle = h.ask.barrier.idle;
@@ -214,53 +214,82 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
 }
 
 
-Answer Ops::reduce(const Header& h, std::vector<char>& in, Kind kind) {
+Ops::Collective Ops::collective_agreed(const Header& h) {
   const MPI_Comm c = comm(h.comm);
   const int n = size_of(c);
   const link::ask::Collective& f = h.ask.collective;
   const int count = count_of(f.count, "collective");
   if (static_cast<long>(count) * n > INT_MAX) bad_request("collective: count times ranks beyond MPI's int");
-  agree(h.comm, kind == Kind::Allreduce ? facts::kAllreduce : kind == Kind::Allgather ? facts::kAllgather
-                                                                                     : facts::kReduceScatter,
-        f.count, kind == Kind::Allgather ? facts::kNoReduction : f.reduction);
-  Answer a;
-  if (f.one_rank == link::kOneRank) {  // the child copies: nothing moves, the call is counted
-    if (n != 1 || !in.empty()) bad_request("collective: a one-rank call on " + std::to_string(n) + " ranks");
-    if (kind != Kind::Allgather) to_mpi(f.reduction);
-    traffic_.note(kind == Kind::Allreduce ? facts::kAllreduce : kind == Kind::Allgather ? facts::kAllgather
-                                                                                         : facts::kReduceScatter,
-                  count, 1);
-    return a;
-  }
-  if (kind == Kind::Allreduce) {
-    const MPI_Op op = to_mpi(f.reduction);
-    double* buf = const_cast<double*>(data_of<double>(in, count, "allreduce"));
-    run_collective("MPI_Allreduce", "MPI_Iallreduce",
-                   [&] { return MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c); },
-                   [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c, r); });
-    traffic_.note(facts::kAllreduce, count, n);
-    a.data = std::move(in);
-    return a;
-  }
-  if (kind == Kind::Allgather) {
-    const double* src = data_of<double>(in, count, "allgather");
-    double* dst = doubles_of(a, static_cast<std::size_t>(count) * static_cast<std::size_t>(n));
+  const bool gather = h.kind == Kind::Allgather;
+  const facts::OpCode op = h.kind == Kind::Allreduce ? facts::kAllreduce : gather ? facts::kAllgather
+                                                                                   : facts::kReduceScatter;
+  agree(h.comm, op, f.count, gather ? facts::kNoReduction : f.reduction);
+  const auto whole = static_cast<std::size_t>(count) * static_cast<std::size_t>(n);
+  const Collective s{c, op, count, n, h.kind == Kind::ReduceScatter ? whole : static_cast<std::size_t>(count),
+                     gather ? whole : static_cast<std::size_t>(count), f.one_rank == link::kOneRank};
+  if (s.one_rank && n != 1) bad_request("collective: a one-rank call on " + std::to_string(n) + " ranks");
+  if (!gather) to_mpi(f.reduction);  // a reduction MPI has
+  return s;
+}
+
+void Ops::carry_collective(const Header& h, const Collective& s, const double* src, double* dst) {
+  const MPI_Comm c = s.comm;
+  const int count = s.count;
+  if (h.kind == Kind::Allgather) {
     run_collective("MPI_Allgather", "MPI_Iallgather",
                    [&] { return MPI_Allgather(src, count, MPI_DOUBLE, dst, count, MPI_DOUBLE, c); },
                    [&](MPI_Request* r) { return MPI_Iallgather(src, count, MPI_DOUBLE, dst, count, MPI_DOUBLE, c, r); });
-    traffic_.note(facts::kAllgather, count, n);
+    traffic_.note(facts::kAllgather, count, s.ranks);
+    return;
+  }
+  const MPI_Op op = to_mpi(h.ask.collective.reduction);
+  const void* from = src == dst ? MPI_IN_PLACE : src;  // in place: a reduce-scatter's block is the buffer's first
+  if (h.kind == Kind::Allreduce) {
+    run_collective("MPI_Allreduce", "MPI_Iallreduce",
+                   [&] { return MPI_Allreduce(from, dst, count, MPI_DOUBLE, op, c); },
+                   [&](MPI_Request* r) { return MPI_Iallreduce(from, dst, count, MPI_DOUBLE, op, c, r); });
+    traffic_.note(facts::kAllreduce, count, s.ranks);
+    return;
+  }
+  run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
+                 [&] { return MPI_Reduce_scatter_block(from, dst, count, MPI_DOUBLE, op, c); },
+                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(from, dst, count, MPI_DOUBLE, op, c, r); });
+  traffic_.note(facts::kReduceScatter, count, s.ranks);
+}
+
+Answer Ops::reduce(const Header& h, std::vector<char>& in) {
+  const Collective s = collective_agreed(h);
+  Answer a;
+  if (s.one_rank) {
+    if (!in.empty()) bad_request("collective: a one-rank call with data");
+    traffic_.note(s.op, s.count, 1);
     return a;
   }
-  const MPI_Op op = to_mpi(f.reduction);
-  // In place: this rank's block of the result is the buffer's first.
-  double* buf = const_cast<double*>(data_of<double>(in, static_cast<long>(count) * n, "reduce_scatter"));
-  run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
-                 [&] { return MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c); },
-                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(MPI_IN_PLACE, buf, count, MPI_DOUBLE, op, c, r); });
-  traffic_.note(facts::kReduceScatter, count, n);
-  in.resize(static_cast<std::size_t>(count) * sizeof(double));
+  const char* what = h.kind == Kind::Allreduce ? "allreduce" : h.kind == Kind::Allgather ? "allgather" : "reduce_scatter";
+  double* buf = const_cast<double*>(data_of<double>(in, static_cast<long>(s.in), what));
+  if (h.kind == Kind::Allgather) {
+    carry_collective(h, s, buf, doubles_of(a, s.out));
+    return a;
+  }
+  carry_collective(h, s, buf, buf);  // MPI reduces in place; the answer keeps the buffer
+  in.resize(s.out * sizeof(double));
   a.data = std::move(in);
   return a;
+}
+
+std::size_t Ops::collective(const Header& h, const void* src, std::size_t src_bytes, void* dst, std::size_t dst_bytes) {
+  const Collective s = collective_agreed(h);
+  if (s.one_rank) {
+    if (src_bytes != 0) bad_request("collective: a one-rank call with data");
+    traffic_.note(s.op, s.count, 1);
+    return 0;
+  }
+  if (src_bytes != s.in * sizeof(double) || dst_bytes < s.out * sizeof(double))
+    bad_request("collective: " + std::to_string(src_bytes) + " bytes of data and room for " + std::to_string(dst_bytes) +
+                " where " + std::to_string(s.in * sizeof(double)) + " and " + std::to_string(s.out * sizeof(double)) +
+                " belong");
+  carry_collective(h, s, static_cast<const double*>(src), static_cast<double*>(dst));
+  return s.out * sizeof(double);
 }
 
 }  // namespace dtrain::side
