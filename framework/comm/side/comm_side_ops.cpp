@@ -265,8 +265,7 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in) {
     traffic_.note(s.op, s.count, 1);
     return a;
   }
-  const char* what = h.kind == Kind::Allreduce ? "allreduce" : h.kind == Kind::Allgather ? "allgather" : "reduce_scatter";
-  double* buf = const_cast<double*>(data_of<double>(in, static_cast<long>(s.in), what));
+  double* buf = const_cast<double*>(data_of<double>(in, static_cast<long>(s.in), facts::kOpNames[s.op]));
   if (h.kind == Kind::Allgather) {
     carry_collective(h, s, buf, doubles_of(a, s.out));
     return a;
