@@ -239,30 +239,31 @@ void Ops::carry_collective(const Header& h, const Collective& s, const double* s
     run_collective("MPI_Allgather", "MPI_Iallgather",
                    [&] { return MPI_Allgather(src, count, MPI_DOUBLE, dst, count, MPI_DOUBLE, c); },
                    [&](MPI_Request* r) { return MPI_Iallgather(src, count, MPI_DOUBLE, dst, count, MPI_DOUBLE, c, r); });
-    traffic_.note(facts::kAllgather, count, s.ranks);
-    return;
+  } else {
+    const MPI_Op op = to_mpi(h.ask.collective.reduction);
+    const void* from = src == dst ? MPI_IN_PLACE : src;  // in place: a reduce-scatter's block is the buffer's first
+    if (h.kind == Kind::Allreduce)
+      run_collective("MPI_Allreduce", "MPI_Iallreduce",
+                     [&] { return MPI_Allreduce(from, dst, count, MPI_DOUBLE, op, c); },
+                     [&](MPI_Request* r) { return MPI_Iallreduce(from, dst, count, MPI_DOUBLE, op, c, r); });
+    else
+      run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
+                     [&] { return MPI_Reduce_scatter_block(from, dst, count, MPI_DOUBLE, op, c); },
+                     [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(from, dst, count, MPI_DOUBLE, op, c, r); });
   }
-  const MPI_Op op = to_mpi(h.ask.collective.reduction);
-  const void* from = src == dst ? MPI_IN_PLACE : src;  // in place: a reduce-scatter's block is the buffer's first
-  if (h.kind == Kind::Allreduce) {
-    run_collective("MPI_Allreduce", "MPI_Iallreduce",
-                   [&] { return MPI_Allreduce(from, dst, count, MPI_DOUBLE, op, c); },
-                   [&](MPI_Request* r) { return MPI_Iallreduce(from, dst, count, MPI_DOUBLE, op, c, r); });
-    traffic_.note(facts::kAllreduce, count, s.ranks);
-    return;
-  }
-  run_collective("MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
-                 [&] { return MPI_Reduce_scatter_block(from, dst, count, MPI_DOUBLE, op, c); },
-                 [&](MPI_Request* r) { return MPI_Ireduce_scatter_block(from, dst, count, MPI_DOUBLE, op, c, r); });
-  traffic_.note(facts::kReduceScatter, count, s.ranks);
+  traffic_.note(s.op, count, s.ranks);
+}
+
+void Ops::count_one_rank(const Collective& s, std::size_t data_bytes) {
+  if (data_bytes != 0) bad_request("collective: a one-rank call with data");
+  traffic_.note(s.op, s.count, 1);
 }
 
 Answer Ops::reduce(const Header& h, std::vector<char>& in) {
   const Collective s = collective_agreed(h);
   Answer a;
   if (s.one_rank) {
-    if (!in.empty()) bad_request("collective: a one-rank call with data");
-    traffic_.note(s.op, s.count, 1);
+    count_one_rank(s, in.size());
     return a;
   }
   double* buf = const_cast<double*>(data_of<double>(in, static_cast<long>(s.in), facts::kOpNames[s.op]));
@@ -279,8 +280,7 @@ Answer Ops::reduce(const Header& h, std::vector<char>& in) {
 std::size_t Ops::collective(const Header& h, const void* src, std::size_t src_bytes, void* dst, std::size_t dst_bytes) {
   const Collective s = collective_agreed(h);
   if (s.one_rank) {
-    if (src_bytes != 0) bad_request("collective: a one-rank call with data");
-    traffic_.note(s.op, s.count, 1);
+    count_one_rank(s, src_bytes);
     return 0;
   }
   if (src_bytes != s.in * sizeof(double) || dst_bytes < s.out * sizeof(double))

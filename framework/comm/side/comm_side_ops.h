@@ -114,6 +114,9 @@ class Ops {
   };
   Collective collective_agreed(const link::Header& h);
   void carry_collective(const link::Header& h, const Collective& s, const double* src, double* dst);
+  // A one-rank call moves nothing (the child copies): once it is seen to
+  // bring no data, it is only counted.
+  void count_one_rank(const Collective& s, std::size_t data_bytes);
   Answer point_to_point(const link::Header& h, const std::vector<char>& in);
   Answer sendrecv(const link::Header& h, const std::vector<char>& in);
   Answer request(const link::Header& h, const std::vector<char>& in);
