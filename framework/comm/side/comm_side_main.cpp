@@ -180,6 +180,11 @@ int main(int argc, char** argv) {
       return 70;
     }
     if (student_pid == 0) {
+      // A process group of its own, which what it starts shares: a call
+      // that leaves a fork bomb behind is stopped by one signal to the
+      // group (end_strays), not one process at a time by a side that gets
+      // a two-hundredth of a core among them.
+      setpgid(0, 0);
       // The harness's runs without the system-call filter are the student's too.
       bool unfiltered = false;
       for (char** a = argv + 2; *a != nullptr; ++a) unfiltered = unfiltered || std::strcmp(*a, "--no-syscall-filter") == 0;
@@ -187,6 +192,7 @@ int main(int argc, char** argv) {
       char* student_argv[] = {const_cast<char*>(student.c_str()), unfiltered ? no_filter : nullptr, nullptr};
       start_child(student_argv, student_ends.child, -1, parent);
     }
+    setpgid(student_pid, student_pid);  // as the child does: whichever comes first (the other finds it done)
     close(student_ends.child);
   }
   // The account's memory figures are of the process that runs the student's code.

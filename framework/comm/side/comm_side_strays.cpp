@@ -81,6 +81,11 @@ std::vector<pid_t> stray_roots(pid_t harness, pid_t student) {
 int end_strays(pid_t harness, pid_t student) {
   std::vector<pid_t> todo = stray_roots(harness, student);
   if (todo.empty()) return 0;
+  // The student's process leads a group its strays share unless they left
+  // it: one signal stops them all, and a fork under way when it comes fails
+  // rather than start one more. The walk below finds any that left.
+  const bool grouped = ::getpgid(student) == student;
+  if (grouped) ::kill(-student, SIGSTOP);
   // Stopped as they are found, so that one that keeps forking can't outrun the walk.
   std::set<pid_t> stopped;
   for (int round = 0; round < 500 && !todo.empty(); ++round) {
@@ -95,6 +100,7 @@ int end_strays(pid_t harness, pid_t student) {
     todo = std::move(next);
   }
   for (pid_t p : stopped) ::kill(p, SIGKILL);
+  if (grouped) ::kill(student, SIGCONT);  // it waits for its next call, as before
   // A killed process is a stray until it has died: the next call's return
   // must not find it still exiting (on a busy host it may wait for a CPU)
   // and count it again, against a case that started nothing.
