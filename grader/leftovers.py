@@ -30,6 +30,9 @@ def sysv_objects(uid: int) -> List[Tuple[str, int]]:
     return found
 
 
+MQUEUE_LOOK = "mqueue-"  # remove_mqueues's mount point in the lock folder, by slot uid, while it looks
+
+
 def _mqueue_mount() -> Optional[str]:
     """Where this mount namespace shows its IPC namespace's POSIX message
     queues (Docker and Podman mount /dev/mqueue), or None."""
@@ -49,10 +52,12 @@ def remove_mqueues(uid: int) -> List[str]:
     their names. They outlive their processes like System V objects. Where
     no mqueue file system is mounted, one is mounted for the look in root's
     lock folder and unmounted again; where none can be, [] (the system-call
-    filter refuses mq_open, the only way to make one)."""
+    filter refuses mq_open, the only way to make one). The look's folder is
+    the slot's (its uid's): two graders at once never mount, unmount or
+    remove each other's."""
     point, mounted = _mqueue_mount(), False
     if point is None:
-        point = os.path.join(LOCK_DIR, "mqueue")
+        point = os.path.join(LOCK_DIR, f"{MQUEUE_LOOK}{uid}")
         try:
             os.close(lock_dir())
             os.makedirs(point, 0o700, exist_ok=True)

@@ -21,6 +21,7 @@ import pytest
 from conftest import BUILD, KIT
 from hostile_gallery import (FEEDBACK, HONEST_PART1, PROLOGUE, Hostile, func_file, grade_hostile, in_shared_tmp,
                              reference_calling)
+from grader.leftovers import MQUEUE_LOOK
 from grader.slots import LOCK_DIR
 
 READ_SECRETS = r"""
@@ -175,8 +176,15 @@ def locks_intact(tmp: str) -> List[str]:
     st = os.lstat(LOCK_DIR)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o077:
         problems.append(f"{LOCK_DIR}: mode {stat.filemode(st.st_mode)}, owner {st.st_uid}")
-    problems += [os.path.join(LOCK_DIR, n) for n in os.listdir(LOCK_DIR)
-                 if not stat.S_ISREG(os.lstat(os.path.join(LOCK_DIR, n)).st_mode)]
+    # Besides the locks, root's folder holds only another grading's look at
+    # its message queues, for as long as it looks (leftovers.MQUEUE_LOOK).
+    for name in os.listdir(LOCK_DIR):
+        try:
+            mode = os.lstat(os.path.join(LOCK_DIR, name)).st_mode
+        except FileNotFoundError:  # that look, over as this one read the folder
+            continue
+        if not stat.S_ISREG(mode) and not (name.startswith(MQUEUE_LOOK) and stat.S_ISDIR(mode)):
+            problems.append(os.path.join(LOCK_DIR, name))
     return problems
 
 
