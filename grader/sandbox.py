@@ -264,7 +264,7 @@ class Sandbox:
         if shutil.which("prlimit"):
             limit = {name: _within_hard(name, value) for name, value in LIMITS.items()}
             limits = ["prlimit", f"--cpu={limit['cpu']}", f"--as={limit['as']}", f"--fsize={limit['fsize']}",
-                      f"--core={limit['core']}"] + ([f"--nproc={limit['nproc']}"] if self.root else [])
+                      f"--core={limit['core']}"] + ([f"--nproc={limit['nproc']}"] if self.root or self.user_ns else [])
             if job:
                 limits += [f"--data={_within_hard('data', JOB_DATA_BYTES)}",
                            f"--stack={_within_hard('stack', JOB_STACK_BYTES)}"]
