@@ -91,7 +91,7 @@ class Mapping {
 // harness), converting the rows it uses as it uses them.
 using Pixels = Eigen::Matrix<unsigned char, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// count pixel bytes as doubles in [0, 1] (byte / 255), the one formula every
+// Converts `count` pixel bytes to doubles in [0, 1] (byte / 255): the one formula every
 // reader of images uses. A table of the 256 quotients: the same values as
 // dividing, without a division per pixel (a batch converts 47,000 each step).
 void pixels_to_unit(const unsigned char* bytes, long count, double* out);
@@ -108,8 +108,6 @@ class PixelFile {
   // RowSource converts them a batch at a time, an eighth of the doubles'
   // memory and of the bytes a shuffled batch reads).
   Pixels take(const Eigen::Ref<const Eigen::VectorXi>& index) const;
-  // Rows [start, start + n) into out (resized to (n, cols())).
-  void copy_rows(long start, long n, Matrix& out) const;
   const std::string& mapped_path() const { return mapped_path_; }  // the file or its unpacked copy
   const unsigned char* bytes() const { return pixels_; }             // (rows(), cols()), row-major
 

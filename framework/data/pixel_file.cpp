@@ -149,14 +149,6 @@ Pixels PixelFile::take(const Eigen::Ref<const Eigen::VectorXi>& index) const {
   return out;
 }
 
-void PixelFile::copy_rows(long start, long n, Matrix& out) const {
-  if (start < 0 || n < 0 || start + n > rows_)
-    throw std::out_of_range("PixelFile::copy_rows: rows " + std::to_string(start) + ".." + std::to_string(start + n) +
-                            " of " + std::to_string(rows_));
-  out.resize(n, cols_);
-  pixels_to_unit(pixels_ + start * cols_, n * cols_, out.data());
-}
-
 SharedDataset open_dataset(const std::string& flag_dir, long max_train, long max_test) {
   SharedDataset data;
   data.dir = find_data_dir(flag_dir);
