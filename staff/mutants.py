@@ -1,6 +1,7 @@
 """The kit's proof that its tests bite: each mutant is the reference with one
 known bug; it must lose points in the parts the bug touches and keep full
-points everywhere else. The table's "correct: ..." entries are the other
+points in the other parts of its file (the only parts run: no other part
+calls the file's code). The table's "correct: ..." entries are the other
 way round: the reference written differently and still right, which must
 keep every point (the memory and traffic rules must not fail them).
 
@@ -88,10 +89,10 @@ def check(mutant: Mutant, build_dir: str, scratch: str, launcher: Optional[List[
     launch_args = dict(judged(build_dir), **({"prefix": launcher + [KITRUN]} if launcher else {}))
     if mutant.hangs and not launcher:  # an emulated run's honest cases need their whole limits
         launch_args["time_scale"] = limits.time_scale() * limits.HANG_SHARE
-    # Its own side of the table: the assignment's parts, or the extension
-    # parts (graded or not), which share no student file with them.
-    extension = any(mutant.file in p.files for p in table.ALL_PARTS if p.extension)
-    parts = [p for p in table.built_parts() if p.extension == extension]
+    # The parts of its file, the only ones it can cost: the others call none
+    # of the file's code (what a file's code can do beyond its parts, its
+    # static objects and symbols, the hostile gallery grades).
+    parts = [p for p in table.built_parts() if mutant.file in p.files]
     with_hidden = {}
     if mutant.hidden:  # judged by every recorded value, the hidden cases' salted as the grader salts them
         expected = judge.load_all(sum(judge.files(KIT_DIR), []))

@@ -133,7 +133,7 @@ int Communicator::size() const { return live(handle_).size; }
 void Communicator::barrier() {
   Call call(live(handle_), kBarrier, 0, kNoReduction, false);
   link::Header h = link::request(link::Kind::Barrier, live(handle_).comm);
-  h.ask.barrier.idle = static_cast<std::int64_t>(link::Idle::YieldThenSleep);
+  h.ask.barrier.idle = static_cast<std::int64_t>(link::Idle::Yield);
   ask(h);
   call.done(0);
 }

@@ -41,7 +41,7 @@
 namespace dtrain::link {
 
 // How a waiting side spends the wait (side/comm_side_mpi.h explains each).
-enum class Idle : std::int32_t { Yield = 0, Sleep = 1, YieldThenSleep = 2 };
+enum class Idle : std::int32_t { Yield = 0, Sleep = 1 };
 
 inline constexpr int kAgreeFields = 6;
 // one_rank of an Allreduce, Allgather or ReduceScatter on a one-rank communicator:

@@ -40,7 +40,7 @@ void Ops::agree(std::int32_t comm_number, std::int64_t op, std::int64_t count, s
   run_polled(
       "MPI_Iallgather (agreement)",
       [&](MPI_Request* r) { return MPI_Iallgather(mine, kFields, MPI_INT64_T, all.data(), kFields, MPI_INT64_T, c, r); },
-      Idle::YieldThenSleep);
+      Idle::Yield);
   kit_request(facts::kRequestAgree, 0, n);
   auto row = [&](int r) { return all.data() + kFields * r; };
   bool same = true;

@@ -61,7 +61,7 @@ inline int tag_of(std::int64_t tag) {
 
 // A rank may wait long for its peer (a peer still computing, a cycle of sends).
 inline void finish(MPI_Request* requests, int n, const char* call) {
-  for (int i = 0; i < n; ++i) wait_polling(requests[i], call, Idle::YieldThenSleep);
+  for (int i = 0; i < n; ++i) wait_polling(requests[i], call, Idle::Yield);
 }
 
 // An answer whose data is `n` doubles, which MPI writes in place: the side

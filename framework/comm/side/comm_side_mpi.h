@@ -33,20 +33,27 @@ constexpr bool kWaitYielding = false;
 
 // Waits for a started operation by polling it. A peer that is already there
 // answers within the first polls; after them the rank gives its core away
-// between polls: Yield while the peers are busy with the same call (a
-// collective), Sleep while they may be busy with anything for long (ranks
-// that wait for a case of more ranks to begin), and YieldThenSleep where
-// a short wait is the rule and a long one means a peer is elsewhere: a
-// slow rank, or a hang (the agreement check, where every rank of a hung
-// case waits, and the barrier). A hang's waiting ranks then leave the
-// cores to the rest of the host instead of yielding on them until the
-// watchdog's limit.
+// between polls (idle_pause): Yield while the peers are busy with the same
+// call (a collective), Sleep while they may be busy with anything for long
+// (ranks that wait for a case of more ranks to begin).
 using link::Idle;
 void wait_polling(MPI_Request& request, const char* call, Idle idle);
 // Whether a started request has finished (MPI_Test, checked).
 bool request_done(MPI_Request& request, const char* call);
 // The same loop around any test: `done` makes progress and says whether all is done.
 void poll_until(const std::function<bool()>& done, Idle idle);
+
+// One pause between two polls. Yield gives the core to whoever else is
+// ready, but only while the request being served is young: one that has
+// waited kLongWait has a peer elsewhere (a slow rank, or a hang, whose
+// waiting ranks would otherwise yield on the cores until the watchdog's
+// limit, taking a third of a busy host's CPU in context switches), and it
+// sleeps between polls from then on. Open MPI's blocking collectives pause
+// the same way: their idle progress calls sched_yield (kitrun sets
+// mpi_yield_when_idle), which the side defines (comm_side_mpi.cpp).
+void idle_pause(Idle idle);
+// The request served from now on is a new one: its waits start young.
+void request_begins();
 
 // Starts the nonblocking form of an operation and waits for it by polling,
 // on every MPI: for the calls whose waits may be long.

@@ -79,6 +79,7 @@ std::vector<int> world_ranks_of(MPI_Comm comm) {
 }
 
 Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
+  request_begins();
   switch (h.kind) {
     case Kind::Hello: {
       Answer a;
@@ -133,7 +134,7 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
     case Kind::Barrier: {
       const MPI_Comm c = comm(h.comm);
       const std::int64_t idle = h.ask.barrier.idle;
-      if (idle < 0 || idle > 2) bad_request("barrier: no such way to wait");
+      if (idle < 0 || idle > 1) bad_request("barrier: no such way to wait");
       if (static_cast<Idle>(idle) != Idle::Sleep) agree(h.comm, facts::kBarrier, 0, facts::kNoReduction);
       run_polled("MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(c, r); }, static_cast<Idle>(idle));
       if (static_cast<Idle>(idle) == Idle::Sleep)
@@ -153,7 +154,7 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
             return MPI_Iallgather(mine, link::kAgreeFields, MPI_INT64_T, all.data(), link::kAgreeFields, MPI_INT64_T,
                                   c, r);
           },
-          Idle::YieldThenSleep);
+          Idle::Yield);
       kit_request(facts::kRequestAgree, 0, size_of(c));
       return with(all.data(), all.size());
     }
@@ -163,7 +164,7 @@ Answer Ops::dispatch(const Header& h, std::vector<char>& in) {
       // The test harness's end of a case: the ranks done with it wait here for the rest, however long.
       run_polled(
           "MPI_Iallreduce", [&](MPI_Request* r) { return MPI_Iallreduce(&value, &result, 1, MPI_LONG, MPI_MAX, c, r); },
-          Idle::YieldThenSleep);
+          Idle::Yield);
       kit_request(facts::kRequestMax, 0, size_of(c));
       Answer a;
       a.reply.answer.max_over_ranks.maximum = result;

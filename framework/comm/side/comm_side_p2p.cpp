@@ -103,7 +103,7 @@ Answer Ops::sendrecv(const Header& h, const std::vector<char>& in) {
         const bool payload_in = finished(in_payload);
         return out_settled && in_settled && payload_out && verdict_out_sent && payload_in;
       },
-      Idle::YieldThenSleep);
+      Idle::Yield);
   if (out_ok && in_ok)
     traffic_.note(facts::kSendrecv, ns, n);
   else
@@ -143,7 +143,7 @@ Answer Ops::request(const Header& h, const std::vector<char>& in) {
   if (h.kind == Kind::Wait) {
     traffic_.note(facts::kWait, 0, 0);
     traffic_.waited();
-    wait_polling(f.mpi, "MPI_Wait", Idle::YieldThenSleep);
+    wait_polling(f.mpi, "MPI_Wait", Idle::Yield);
   }
   Answer a = std::move(f.result);
   if (h.kind == Kind::Test) a.reply.answer.test.complete = 1;
