@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from typing import List
 
 from kit import parts as table
@@ -164,15 +165,20 @@ def turn_on(kit: str) -> None:
 
 
 def in_copy(cmd: List[str], kit: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess:
-    """Runs a command in the copy, which uses its own build (never $KIT_BUILD's), with `env` added."""
-    return subprocess.run(cmd, cwd=kit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
+    """Runs a command in the copy, which uses its own build (never $KIT_BUILD's), with `env` added. Each
+    step's time is printed: the check is CI's longest, and its steps say where that goes."""
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=kit, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout,
                           env=dict({k: v for k, v in os.environ.items() if k != "KIT_BUILD"}, **env))
+    shown = " ".join(os.path.basename(c) if c == sys.executable else c for c in cmd)
+    print(f"-- {' '.join(f'{k}={v}' for k, v in env.items())}{' ' if env else ''}{shown}: exit {proc.returncode} "
+          f"in {time.monotonic() - started:.1f} s", flush=True)
+    return proc
 
 
 def make(kit: str, problems: List[str], *args: str) -> str:
     """The output of a make command in the copy; a failure is a problem."""
     proc = in_copy(["make", "--no-print-directory", *args], kit)
-    print(f"-- make {' '.join(args)}: exit {proc.returncode}", flush=True)
     if proc.returncode != 0:
         problems.append(f"make {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}")
     return proc.stdout

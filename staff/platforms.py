@@ -30,6 +30,14 @@ error that names the setting to raise, never a lower grade. No report may
 say the exec guard or the system-call filter is off (a container may
 forbid namespaces and CPU cgroups; those two may be).
 
+The gradings run side by side where the machine has the CPUs for them: each
+platform's at one CPU share is a lane (Gradescope's 0.5 CPU, its halved 0.25,
+PrairieLearn's 0.9 and 0.45), lanes run at once while their shares add up to
+no more than the machine's CPUs, and a lane without a cap (Autolab's at its
+default, the host's grader) runs alone. A quota is a cap, so a grading beside others has the
+CPU it has alone, and the check takes its longest lane's time, not the sum
+(--one-at-a-time: one grading after another).
+
 Each result is read as its platform reads it: Autolab's last line of output,
 Gradescope's results.json, PrairieLearn's results.json. Last, the reference
 on Gradescope at 512 MiB, too small for a job: a grader error that names
@@ -38,6 +46,7 @@ the memory setting; and on PrairieLearn an upload that is no tar archive:
 seconds. Each platform's image and job are staff/platform_jobs.py's.
 
   python3 -m staff.platforms [--platform NAME ...] [--handin NAME ...] [--keep DIR] [--halve-all]
+                            [--one-at-a-time]
 """
 import argparse
 import io
@@ -48,11 +57,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Dict, List
+from typing import Callable, Dict, List
 
-from kit import calibration
+from kit import calibration, host_limits
 from kit import parts as table
 from kit.paths import KIT_DIR, REFERENCE_DIR, STUBS_DIR
 from staff.container import image_exists, require_podman, run
@@ -168,6 +179,34 @@ def verdict(handin: str, p: Platform, r: Result, fits: bool = True, stretch: flo
     return problems
 
 
+@dataclass
+class Lane:
+    """One platform's gradings at one CPU share, in order: lanes run side by
+    side while their shares fit in the machine's CPUs (a platform's quota is
+    a cap, so a grading beside others gets the same CPU as alone); a lane
+    without a cap (Autolab's Tango) runs alone."""
+    name: str
+    share: float                       # the CPUs its gradings may use at once
+    gradings: List[Callable[[], tuple]]  # each returns one row of the table
+
+
+def run_lanes(lanes: List[Lane], cpus: float) -> None:
+    """Runs the lanes, each in a thread, as many at once as their shares fit in
+    `cpus`: the check's time is then the longest lane's, not the sum."""
+    pending, running, free = list(lanes), {}, cpus
+    with ThreadPoolExecutor(max_workers=len(lanes) or 1) as pool:
+        while pending or running:
+            for lane in list(pending):
+                if lane.share <= free + 1e-9 or not running:
+                    pending.remove(lane)
+                    free -= lane.share
+                    running[pool.submit(lambda lane=lane: [g() for g in lane.gradings])] = lane
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                free += running.pop(future).share
+                future.result()
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--platform", action="append", choices=[p.name for p in all_platforms()])
@@ -176,6 +215,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--reuse-images", action="store_true", help="grade with the images an earlier run built")
     ap.add_argument("--halve-all", action="store_true",
                     help=f"grade every handin again at half the CPUs, not only {' and '.join(HALVED)} (CI's)")
+    ap.add_argument("--one-at-a-time", action="store_true",
+                    help="grade one handin at a time, not the platforms side by side within the machine's CPUs")
     args = ap.parse_args(argv)
     require_podman("check-platforms")
     platforms = [p for p in all_platforms() if not args.platform or p.name in args.platform]
@@ -183,6 +224,42 @@ def main(argv: List[str]) -> int:
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="kit-platforms-")
     rows, failed = [], []
+    planned = []  # (platform, label) in the table's order, whatever order the lanes end in
+    printing = threading.Lock()
+
+    def row(name: str, label: str, r: Result, problems: List[str], note: str = "") -> tuple:
+        with printing:
+            print(f"  {name:<13} {label:<22} {sum(r.scores.values()):>6g} / {table.TOTAL_POINTS}  {r.status:<13} "
+                  f"{r.seconds:5.1f} s  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}{note}", flush=True)
+            rows.append((name, label, sum(r.scores.values()), r.status, r.seconds, problems))
+            if problems:
+                failed.append((name, label, r.text[-3000:]))
+        return rows[-1]
+
+    def graded(p: Platform, h: str, tar: str, half: float = 0.0, fits: bool = True) -> Callable[[], tuple]:
+        planned.append((p.name, f"{h} at {half:g} CPU" if half else h))
+
+        def grade() -> tuple:
+            r = p.grade(p, tar, os.path.join(work, p.name, h + ("-halved" if half else "")),
+                        **({"cpus": half} if half else {}))
+            note = "" if fits else " (an honest grading does not fit here: a grader error is right too)"
+            return row(p.name, f"{h} at {half:g} CPU" if half else h, r,
+                       verdict(h, p, r, fits, stretch=2.0) if half else verdict(h, p, r), note)
+        return grade
+
+    def small_gradescope(p: Platform, tar: str) -> tuple:  # a container too small for a job: the setting, never a grade
+        r = gradescope_grade(p, tar, os.path.join(work, "gradescope", "small"), "512m")
+        return row("gradescope", "at 512 MiB", r, [] if r.status == "grader error" and "raise the memory" in r.text
+                   else [f"at 512 MiB: {r.status}, not a grader error that names the memory setting"])
+
+    def junk_prairielearn(p: Platform) -> tuple:  # an upload that is no handin costs no attempt
+        junk = os.path.join(work, "junk.tar")
+        with open(junk, "wb") as f:
+            f.write(b"these are my notes, not a tar archive\n")
+        r = prairielearn_grade(p, junk, os.path.join(work, "prairielearn", "junk"))
+        return row("prairielearn", "not a tar", r, [] if r.status == "not gradable" and "not a readable tar archive"
+                   in r.text else [f"an upload that is no tar: {r.status}, not gradable: false with the reason"])
+
     try:
         out = run([sys.executable, "-m", "staff.bundles"], timeout=600)
         if not out.startswith("[exit 0]"):
@@ -193,66 +270,36 @@ def main(argv: List[str]) -> int:
         for h in handins:
             tars[h] = os.path.join(work, f"{h}.tar")
             write_handin(h, tars[h])
+        machine = host_limits.cpus()  # what the lanes share: the affinity, capped by a cgroup quota
+        lanes = []
         for p in platforms:
             begun = time.monotonic()
             if not (args.reuse_images and image_exists(p.image)):
                 p.build(p, base)
             print(f"  {p.name}: image {p.image} in {time.monotonic() - begun:.0f} s ({p.limits}; "
                   f"{p.time_limit:.0f} s)", flush=True)
-            for h in handins:
-                job = os.path.join(work, p.name, h)
-                os.makedirs(os.path.dirname(job), exist_ok=True)
-                r = p.grade(p, tars[h], job)
-                problems = verdict(h, p, r)
-                rows.append((p.name, h, sum(r.scores.values()), r.status, r.seconds, problems))
-                print(f"    {h:<10} {sum(r.scores.values()):>6g} / {table.TOTAL_POINTS}  {r.status:<13} "
-                      f"{r.seconds:5.1f} s  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}", flush=True)
-                if problems:
-                    failed.append((p.name, h, r.text[-3000:]))
+            os.makedirs(os.path.join(work, p.name), exist_ok=True)
+            extra = [lambda p=p: small_gradescope(p, tars["reference"])] \
+                if p.name == "gradescope" and "reference" in handins else \
+                [lambda p=p: junk_prairielearn(p)] if p.name == "prairielearn" else []
+            lanes.append(Lane(p.name, p.default_cpus(), [graded(p, h, tars[h]) for h in handins] + extra))
+            planned.extend([(p.name, "at 512 MiB")] if p.name == "gradescope" else
+                           [(p.name, "not a tar")] if p.name == "prairielearn" else [])
             # The same image on a machine twice as slow: the same grades, or,
             # where an honest grading can't fit the budget, a grader error.
             half = p.default_cpus() / 2
             fits = limits.fits(table.COURSE.budget(p.name), half)
-            for h in [h for h in handins if args.halve_all or h in HALVED]:
-                job = os.path.join(work, p.name, h + "-halved")
-                r = p.grade(p, tars[h], job, cpus=half)
-                problems = verdict(h, p, r, fits, stretch=2.0)
-                label = f"{h} at {half:g} CPU"
-                rows.append((p.name, label, sum(r.scores.values()), r.status, r.seconds, problems))
-                print(f"    {label:<10} {sum(r.scores.values()):>6g} / {table.TOTAL_POINTS}  {r.status:<13} "
-                      f"{r.seconds:5.1f} s  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}"
-                      f"{'' if fits else ' (an honest grading does not fit here: a grader error is right too)'}",
-                      flush=True)
-                if problems:
-                    failed.append((p.name, label, r.text[-3000:]))
-        gradescope = next((p for p in platforms if p.name == "gradescope"), None)
-        if gradescope and "reference" in handins:  # a container too small for a job: the setting, never a grade
-            r = gradescope_grade(gradescope, tars["reference"], os.path.join(work, "gradescope", "small"), "512m")
-            problems = [] if r.status == "grader error" and "raise the memory" in r.text else [
-                f"at 512 MiB: {r.status}, not a grader error that names the memory setting"]
-            rows.append(("gradescope", "at 512 MiB", sum(r.scores.values()), r.status, r.seconds, problems))
-            print(f"    at 512 MiB {r.status:<13} {r.seconds:5.1f} s  {'ok' if not problems else 'WRONG'}", flush=True)
-            if problems:
-                failed.append(("gradescope", "at 512 MiB", r.text[-3000:]))
-        prairielearn = next((p for p in platforms if p.name == "prairielearn"), None)
-        if prairielearn:  # an upload that is no handin costs no attempt
-            junk = os.path.join(work, "junk.tar")
-            with open(junk, "wb") as f:
-                f.write(b"these are my notes, not a tar archive\n")
-            r = prairielearn_grade(prairielearn, junk, os.path.join(work, "prairielearn", "junk"))
-            problems = [] if r.status == "not gradable" and "not a readable tar archive" in r.text else [
-                f"an upload that is no tar: {r.status}, not gradable: false with the reason"]
-            rows.append(("prairielearn", "not a tar", 0.0, r.status, r.seconds, problems))
-            print(f"    not a tar  {r.status:<13} {r.seconds:5.1f} s  {'ok' if not problems else 'WRONG'}", flush=True)
-            if problems:
-                failed.append(("prairielearn", "not a tar", r.text[-3000:]))
+            lanes.append(Lane(f"{p.name} halved", half, [graded(p, h, tars[h], half, fits) for h in handins
+                                                         if args.halve_all or h in HALVED]))
         if "hog" in handins:  # the host's grader, as staff run it, gives the hog what every platform gives
-            r = host_grade(tars["hog"])
-            problems = verdict("hog", Platform("host", "", 600, 600, "", None, None), r)
-            rows.append(("host", "hog", sum(r.scores.values()), r.status, r.seconds, problems))
-            print(f"  host: hog {sum(r.scores.values()):g}  {'ok' if not problems else 'WRONG: ' + '; '.join(problems)}")
-            if problems:
-                failed.append(("host", "hog", r.text[-3000:]))
+            def host_hog() -> tuple:
+                r = host_grade(tars["hog"])
+                return row("host", "hog", r, verdict("hog", Platform("host", "", 600, 600, "", None, None), r))
+            lanes.append(Lane("host", machine, [host_hog]))
+            planned.append(("host", "hog"))
+        # Capped lanes first, the slowest (the smallest shares) first of all; uncapped ones last, alone.
+        lanes.sort(key=lambda lane: (lane.share >= machine, lane.share))
+        run_lanes(lanes, 0.0 if args.one_at_a_time else machine)
     except (StepFailed, subprocess.TimeoutExpired) as e:
         print(f"check-platforms: FAILED: {e}")
         return 1
@@ -260,9 +307,9 @@ def main(argv: List[str]) -> int:
         if args.keep:
             shutil.copytree(work, args.keep, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\n{'platform':<13} {'handin':<10} {'score':>7}  {'status':<13} {'seconds':>7}  verdict")
-    for name, h, total, status, seconds, problems in rows:
-        print(f"{name:<13} {h:<10} {total:>7g}  {status:<13} {seconds:>7.1f}  {'ok' if not problems else 'WRONG'}")
+    print(f"\n{'platform':<13} {'handin':<22} {'score':>7}  {'status':<13} {'seconds':>7}  verdict")
+    for name, h, total, status, seconds, problems in sorted(rows, key=lambda r: planned.index(r[:2])):
+        print(f"{name:<13} {h:<22} {total:>7g}  {status:<13} {seconds:>7.1f}  {'ok' if not problems else 'WRONG'}")
     for name, h, text in failed:
         print(f"\n---- {name} / {h}: what the platform shows (the end) ----\n{text}")
     print(f"\ncheck-platforms: {'FAILED' if failed else 'passed'} in {time.monotonic() - started:.0f} s")

@@ -163,9 +163,13 @@ std::string student_state();
 // record wants it (ledger::waiting_call's, from the page); false if none.
 bool student_waiting_call(ledger::WaitingCall& out);
 // The student process's system-call filter (link::FilterCode), as the side
-// keeps it, waiting up to `seconds` for that process to say it; On at once
-// if it ended before saying it (none of its code runs after).
-link::FilterCode student_filter(double seconds);
+// keeps it, waiting for that process to say it; On at once if it ended
+// before saying it (none of its code runs after). The wait has no limit of
+// its own: a process stuck before its word (code before main that never
+// returns) is the runner's to stop, by its start-up limit, which counts the
+// time the job could have run; a clock here would run out first on a busy
+// host, and the job would plan cases its student process never reaches.
+link::FilterCode student_filter();
 // Whether the side saw the student's process end.
 bool student_gone();
 

@@ -72,12 +72,6 @@
 
 namespace {
 
-#ifdef KIT_DRIVEN
-// How long the harness waits for its student process to say its filter's
-// state (it says it as soon as it starts, before any student code runs).
-constexpr double kStudentFilterWaitSeconds = 30.0;
-#endif
-
 int usage_error(const std::string& what) {
   if (harness::job().rank == 0)
     std::fprintf(stderr, "kit_tests: %s\nusage: kit_tests [gtest flags] [--results=DIR] [--case-timeout=SECONDS] "
@@ -214,7 +208,7 @@ int main(int argc, char** argv) {
 #ifdef KIT_DRIVEN
   // The filter that matters is on the student's code: its process's, as it told its side first.
   if (unfiltered.empty()) {
-    const dtrain::link::FilterCode student = dtrain::calls::student_filter(kStudentFilterWaitSeconds);
+    const dtrain::link::FilterCode student = dtrain::calls::student_filter();
     if (student != dtrain::link::FilterCode::On) {
       unfiltered = "the student's process has none";
       job().syscall_filter =
