@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
+import pytest
+
 from conftest import BUILD, GRADE, IMPL_FILES, hanging, left_behind, make_tar, marked, on_this_machine, source
 from grader.leftovers import remove_mqueues, sysv_objects
 from grader.namespaces import SHARED_TMP
@@ -179,6 +181,13 @@ def owner(path: str) -> Optional[int]:
         return os.lstat(path).st_uid
     except FileNotFoundError:
         return None
+
+
+def cases(gallery: List["Hostile"]) -> list:
+    """The gallery as pytest's parameters. An entry graded in another mode
+    (without namespaces, as in the platforms' containers) is marked long:
+    make check-long and CI run it, and make check runs its entry with them."""
+    return [pytest.param(h, id=h.name, marks=() if h.namespaces else pytest.mark.long) for h in gallery]
 
 
 def grade_hostile(case: Hostile, tmp_path) -> None:

@@ -19,7 +19,7 @@ from typing import List
 import pytest
 
 from conftest import BUILD, KIT
-from hostile_gallery import (FEEDBACK, HONEST_PART1, PROLOGUE, Hostile, func_file, grade_hostile, in_shared_tmp,
+from hostile_gallery import (FEEDBACK, HONEST_PART1, PROLOGUE, Hostile, cases, func_file, grade_hostile, in_shared_tmp,
                              reference_calling)
 from grader.leftovers import MQUEUE_LOOK
 from grader.slots import LOCK_DIR
@@ -351,6 +351,6 @@ GALLERY: List[Hostile] = [
 ]
 
 
-@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+@pytest.mark.parametrize("case", cases(GALLERY))
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     grade_hostile(case, tmp_path)

@@ -14,8 +14,8 @@ from typing import List
 import pytest
 
 from conftest import IMPL_FILES, source
-from hostile_gallery import (FEEDBACK, HONEST_PART1, PROLOGUE, ZERO_FUNCS, Hostile, func_file, grade_hostile, stub_with,
-                             zero_file)
+from hostile_gallery import (FEEDBACK, HONEST_PART1, PROLOGUE, ZERO_FUNCS, Hostile, cases, func_file, grade_hostile,
+                             stub_with, zero_file)
 
 ALL_MAX = ('{"scores": {"part1": 10, "part2": 20, "part3": 15, "part4": 15, "part5": 20, "part6": 10, '
            '"part7": 10, "part8_forward": 20, "part8_backward": 20, "part9": 10}, "scoreboard": [150]}')
@@ -336,6 +336,6 @@ GALLERY: List[Hostile] = [
 ]
 
 
-@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+@pytest.mark.parametrize("case", cases(GALLERY))
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     grade_hostile(case, tmp_path)

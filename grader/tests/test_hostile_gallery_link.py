@@ -14,7 +14,7 @@ from typing import List
 import pytest
 
 from conftest import IMPL_FILES, source
-from hostile_gallery import FEEDBACK, PROLOGUE, Hostile, grade_hostile
+from hostile_gallery import FEEDBACK, PROLOGUE, Hostile, cases, grade_hostile
 
 # A request written on the link by hand, as comm_link.h lays it out, from
 # the descriptor the program's environment names: no forbidden symbol but
@@ -163,6 +163,6 @@ GALLERY += [Hostile(h.name + "_without_namespaces", h.members, h.total, says=h.s
             for h in GALLERY if h.name == "zero_backward_tells_its_side_it_returned_early"]
 
 
-@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+@pytest.mark.parametrize("case", cases(GALLERY))
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     grade_hostile(case, tmp_path)

@@ -14,7 +14,7 @@ from typing import List
 import pytest
 
 from conftest import IMPL_FILES, hang_limit, source
-from hostile_gallery import (FEEDBACK, HONEST_PART1, MQUEUES, PROLOGUE, Hostile, func_file, grade_hostile,
+from hostile_gallery import (FEEDBACK, HONEST_PART1, MQUEUES, PROLOGUE, Hostile, cases, func_file, grade_hostile,
                              in_shared_tmp, reference_calling, stub_with, zero_file)
 from kit.parts import CASE_SECONDS
 
@@ -258,6 +258,6 @@ GALLERY: List[Hostile] = [
 ]
 
 
-@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+@pytest.mark.parametrize("case", cases(GALLERY))
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     grade_hostile(case, tmp_path)

@@ -14,7 +14,7 @@ from typing import List
 import pytest
 
 from conftest import IMPL_FILES, source
-from hostile_gallery import FEEDBACK, Hostile, grade_hostile, reference_with
+from hostile_gallery import FEEDBACK, Hostile, cases, grade_hostile, reference_with
 from kit import parts as table
 
 STATIC_CHECK_BYPASSES = r"""
@@ -361,6 +361,6 @@ GALLERY += [Hostile(h.name + "_without_namespaces", h.members, h.total, says=h.s
                                            "full_weight_kept_in_a_block_made_by_partition")]
 
 
-@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+@pytest.mark.parametrize("case", cases(GALLERY))
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     grade_hostile(case, tmp_path)

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import IMPL_FILES, KIT, source
 from kit import judge
-from hostile_gallery import PROLOGUE, Hostile, grade_hostile
+from hostile_gallery import PROLOGUE, Hostile, cases, grade_hostile
 
 # A static object that, before the system-call filter, looks for the hidden
 # cases' salt wherever a job could leave it: its own command line and
@@ -122,6 +122,6 @@ GALLERY = [
 ]
 
 
-@pytest.mark.parametrize("case", GALLERY, ids=[h.name for h in GALLERY])
+@pytest.mark.parametrize("case", cases(GALLERY))
 def test_hostile_handin(case: Hostile, tmp_path, untouched_kit):
     grade_hostile(case, tmp_path)
