@@ -4,7 +4,8 @@ grader/README.md, "Threat model").
 As root (Gradescope, CI, a staff server), every compile and every test job
 of a handin runs:
   - as an unprivileged user id of its own (61000 + worker slot by default,
-    KIT_SANDBOX_UID to change; no passwd entry is needed), so it can write
+    in a container a range of its own, KIT_SANDBOX_UID to change; no passwd
+    entry is needed: grader/slots.py, uid_base), so it can write
     only its scratch run directory and signal only its own processes; the
     scratch directory is open to root and that user alone, and its run
     directory is a tmpfs of bounded size;
@@ -43,12 +44,11 @@ from typing import Dict, List, Optional, Tuple
 from grader import cpu_share
 from grader.leftovers import remove_mqueues, sysv_objects
 from grader.namespaces import SHARED_TMP, USER_NAMESPACES, namespace_steps, namespaces_work, user_namespaces_work
-from grader.slots import SANDBOX_UID_BASE, claim_slot
+from grader.slots import claim_slot, uid_base
 from kit import limits
 from kit.measured import Ran, run_measured
 from kit.facts import FILE_LIMIT_BYTES
 from kit.processes import kill_all, processes
-from kit import overrides
 
 # Per process (each rank, mpirun, the compiler). Generous for the real tests:
 # the largest needs ~0.5 GiB of address space per rank; part 9's training
@@ -106,7 +106,7 @@ class Sandbox:
 
     def __post_init__(self):
         self.root = os.geteuid() == 0
-        self.base = int(overrides.SANDBOX_UID or SANDBOX_UID_BASE)
+        self.base = uid_base()
         self.slot_lock = None
         self.run_mounted = False
         self.scratch = os.path.realpath(self.scratch)

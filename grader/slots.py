@@ -9,8 +9,16 @@ import stat
 import subprocess
 import time
 
+from kit import overrides
+
 SANDBOX_UID_BASE = 61000
 SLOTS = 16  # concurrent graders on one machine, each with a user id of its own
+# In a container, the first uid of a range of its own (below).
+CONTAINER_UID_BASE = 2_000_000
+CONTAINER_RANGES = 1 << 16
+# The kernel's first PID namespace (PROC_PID_INIT_INO): a grader in it has
+# the machine to itself, not a container's share of it.
+INITIAL_PID_NAMESPACE = 0xEFFFFFFC
 # Root's slot locks: a place no sandbox user can plant a FIFO or a symlink in.
 LOCK_DIR = "/run/kit-grader"
 
@@ -51,6 +59,28 @@ def lock_uid(uid: int):
         os.close(fd)
         return None
     return os.fdopen(fd, "rb")
+
+
+def uid_base() -> int:
+    """The sandbox users' first uid: KIT_SANDBOX_UID's, else SANDBOX_UID_BASE
+    on a machine of its own. A container (Docker's, podman's: a PID namespace
+    of its own) shares the host's user ids but has a lock folder of its own,
+    and the kernel counts a user's processes against its limit (RLIMIT_NPROC,
+    the sandbox's "nproc") across every container: two gradings in two
+    containers on one host as the same user would share that limit, and the
+    one starting its ranks then could not fork (seen when the platforms'
+    check graded side by side: Autolab's ranks did not start in 30 s). So a
+    container's range is its PID namespace's own (inode numbers of the
+    namespaces that exist at once differ)."""
+    if overrides.SANDBOX_UID:
+        return int(overrides.SANDBOX_UID)
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return SANDBOX_UID_BASE
+    if namespace == INITIAL_PID_NAMESPACE:
+        return SANDBOX_UID_BASE
+    return CONTAINER_UID_BASE + SLOTS * (namespace % CONTAINER_RANGES)
 
 
 def claim_slot(box, preferred: int) -> int:

@@ -15,7 +15,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 
-from grader.slots import SANDBOX_UID_BASE, SLOTS
+from grader.slots import SLOTS, uid_base
 from kit import calibration
 from kit import parts as table
 from kit.limits import HANG_SHARE, limit, time_scale
@@ -228,7 +228,7 @@ def kit_is_built():
         pytest.fail(f"{BUILD} holds no kit build: run `make build` first")
 
 
-SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+SANDBOX_BASE = uid_base()
 SANDBOX_UIDS = range(SANDBOX_BASE, SANDBOX_BASE + SLOTS)
 
 

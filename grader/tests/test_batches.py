@@ -21,9 +21,9 @@ from conftest import (BUILD, GRADE, SUMMED, batch_cmd, batch_env, grade, graded_
                       live_processes, marked, six_handins)
 from grader.batches import STOP_SECONDS
 from grader.namespaces import SHARED_TMP
-from grader.slots import SANDBOX_UID_BASE, SLOTS
+from grader.slots import SLOTS, uid_base
 
-SANDBOX_BASE = int(os.environ.get("KIT_SANDBOX_UID", SANDBOX_UID_BASE))
+SANDBOX_BASE = uid_base()
 SANDBOX_UIDS = set(range(SANDBOX_BASE, SANDBOX_BASE + SLOTS))
 
 

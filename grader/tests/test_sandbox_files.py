@@ -14,7 +14,7 @@ from conftest import BUILD
 from grader import sandbox, slots
 from kit.safe_read import UnsafeSandboxFile, open_sandbox_file
 
-BASE = int(os.environ.get("KIT_SANDBOX_UID", slots.SANDBOX_UID_BASE))
+BASE = slots.uid_base()
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="root's lock folder needs root")
 
 
