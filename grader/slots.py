@@ -13,9 +13,11 @@ from kit import overrides
 
 SANDBOX_UID_BASE = 61000
 SLOTS = 16  # concurrent graders on one machine, each with a user id of its own
-# In a container, the first uid of a range of its own (below).
-CONTAINER_UID_BASE = 2_000_000
-CONTAINER_RANGES = 1 << 16
+# In a container, one of CONTAINER_RANGES ranges of SLOTS uids above the
+# machine's own (below). They end at 65095: a rootless container (a user
+# namespace) maps only the uids under 65536.
+CONTAINER_UID_BASE = SANDBOX_UID_BASE + SLOTS
+CONTAINER_RANGES = 255
 # The kernel's first PID namespace (PROC_PID_INIT_INO): a grader in it has
 # the machine to itself, not a container's share of it.
 INITIAL_PID_NAMESPACE = 0xEFFFFFFC
@@ -70,8 +72,9 @@ def uid_base() -> int:
     containers on one host as the same user would share that limit, and the
     one starting its ranks then could not fork (seen when the platforms'
     check graded side by side: Autolab's ranks did not start in 30 s). So a
-    container's range is its PID namespace's own (inode numbers of the
-    namespaces that exist at once differ)."""
+    container's range is its PID namespace's: the kernel numbers the
+    namespaces that exist at once one after another, so containers running
+    side by side fall in different ranges."""
     if overrides.SANDBOX_UID:
         return int(overrides.SANDBOX_UID)
     try:
