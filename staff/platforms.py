@@ -237,13 +237,14 @@ def main(argv: List[str]) -> int:
         return rows[-1]
 
     def graded(p: Platform, h: str, tar: str, half: float = 0.0, fits: bool = True) -> Callable[[], tuple]:
-        planned.append((p.name, f"{h} at {half:g} CPU" if half else h))
+        label = f"{h} at {half:g} CPU" if half else h
+        planned.append((p.name, label))
 
         def grade() -> tuple:
             r = p.grade(p, tar, os.path.join(work, p.name, h + ("-halved" if half else "")),
                         **({"cpus": half} if half else {}))
             note = "" if fits else " (an honest grading does not fit here: a grader error is right too)"
-            return row(p.name, f"{h} at {half:g} CPU" if half else h, r,
+            return row(p.name, label, r,
                        verdict(h, p, r, fits, stretch=2.0) if half else verdict(h, p, r), note)
         return grade
 
