@@ -185,11 +185,12 @@ def wrong_answer_mutants():
     return [m for m in MUTANTS[names.index(WRONG_ANSWERS_FROM):] if m.file not in extension_files]
 
 
-# make check grades through the grader every "correct: ..." variant (a rule
-# must pass correct code) and one known bug of each student file, the one
-# whose verdict the side's memory account decides among them; the other
-# known bugs' hidden-case gradings run in make check-long. make check's
-# CTest still runs every known bug against the public cases (mutants/*).
+# make check grades through the grader one known bug of each student file,
+# the one whose verdict the side's memory account decides among them; the
+# other known bugs' and the "correct: ..." variants' hidden-case gradings
+# run in make check-long. make check's CTest still runs every known bug and
+# every correct variant against the public cases (mutants/*), whose
+# memory and traffic rules are the hidden cases' too.
 IN_MAKE_CHECK = {"data split by rank instead of by data-parallel group", SUMMED_MUTANT.name,
                  "full weight cached in a static between calls"}
 
@@ -199,7 +200,7 @@ def tier_of(m):
     (summed_graded); a bug not in IN_MAKE_CHECK is a long check."""
     if m == SUMMED_MUTANT:
         return pytest.param(m, marks=pytest.mark.xdist_group("summed"))
-    if m.name.startswith("correct:") or m.name in IN_MAKE_CHECK:
+    if m.name in IN_MAKE_CHECK:
         return m
     return pytest.param(m, marks=pytest.mark.long)
 
