@@ -86,14 +86,14 @@ CHECK_LABELS = framework|reference|stubs|mutants|staff|multihost
 check: build
 	$(call check_suites,-L '$(CHECK_LABELS)' -LE '^long$$',not long,check)
 
-# What make check leaves to CI (under 4 minutes here): the explorer's
+# What make check leaves to CI (under 5 minutes here): the explorer's
 # fifteen training runs and the add-a-part recipe's scratch copy (CTest),
 # grading as a user that is not root, the gallery's entries graded
-# without namespaces or without the syscall filter, a batch killed twice,
-# hundreds of threads beside a neighbour, a static initializer that never
-# returns with the link check only warning, the handout built and graded,
-# and the hidden-case gradings of the correct variants and known bugs that
-# make check does not run (pytest).
+# without namespaces, without the syscall filter or with extension parts,
+# a batch killed twice, hundreds of threads beside a neighbour, a static
+# initializer that never returns with the link check only warning, the
+# handout built and graded, and the hidden-case gradings of the correct
+# variants and known bugs that make check does not run (pytest).
 check-long: build
 	$(STAFF_ONLY)
 	$(call check_suites,-L '^long$$',long,check-long)

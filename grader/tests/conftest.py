@@ -240,11 +240,13 @@ def sandbox_processes(uids=SANDBOX_UIDS) -> List[str]:
 # check runs the two side by side): its own records, the explorer's output
 # (reference/explore), the handout it cuts (staff/handout_with_extensions),
 # the known bugs' builds (staff/mutants.py) and `kit test`'s findings caches
-# (the student loop's: no grading reads them). No grader input lies there
-# (ctest_writes checks it), so a handin that changed one still shows.
+# (the student loop's: no grading reads them); and what the link check's
+# tests beside it compile from (link_check/, test_link_check.py). No
+# grader input lies there (ctest_writes checks it), so a handin that
+# changed one still shows.
 CTEST_WRITES = ("Testing", "explore-check", "handout-with-extensions.tar.gz",
                 "handout-with-extensions.tar.gz.unchecked", "mutants", "static_checks_cache.json",
-                "link_check_cache.json")
+                "link_check_cache.json", "link_check")
 
 
 def grader_inputs(build: str) -> List[str]:

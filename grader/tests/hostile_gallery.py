@@ -187,12 +187,17 @@ def cases(gallery: List["Hostile"]) -> list:
     """The gallery as pytest's parameters. An entry graded in another mode
     is marked long: make check-long and CI run it. The modes are the
     sandbox without namespaces (as in the platforms' containers; make check
-    runs those entries with them) and the staff's KIT_SYSCALL_FILTER=off,
+    runs those entries with them), the staff's KIT_SYSCALL_FILTER=off,
     which lets an attack past the filter to meet the defences behind it
     (make check runs the filter's own entries: raw system calls, message
-    queues refused, a shell through the launcher)."""
-    return [pytest.param(h, id=h.name, marks=() if h.namespaces and h.filtered else pytest.mark.long)
-            for h in gallery]
+    queues refused, a shell through the launcher), and a course that
+    grades extension parts (KIT_EXTENSIONS; make check's CTest runs each
+    extension file's known bugs)."""
+    return [pytest.param(h, id=h.name, marks=pytest.mark.long if another_mode(h) else ()) for h in gallery]
+
+
+def another_mode(h: "Hostile") -> bool:
+    return not h.namespaces or not h.filtered or bool(h.extensions)
 
 
 def grade_hostile(case: Hostile, tmp_path) -> None:
