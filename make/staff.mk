@@ -90,10 +90,11 @@ check: build
 # fifteen training runs and the add-a-part recipe's scratch copy (CTest),
 # grading as a user that is not root, the gallery's entries graded
 # without namespaces, without the syscall filter or with extension parts,
-# a batch killed twice, hundreds of threads beside a neighbour, a static
-# initializer that never returns with the link check only warning, the
-# handout built and graded, and the hidden-case gradings of the correct
-# variants and known bugs that make check does not run (pytest).
+# a batch killed twice, a hang run by hand, a symbol defined in two files,
+# hundreds of threads beside a neighbour, a static initializer that never
+# returns with the link check only warning, the handout built and graded,
+# and the hidden-case gradings of the correct variants and known bugs that
+# make check does not run (pytest).
 check-long: build
 	$(STAFF_ONLY)
 	$(call check_suites,-L '^long$$',long,check-long)

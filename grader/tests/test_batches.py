@@ -148,6 +148,7 @@ def test_a_static_initializer_is_refused_by_the_link_check(tmp_path):
     assert "zero_dp_stage3.cpp:0: fail: has a static initializer" in g.stdout
 
 
+@pytest.mark.long  # one long scenario: the files linked together, then each file alone with the others' stubs
 def test_a_symbol_defined_in_two_files_keeps_both_files_parts(tmp_path):
     helper = ("namespace dtrain {", "namespace dtrain {\nint course_helper() { return 1; }")
     tarball = handin(tmp_path, edits={"func_impl.cpp": helper, "zero_dp_stage3.cpp": helper})

@@ -12,6 +12,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from kit.outcomes import CaseOutcome
 from kit.paths import KIT_DIR, KITRUN, REFERENCE_DIR
 from staff.tests.broken import broken_reference, mutant_binary
@@ -40,6 +42,7 @@ def test_a_short_summary_cuts_values_before_the_roll_call():
     assert len(outcome.summary(max_lines=None)) == 3 * 5 + 3
 
 
+@pytest.mark.long  # one long scenario: a hang waited out twice, by kitrun and bare
 def test_a_hang_run_by_hand_gets_its_roll_call_and_the_remaining_cases_run(tmp_path):
     binary = mutant_binary(tmp_path, "one rank calls an extra allreduce")
     out = run([KITRUN, "-n", "4", binary, "--gtest_filter=Part7*"], cwd=str(tmp_path))
