@@ -75,6 +75,9 @@ class Channels:
                       for name in self._names]
         self._shared = shared
         self._stop = threading.Event()
+        # Written once by close(): the reader's wait ends at once, where a
+        # timed poll kept each job's end waiting up to 50 ms.
+        self._wake_read, self._wake_write = os.pipe2(os.O_CLOEXEC)
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
@@ -131,10 +134,12 @@ class Channels:
         poller = select.poll()
         for fd in self._fds:
             poller.register(fd, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
         while not self._stop.is_set():
-            for fd, _ in poller.poll(50):
-                while self._take(fd):
-                    pass
+            for fd, _ in poller.poll():
+                if fd != self._wake_read:
+                    while self._take(fd):
+                        pass
 
     def lines_since(self, index: int) -> List[Tuple[int, bytes]]:
         """The rank channels' lines kept so far, from the index-th on."""
@@ -145,11 +150,12 @@ class Channels:
         """Stops reading once what the job left in the pipes is read; the
         complete lines, each with the rank whose channel it came through."""
         self._stop.set()
+        os.write(self._wake_write, b"x")
         self._thread.join(5)
         for fd in self._fds:
             while self._take(fd):
                 pass
-        for fd in list(self._fds) + self._keep:
+        for fd in list(self._fds) + self._keep + [self._wake_read, self._wake_write]:
             os.close(fd)
         for name in os.listdir(self.dir):
             os.unlink(os.path.join(self.dir, name))

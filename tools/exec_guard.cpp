@@ -162,16 +162,39 @@ void answer(int listener, Job& job) {
   std::exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
-int supervise(int listener, pid_t launcher, Job& job) {
+// Answers the job's execs until `child` ends: its wait status, or -1 if it
+// can't be waited for. The child's pidfd (Linux 5.3) wakes the wait the
+// moment it ends; where the kernel or a container's profile refuses one,
+// the wait looks every 10 ms instead. (A fixed 100 ms look cost each job's
+// end 50 ms on average, and the probe's two children 200 ms.)
+int serve_until_end(int listener, pid_t child, Job& job) {
+#ifdef SYS_pidfd_open
+  const int ended = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+#else
+  const int ended = -1;
+#endif
+  pollfd fds[2] = {{listener, POLLIN, 0}, {ended, POLLIN, 0}};  // poll skips a negative descriptor
+  int status = 0;
   for (;;) {
-    int status = 0;
-    const pid_t done = ::waitpid(launcher, &status, WNOHANG);
-    if (done == launcher) end_as(status);
-    if (done < 0 && errno != EINTR) return 1;
-    pollfd p{listener, POLLIN, 0};
-    const int ready = ::poll(&p, 1, 100);
-    if (ready > 0 && (p.revents & POLLIN)) answer(listener, job);
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) {
+      status = -1;
+      break;
+    }
+    const int ready = ::poll(fds, 2, ended >= 0 ? -1 : 10);
+    if (ready > 0 && (fds[0].revents & POLLIN)) answer(listener, job);
+    // No task holds the filter any more: only the child's end is left to wait for.
+    else if (ready > 0 && (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL))) fds[0].fd = -1;
   }
+  if (ended >= 0) ::close(ended);
+  return status;
+}
+
+int supervise(int listener, pid_t launcher, Job& job) {
+  const int status = serve_until_end(listener, launcher, job);
+  if (status < 0) return 1;
+  end_as(status);
 }
 
 // A child that execs /bin/true under the guard: its wait status.
@@ -181,12 +204,7 @@ int exec_true(int listener, Job& job) {
     ::execl("/bin/true", "true", static_cast<char*>(nullptr));
     ::_exit(errno == EPERM ? 3 : 4);
   }
-  int status = 0;
-  while (::waitpid(child, &status, WNOHANG) == 0) {
-    pollfd p{listener, POLLIN, 0};
-    if (::poll(&p, 1, 100) > 0) answer(listener, job);
-  }
-  return status;
+  return serve_until_end(listener, child, job);
 }
 
 // Guards a child that execs /bin/true, then tries again: the first must run,
