@@ -20,6 +20,7 @@ import struct
 import pytest
 
 from conftest import BUILD, KIT
+from grader.gradebook import write_atomically
 from kit import link_check
 from kit.build import compile_one
 from kit.link_allowlist import load_allowlist
@@ -50,15 +51,12 @@ def refusals(how, elsewhere, source: str, tmp_path, name: str = "") -> list:
     cache as the known-bug checks are (staff/mutants.py): from a copy at a
     path that its text names (BUILD/link_check/DIGEST/FILE), the same in
     every clone, so a clean clone compiles none of these files again."""
-    with open(source, "rb") as f:
+    with open(source, newline="") as f:
         text = f.read()
-    copy = os.path.join(BUILD, "link_check", hashlib.sha256(text).hexdigest()[:16], os.path.basename(source))
+    copy = os.path.join(BUILD, "link_check", hashlib.sha256(text.encode()).hexdigest()[:16], os.path.basename(source))
     if not os.path.exists(copy):
         os.makedirs(os.path.dirname(copy), exist_ok=True)
-        part = f"{copy}.{os.getpid()}"
-        with open(part, "wb") as f:
-            f.write(text)
-        os.replace(part, copy)  # whole, even beside another run of the same check
+        write_atomically(copy, text)  # whole, even beside another run of the same check
     obj = str(tmp_path / (os.path.basename(source) + ".o"))
     errors = compile_one(how, copy, obj, compiler_cache=True)
     assert errors is None, f"{source} does not compile:\n{errors}"
